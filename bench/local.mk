@@ -1,0 +1,1 @@
+# bench/local.mk: filled by its module.

@@ -1,0 +1,87 @@
+/*
+ * srv_cmd.h - the command table and dispatcher. One table (generated from
+ * srv_commands.def) drives lookup, arity and auth checks, COMMAND and
+ * COMMAND DOCS; handlers never repeat those checks. Handlers reach storage
+ * only through the worker's batch transaction (srv_txn_*_or_reply).
+ */
+#ifndef SRV_CMD_H
+#define SRV_CMD_H
+
+#include <stdint.h>
+
+#include "server/srv_conn.h"
+
+struct st_txn;
+
+/* Command flags. */
+#define F_WRITE 0x001u      /* may modify the keyspace */
+#define F_READONLY 0x002u   /* reads the keyspace */
+#define F_FAST 0x004u       /* O(1) or O(log n) */
+#define F_NOSTORE 0x008u    /* never touches storage */
+#define F_NOAUTH 0x010u     /* allowed before AUTH */
+#define F_BARRIER 0x020u    /* ends the open batch before running */
+#define F_ADMIN 0x040u
+#define F_PUBSUB 0x080u
+#define F_BLOCKING 0x100u
+
+typedef void srv_cmd_proc(srv_conn *c);
+
+typedef struct srv_command {
+    const char *name;
+    srv_cmd_proc *proc;
+    int arity;
+    unsigned flags;
+    int first_key, last_key, key_step;
+    const char *group;
+    const char *since;
+    const char *summary;
+    uint64_t calls;         /* this process's count */
+} srv_command;
+
+#define CMD(fn, ...) srv_cmd_proc srv_cmd_##fn;
+#include "server/srv_commands.def"
+#undef CMD
+
+/* Build the lookup index; call once per process before dispatching. */
+void srv_cmd_init(void);
+
+/* Find a command by name, any case; NULL if unknown. */
+const srv_command *srv_cmd_lookup(const char *name, size_t len);
+
+/* Check and run the command in c->argc/c->argv, replying to c. */
+void srv_cmd_execute(srv_conn *c);
+
+/* The table, for COMMAND and INFO. */
+const srv_command *srv_cmd_table(int *count);
+
+/* ---- storage access for handlers (batch owned by the worker) ---- */
+
+/*
+ * The transaction to read in: the batch's write transaction when one is
+ * open, otherwise the worker's read transaction. NULL after replying an
+ * error.
+ */
+struct st_txn *srv_txn_read_or_reply(srv_conn *c);
+
+/* The batch's write transaction, begun if needed; NULL after an error. */
+struct st_txn *srv_txn_write_or_reply(srv_conn *c);
+
+/*
+ * Reply the error for storage code `rc` (WRONGTYPE, disk full, ...). A
+ * failure inside a write transaction poisons the batch: the worker
+ * aborts it and replays the batch's commands one transaction each.
+ */
+void srv_storage_error(srv_conn *c, int rc);
+
+/* The clock of the command being run, ms since the epoch. */
+int64_t srv_cmd_now(void);
+
+/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1]. */
+void srv_reply_subcommand_error(srv_conn *c);
+/* "ERR wrong number of arguments for 'client|setname' command". */
+void srv_reply_subcommand_arity(srv_conn *c);
+
+/* Helpers shared by handlers. */
+int srv_arg_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
+
+#endif

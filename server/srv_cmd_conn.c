@@ -1,0 +1,310 @@
+/*
+ * srv_cmd_conn.c - connection commands: PING ECHO QUIT HELLO AUTH SELECT
+ * CLIENT RESET.
+ */
+#include "server/srv_cmd.h"
+#include "server/srv_conn.h"
+#include "server/srv_heritage.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "server/srv_worker.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HELLO_FIELDS 7
+#define CLIENT_INFO_MAX 1024
+#define MS_PER_S 1000
+
+static const char ERR_WRONGPASS[] =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+static const char ERR_BADNAME[] =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+void srv_cmd_ping(srv_conn *c)
+{
+    if (c->argc > 2) {
+        srv_reply_error(c, "ERR wrong number of arguments for 'ping' command");
+        return;
+    }
+    if (c->argc == 2)
+        srv_reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
+    else
+        srv_reply_simple(c, "PONG");
+}
+
+void srv_cmd_echo(srv_conn *c) { srv_reply_bulk(c, c->argv[1].ptr, c->argv[1].len); }
+
+void srv_cmd_quit(srv_conn *c)
+{
+    srv_reply_ok(c);
+    c->flags |= SRV_CONN_CLOSE_AFTER_REPLY;
+}
+
+/* Check credentials against the default user: 1 accepted, 0 not. */
+static int credentials_ok(const srv_slice *user, const srv_slice *pass)
+{
+    const char *want = srv_her.cfg->requirepass;
+
+    if (user && !srv_streq(user->ptr, user->len, "default"))
+        return 0;
+    if (want[0] == '\0')
+        return 1;                       /* default user has nopass */
+    return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
+}
+
+static int valid_name(const srv_slice *s)
+{
+    for (size_t i = 0; i < s->len; i++)
+        if (s->ptr[i] < '!' || s->ptr[i] > '~')
+            return 0;
+    return 1;
+}
+
+static void set_name(srv_conn *c, const srv_slice *s)
+{
+    size_t n = s->len < SRV_CONN_NAME_MAX - 1 ? s->len : SRV_CONN_NAME_MAX - 1;
+
+    memcpy(c->name, s->ptr, n);
+    c->name[n] = '\0';
+}
+
+void srv_cmd_hello(srv_conn *c)
+{
+    long long ver = 0;
+    const srv_slice *user = NULL, *pass = NULL, *name = NULL;
+
+    if (c->argc >= 2) {
+        if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &ver)) {
+            srv_reply_error(c, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) {
+            srv_reply_error(c, "NOPROTO unsupported protocol version");
+            return;
+        }
+    }
+    for (int j = 2; j < c->argc; j++) {
+        int more = c->argc - 1 - j;
+        const srv_slice *o = &c->argv[j];
+        if (srv_streq(o->ptr, o->len, "auth") && more >= 2) {
+            user = &c->argv[j + 1];
+            pass = &c->argv[j + 2];
+            j += 2;
+        } else if (srv_streq(o->ptr, o->len, "setname") && more >= 1) {
+            name = &c->argv[++j];
+        } else {
+            srv_reply_errorf(c, "ERR Syntax error in HELLO option '%.*s'",
+                             (int)o->len, o->ptr);
+            return;
+        }
+    }
+    if (user) {
+        if (!credentials_ok(user, pass)) {
+            srv_reply_error(c, ERR_WRONGPASS);
+            return;
+        }
+        c->authed = 1;
+    }
+    if (!c->authed) {
+        srv_reply_error(c, "NOAUTH HELLO must be called with the client already "
+                           "authenticated, otherwise the HELLO <proto> AUTH "
+                           "<user> <pass> option can be used to authenticate "
+                           "the client and select the RESP protocol version "
+                           "at the same time");
+        return;
+    }
+    if (name) {
+        if (!valid_name(name)) {
+            srv_reply_error(c, ERR_BADNAME);
+            return;
+        }
+        set_name(c, name);
+    }
+    if (ver)
+        c->resp = (int)ver;
+    srv_reply_map(c, HELLO_FIELDS);
+    srv_reply_bulk_cstr(c, "server");
+    srv_reply_bulk_cstr(c, "redis");
+    srv_reply_bulk_cstr(c, "version");
+    srv_reply_bulk_cstr(c, SRV_REDIS_VERSION);
+    srv_reply_bulk_cstr(c, "proto");
+    srv_reply_int(c, c->resp);
+    srv_reply_bulk_cstr(c, "id");
+    srv_reply_int(c, (long long)c->id);
+    srv_reply_bulk_cstr(c, "mode");
+    srv_reply_bulk_cstr(c, "standalone");
+    srv_reply_bulk_cstr(c, "role");
+    srv_reply_bulk_cstr(c, "master");
+    srv_reply_bulk_cstr(c, "modules");
+    srv_reply_array(c, 0);
+}
+
+void srv_cmd_auth(srv_conn *c)
+{
+    const srv_slice *user = c->argc == 3 ? &c->argv[1] : NULL;
+
+    if (c->argc > 3) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    if (!user && srv_her.cfg->requirepass[0] == '\0') {
+        srv_reply_error(c, "ERR AUTH <password> called without any password "
+                           "configured for the default user. Are you sure "
+                           "your configuration is correct?");
+        return;
+    }
+    if (!credentials_ok(user, &c->argv[c->argc - 1])) {
+        srv_reply_error(c, ERR_WRONGPASS);
+        return;
+    }
+    c->authed = 1;
+    srv_reply_ok(c);
+}
+
+void srv_cmd_select(srv_conn *c)
+{
+    long long db;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[1], &db))
+        return;
+    if (db < 0 || db >= srv_her.cfg->databases) {
+        srv_reply_error(c, "ERR DB index is out of range");
+        return;
+    }
+    c->db = (unsigned)db;
+    srv_reply_ok(c);
+}
+
+void srv_cmd_reset(srv_conn *c)
+{
+    c->db = 0;
+    c->resp = 2;
+    c->name[0] = '\0';
+    c->authed = srv_her.cfg->requirepass[0] == '\0';
+    srv_reply_simple(c, "RESET");
+}
+
+/* One CLIENT LIST / CLIENT INFO line, Redis's field names. */
+static void client_line(srv_conn *x, char *buf, size_t size)
+{
+    int64_t now = srv_mstime();
+
+    snprintf(buf, size,
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
+             "flags=N db=%u sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu "
+             "qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu "
+             "events=r cmd=%s user=default lib-name=%s lib-ver=%s redir=-1 "
+             "resp=%d worker=%d\n",
+             (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
+             (long long)((now - x->created_ms) / MS_PER_S),
+             (long long)((now - x->last_ms) / MS_PER_S), x->db, x->in.len,
+             x->in.cap - x->in.len, x->out.len,
+             x->last_cmd ? x->last_cmd : "NULL", x->lib_name, x->lib_ver,
+             x->resp, x->worker->index);
+}
+
+typedef struct list_ctx {
+    srv_buf text;
+} list_ctx;
+
+static void list_one(srv_conn *x, void *arg)
+{
+    list_ctx *l = arg;
+    char line[CLIENT_INFO_MAX];
+
+    client_line(x, line, sizeof line);
+    srv_buf_append(&l->text, line, strlen(line));
+}
+
+static void client_setinfo(srv_conn *c)
+{
+    const srv_slice *attr = &c->argv[2], *val = &c->argv[3];
+    char *field;
+
+    if (srv_streq(attr->ptr, attr->len, "lib-name"))
+        field = c->lib_name;
+    else if (srv_streq(attr->ptr, attr->len, "lib-ver"))
+        field = c->lib_ver;
+    else {
+        srv_reply_errorf(c, "ERR Unrecognized option '%.*s'", (int)attr->len,
+                         attr->ptr);
+        return;
+    }
+    if (!valid_name(val)) {
+        srv_reply_errorf(c, "ERR %s cannot contain spaces, newlines or "
+                            "special characters.",
+                         field == c->lib_name ? "lib-name" : "lib-ver");
+        return;
+    }
+    size_t n = val->len < SRV_CONN_NAME_MAX - 1 ? val->len : SRV_CONN_NAME_MAX - 1;
+    memcpy(field, val->ptr, n);
+    field[n] = '\0';
+    srv_reply_ok(c);
+}
+
+void srv_cmd_client(srv_conn *c)
+{
+    const srv_slice *sub = &c->argv[1];
+    char line[CLIENT_INFO_MAX];
+
+    if (srv_streq(sub->ptr, sub->len, "id") && c->argc == 2) {
+        srv_reply_int(c, (long long)c->id);
+    } else if (srv_streq(sub->ptr, sub->len, "getname") && c->argc == 2) {
+        if (c->name[0])
+            srv_reply_bulk_cstr(c, c->name);
+        else
+            srv_reply_null(c);
+    } else if (srv_streq(sub->ptr, sub->len, "setname")) {
+        if (c->argc != 3) {
+            srv_reply_subcommand_arity(c);
+        } else if (!valid_name(&c->argv[2])) {
+            srv_reply_error(c, ERR_BADNAME);
+        } else {
+            set_name(c, &c->argv[2]);
+            srv_reply_ok(c);
+        }
+    } else if (srv_streq(sub->ptr, sub->len, "setinfo")) {
+        if (c->argc != 4)
+            srv_reply_subcommand_arity(c);
+        else
+            client_setinfo(c);
+    } else if (srv_streq(sub->ptr, sub->len, "info") && c->argc == 2) {
+        client_line(c, line, sizeof line);
+        srv_reply_verbatim(c, line, strlen(line));
+    } else if (srv_streq(sub->ptr, sub->len, "list")) {
+        /* This worker's connections: a connection lives on one worker. */
+        list_ctx l = { { NULL, 0, 0 } };
+        srv_worker_each_conn(list_one, &l);
+        srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
+        srv_buf_free(&l.text);
+    } else if ((srv_streq(sub->ptr, sub->len, "no-evict") ||
+                srv_streq(sub->ptr, sub->len, "no-touch")) && c->argc == 3) {
+        const srv_slice *v = &c->argv[2];
+        if (srv_streq(v->ptr, v->len, "on") || srv_streq(v->ptr, v->len, "off"))
+            srv_reply_ok(c);
+        else
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+    } else if (srv_streq(sub->ptr, sub->len, "help")) {
+        static const char *const help[] = {
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ID", "    Return the ID of the current connection.",
+            "GETNAME", "    Return the name of the current connection.",
+            "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+            "INFO", "    Return information about the current client connection.",
+            "LIST", "    Return information about client connections of this worker.",
+            "HELP", "    Print this help.",
+        };
+        srv_reply_array(c, sizeof help / sizeof help[0]);
+        for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
+            srv_reply_simple(c, help[i]);
+    } else if (srv_streq(sub->ptr, sub->len, "getname") ||
+               srv_streq(sub->ptr, sub->len, "id") ||
+               srv_streq(sub->ptr, sub->len, "info")) {
+        srv_reply_subcommand_arity(c);
+    } else {
+        srv_reply_subcommand_error(c);
+    }
+}

@@ -1,0 +1,470 @@
+/*
+ * srv_cmd_keys.c - commands on whole keys of any type: delete, exist,
+ * type, expiry, iteration, rename and copy.
+ */
+#include "server/srv_cmd.h"
+#include "server/srv_conn.h"
+#include "server/srv_heritage.h"
+#include "server/srv_keyspace.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "server/srv_worker.h"
+#include "storage/st_err.h"
+#include "storage/st_keys.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_PER_S 1000
+#define HALF_S_MS 500
+#define SCAN_DEFAULT_COUNT 10
+
+static const char *const type_names[] = {
+    [ST_TYPE_NONE] = "none",  [ST_TYPE_STRING] = "string",
+    [ST_TYPE_LIST] = "list",  [ST_TYPE_SET] = "set",
+    [ST_TYPE_ZSET] = "zset",  [ST_TYPE_HASH] = "hash",
+};
+
+/* DEL and UNLINK (collections are detached either way: O(1) for both). */
+static void del_generic(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    long long n = 0;
+
+    if (!t)
+        return;
+    for (int i = 1; i < c->argc; i++) {
+        st_keyref k;
+        srv_key(c, i, &k);
+        int rc = st_delete(t, &k, srv_cmd_now());
+        if (rc == 0)
+            n++;
+        else if (rc != ST_ENOTFOUND) {
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    srv_reply_int(c, n);
+}
+
+void srv_cmd_del(srv_conn *c) { del_generic(c); }
+void srv_cmd_unlink(srv_conn *c) { del_generic(c); }
+
+/* EXISTS and TOUCH: how many of the named keys exist (repeats count). */
+static void exists_generic(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    long long n = 0;
+
+    if (!t)
+        return;
+    for (int i = 1; i < c->argc; i++) {
+        st_keyref k;
+        st_rec r;
+        srv_key(c, i, &k);
+        int rc = st_lookup(t, &k, srv_cmd_now(), &r);
+        if (rc == 0)
+            n++;
+        else if (rc != ST_ENOTFOUND) {
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    srv_reply_int(c, n);
+}
+
+void srv_cmd_exists(srv_conn *c) { exists_generic(c); }
+void srv_cmd_touch(srv_conn *c) { exists_generic(c); }
+
+/* Look up argv[1] of any type: 1 found, 0 absent, -1 error replied. */
+static int lookup_any(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
+{
+    int rc;
+
+    srv_key(c, 1, k);
+    rc = st_lookup(t, k, srv_cmd_now(), r);
+    if (rc == ST_ENOTFOUND)
+        return 0;
+    if (rc) {
+        srv_storage_error(c, rc);
+        return -1;
+    }
+    return 1;
+}
+
+void srv_cmd_type(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (!t || (rc = lookup_any(c, t, &k, &r)) < 0)
+        return;
+    srv_reply_simple(c, type_names[rc ? r.type : ST_TYPE_NONE]);
+}
+
+#define EXP_NX 0x1u
+#define EXP_XX 0x2u
+#define EXP_GT 0x4u
+#define EXP_LT 0x8u
+
+static int parse_expire_flags_or_reply(srv_conn *c, unsigned *flags)
+{
+    unsigned f = 0;
+
+    for (int j = 3; j < c->argc; j++) {
+        const srv_slice *o = &c->argv[j];
+        if (srv_streq(o->ptr, o->len, "nx")) f |= EXP_NX;
+        else if (srv_streq(o->ptr, o->len, "xx")) f |= EXP_XX;
+        else if (srv_streq(o->ptr, o->len, "gt")) f |= EXP_GT;
+        else if (srv_streq(o->ptr, o->len, "lt")) f |= EXP_LT;
+        else {
+            srv_reply_errorf(c, "ERR Unsupported option %.*s", (int)o->len,
+                             o->ptr);
+            return -1;
+        }
+    }
+    if ((f & EXP_NX) && (f & (EXP_XX | EXP_GT | EXP_LT))) {
+        srv_reply_error(c, "ERR NX and XX, GT or LT options at the same time "
+                           "are not compatible");
+        return -1;
+    }
+    if ((f & EXP_GT) && (f & EXP_LT)) {
+        srv_reply_error(c, "ERR GT and LT options at the same time are not "
+                           "compatible");
+        return -1;
+    }
+    *flags = f;
+    return 0;
+}
+
+/* Whether the NX/XX/GT/LT conditions let `at` replace `cur` (0 = none). */
+static int expire_allowed(unsigned f, int64_t at, int64_t cur)
+{
+    if ((f & EXP_NX) && cur)
+        return 0;
+    if ((f & EXP_XX) && !cur)
+        return 0;
+    if ((f & EXP_GT) && (!cur || at <= cur))
+        return 0;
+    if ((f & EXP_LT) && cur && at >= cur)
+        return 0;
+    return 1;
+}
+
+/* EXPIRE family: relative or absolute, seconds or ms. */
+static void expire_generic(srv_conn *c, int unit, int absolute)
+{
+    struct st_txn *t;
+    unsigned flags;
+    int64_t at;
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (parse_expire_flags_or_reply(c, &flags) ||
+        srv_parse_expire_or_reply(c, &c->argv[2], unit, absolute, 1, &at))
+        return;
+    if (!(t = srv_txn_write_or_reply(c)) || (rc = lookup_any(c, t, &k, &r)) < 0)
+        return;
+    if (rc == 0 || !expire_allowed(flags, at, r.expire_at)) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    if (at <= srv_cmd_now())
+        rc = st_delete(t, &k, srv_cmd_now());
+    else
+        rc = st_expire_set(t, &k, srv_cmd_now(), at);
+    if (rc) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_int(c, 1);
+}
+
+void srv_cmd_expire(srv_conn *c) { expire_generic(c, SRV_UNIT_S, 0); }
+void srv_cmd_pexpire(srv_conn *c) { expire_generic(c, SRV_UNIT_MS, 0); }
+void srv_cmd_expireat(srv_conn *c) { expire_generic(c, SRV_UNIT_S, 1); }
+void srv_cmd_pexpireat(srv_conn *c) { expire_generic(c, SRV_UNIT_MS, 1); }
+
+/* TTL family: remaining time (`remaining`) or the deadline, s or ms. */
+static void ttl_generic(srv_conn *c, int ms, int remaining)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (!t || (rc = lookup_any(c, t, &k, &r)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_int(c, -2);
+        return;
+    }
+    if (!r.expire_at) {
+        srv_reply_int(c, -1);
+        return;
+    }
+    if (!remaining) {
+        srv_reply_int(c, ms ? r.expire_at : r.expire_at / MS_PER_S);
+        return;
+    }
+    int64_t ttl = r.expire_at - srv_cmd_now();
+    if (ttl < 0)
+        ttl = 0;
+    srv_reply_int(c, ms ? ttl : (ttl + HALF_S_MS) / MS_PER_S);
+}
+
+void srv_cmd_ttl(srv_conn *c) { ttl_generic(c, 0, 1); }
+void srv_cmd_pttl(srv_conn *c) { ttl_generic(c, 1, 1); }
+void srv_cmd_expiretime(srv_conn *c) { ttl_generic(c, 0, 0); }
+void srv_cmd_pexpiretime(srv_conn *c) { ttl_generic(c, 1, 0); }
+
+void srv_cmd_persist(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (!t || (rc = lookup_any(c, t, &k, &r)) < 0)
+        return;
+    if (rc == 0 || !r.expire_at) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    if ((rc = st_expire_set(t, &k, srv_cmd_now(), 0))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_int(c, 1);
+}
+
+/* Filter and collector shared by KEYS and SCAN. */
+typedef struct key_filter {
+    srv_conn *c;
+    const srv_slice *match;     /* NULL: all */
+    int type;                   /* ST_TYPE_NONE: all */
+    long long n;
+} key_filter;
+
+static int collect_key(void *ctx, const uint8_t *name, size_t len, int type,
+                       int64_t expire_at)
+{
+    key_filter *f = ctx;
+
+    if (f->type != ST_TYPE_NONE && type != f->type)
+        return 0;
+    if (f->match && !(f->match->len == 1 && f->match->ptr[0] == '*') &&
+        !srv_glob_match(f->match->ptr, f->match->len, (const char *)name, len,
+                        0))
+        return 0;
+    srv_reply_bulk(f->c, name, len);
+    f->n++;
+    return 0;
+}
+
+void srv_cmd_keys(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    key_filter f = { c, &c->argv[1], ST_TYPE_NONE, 0 };
+    uint64_t next;
+    size_t mark;
+    int rc;
+
+    if (!t)
+        return;
+    mark = srv_reply_defer(c);
+    rc = st_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(), collect_key, &f, &next);
+    if (rc) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_defer_array(c, mark, f.n);
+}
+
+static int parse_cursor_or_reply(srv_conn *c, const srv_slice *a,
+                                 uint64_t *cursor)
+{
+    char buf[SRV_LLSTR_SIZE + 1], *end;
+
+    if (a->len == 0 || a->len >= sizeof buf || a->ptr[0] == '-' ||
+        a->ptr[0] == ' ' || a->ptr[0] == '+')
+        goto bad;
+    memcpy(buf, a->ptr, a->len);
+    buf[a->len] = '\0';
+    errno = 0;
+    *cursor = strtoull(buf, &end, 10);
+    if (*end == '\0' && errno == 0)
+        return 0;
+bad:
+    srv_reply_error(c, "ERR invalid cursor");
+    return -1;
+}
+
+static int type_by_name(const srv_slice *s)
+{
+    for (int i = ST_TYPE_STRING; i <= ST_TYPE_HASH; i++)
+        if (srv_streq(s->ptr, s->len, type_names[i]))
+            return i;
+    return -1;
+}
+
+void srv_cmd_scan(srv_conn *c)
+{
+    struct st_txn *t;
+    key_filter f = { c, NULL, ST_TYPE_NONE, 0 };
+    long long count = SCAN_DEFAULT_COUNT;
+    uint64_t cursor, next;
+    char cur[SRV_LLSTR_SIZE + 1];
+    size_t mark;
+    int rc, no_such_type = 0;
+
+    if (parse_cursor_or_reply(c, &c->argv[1], &cursor))
+        return;
+    for (int j = 2; j < c->argc; j += 2) {
+        const srv_slice *o = &c->argv[j];
+        if (j + 1 >= c->argc) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+        if (srv_streq(o->ptr, o->len, "count")) {
+            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
+                return;
+            if (count < 1) {
+                srv_reply_error(c, SRV_ERR_SYNTAX);
+                return;
+            }
+        } else if (srv_streq(o->ptr, o->len, "match")) {
+            f.match = &c->argv[j + 1];
+        } else if (srv_streq(o->ptr, o->len, "type")) {
+            int ty = type_by_name(&c->argv[j + 1]);
+            if (ty < 0)
+                no_such_type = 1;
+            else
+                f.type = ty;
+        } else {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (!(t = srv_txn_read_or_reply(c)))
+        return;
+    mark = srv_reply_defer(c);
+    next = 0;
+    if (!no_such_type) {
+        rc = st_scan(t, c->db, cursor, (size_t)count, srv_cmd_now(),
+                     collect_key, &f, &next);
+        if (rc) {
+            c->out.len = mark;
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    int n = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
+    char head[SRV_REPLY_DEFER_MAX];
+    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n", n,
+                      cur, f.n);
+    srv_reply_defer_fill(c, mark, head, (size_t)hn);
+}
+
+/* RENAME and RENAMENX. */
+static void rename_generic(srv_conn *c, int nx)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    st_keyref src, dst;
+    int rc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &src);
+    srv_key(c, 2, &dst);
+    rc = st_rename(t, &src, &dst, srv_cmd_now(), nx);
+    if (rc == ST_ENOTFOUND)
+        srv_reply_error(c, SRV_ERR_NO_KEY);
+    else if (rc == ST_EEXISTS)
+        srv_reply_int(c, 0);
+    else if (rc)
+        srv_storage_error(c, rc);
+    else if (nx)
+        srv_reply_int(c, 1);
+    else
+        srv_reply_ok(c);
+}
+
+void srv_cmd_rename(srv_conn *c) { rename_generic(c, 0); }
+void srv_cmd_renamenx(srv_conn *c) { rename_generic(c, 1); }
+
+static int reply_random_key(void *ctx, const uint8_t *name, size_t len,
+                            int type, int64_t expire_at)
+{
+    srv_reply_bulk(ctx, name, len);
+    return 1;
+}
+
+void srv_cmd_randomkey(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    uint64_t r = ((uint64_t)random() << 33) ^ ((uint64_t)random() << 2) ^
+                 (uint64_t)random();
+    int rc;
+
+    if (!t)
+        return;
+    rc = st_random_key(t, c->db, r, srv_cmd_now(), reply_random_key, c);
+    if (rc == ST_ENOTFOUND)
+        srv_reply_null(c);
+    else if (rc)
+        srv_storage_error(c, rc);
+}
+
+void srv_cmd_copy(srv_conn *c)
+{
+    struct st_txn *t;
+    long long db = c->db;
+    int replace = 0, rc;
+    st_keyref src, dst;
+
+    for (int j = 3; j < c->argc; j++) {
+        const srv_slice *o = &c->argv[j];
+        if (srv_streq(o->ptr, o->len, "replace")) {
+            replace = 1;
+        } else if (srv_streq(o->ptr, o->len, "db") && j + 1 < c->argc) {
+            if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &db) ||
+                db < INT_MIN || db > INT_MAX) {
+                srv_reply_error(c, SRV_ERR_NOT_INT);
+                return;
+            }
+            j++;
+        } else {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (db < 0 || db >= srv_her.cfg->databases) {
+        srv_reply_error(c, "ERR DB index is out of range");
+        return;
+    }
+    srv_key(c, 1, &src);
+    st_keyref_init(&dst, (unsigned)db, c->argv[2].ptr, c->argv[2].len);
+    if (src.db == dst.db && src.len == dst.len &&
+        memcmp(src.name, dst.name, src.len) == 0) {
+        srv_reply_error(c, "ERR source and destination objects are the same");
+        return;
+    }
+    if (!(t = srv_txn_write_or_reply(c)))
+        return;
+    rc = st_copy(t, &src, &dst, srv_cmd_now(), replace);
+    if (rc == ST_ENOTFOUND || rc == ST_EEXISTS)
+        srv_reply_int(c, 0);
+    else if (rc)
+        srv_storage_error(c, rc);
+    else
+        srv_reply_int(c, 1);
+}

@@ -1,0 +1,458 @@
+/*
+ * srv_cmd_server.c - server commands: DBSIZE FLUSHDB FLUSHALL TIME INFO
+ * CONFIG SHUTDOWN ROLE LASTSAVE.
+ */
+#include "server/srv_cmd.h"
+#include "server/srv_config.h"
+#include "server/srv_conn.h"
+#include "server/srv_heritage.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "server/srv_worker.h"
+#include "storage/st_env.h"
+#include "storage/st_err.h"
+#include "storage/st_keys.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define MS_PER_S 1000
+#define US_PER_S 1000000
+#define S_PER_DAY 86400
+#define INFO_LINE_MAX 512
+#define CONFIG_ARGS_MAX 16
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+void srv_cmd_dbsize(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    uint64_t keys, expires;
+    int rc;
+
+    if (!t)
+        return;
+    if ((rc = st_dbsize(t, c->db, &keys, &expires)))
+        srv_storage_error(c, rc);
+    else
+        srv_reply_int(c, (long long)keys);
+}
+
+/* FLUSHDB / FLUSHALL [ASYNC|SYNC]: both run synchronously and in bounded
+ * chunks, so ASYNC gives the same result a moment sooner or later. */
+static void flush_generic(srv_conn *c, int db)
+{
+    uint64_t version;
+    int rc;
+
+    if (c->argc > 2 || (c->argc == 2 &&
+                        !srv_streq(c->argv[1].ptr, c->argv[1].len, "async") &&
+                        !srv_streq(c->argv[1].ptr, c->argv[1].len, "sync"))) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    if ((rc = st_flush(srv_w->env, db, &version))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_ok(c);
+}
+
+void srv_cmd_flushdb(srv_conn *c) { flush_generic(c, (int)c->db); }
+void srv_cmd_flushall(srv_conn *c) { flush_generic(c, -1); }
+
+void srv_cmd_time(srv_conn *c)
+{
+    int64_t us = srv_ustime();
+
+    srv_reply_array(c, 2);
+    srv_reply_bulk_ll(c, us / US_PER_S);
+    srv_reply_bulk_ll(c, us % US_PER_S);
+}
+
+void srv_cmd_role(srv_conn *c)
+{
+    srv_reply_array(c, 3);
+    srv_reply_bulk_cstr(c, "master");
+    srv_reply_int(c, 0);
+    srv_reply_array(c, 0);
+}
+
+static int64_t last_save_s(void)
+{
+    int64_t ms = atomic_load(&srv_her.stats->last_sync_ms);
+
+    return (ms ? ms : srv_her.start_ms) / MS_PER_S;
+}
+
+void srv_cmd_lastsave(srv_conn *c) { srv_reply_int(c, last_save_s()); }
+
+/* ---- INFO ---- */
+
+static void add(srv_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void add(srv_buf *b, const char *fmt, ...)
+{
+    char line[INFO_LINE_MAX];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        srv_buf_append(b, line, (size_t)n < sizeof line ? (size_t)n
+                                                        : sizeof line - 1);
+}
+
+static void human_bytes(char *out, size_t size, double n)
+{
+    if (n < KIB)
+        snprintf(out, size, "%.0fB", n);
+    else if (n < MIB)
+        snprintf(out, size, "%.2fK", n / KIB);
+    else if (n < GIB)
+        snprintf(out, size, "%.2fM", n / MIB);
+    else
+        snprintf(out, size, "%.2fG", n / GIB);
+}
+
+static long long rss_bytes(void)
+{
+    long long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    if (f) {
+        if (fscanf(f, "%lld %lld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * sysconf(_SC_PAGESIZE);
+}
+
+static const char *const sync_names[] = {"no", "everysec", "always"};
+
+static void info_server(srv_buf *b)
+{
+    struct utsname u;
+    int64_t now = srv_mstime();
+    int64_t up = (now - srv_her.start_ms) / MS_PER_S;
+
+    uname(&u);
+    add(b, "# Server\r\n");
+    add(b, "redis_version:%s\r\n", SRV_REDIS_VERSION);
+    add(b, "larder_version:%s\r\n", SRV_VERSION);
+    add(b, "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\n");
+    add(b, "redis_mode:standalone\r\n");
+    add(b, "os:%s %s %s\r\n", u.sysname, u.release, u.machine);
+    add(b, "arch_bits:%d\r\n", (int)(sizeof(void *) * 8));
+    add(b, "multiplexing_api:epoll\r\n");
+    add(b, "process_id:%d\r\n", (int)srv_her.master_pid);
+    add(b, "worker_process_id:%d\r\n", (int)getpid());
+    add(b, "workers:%d\r\n", srv_her.nworkers);
+    add(b, "run_id:%016llx%016llx\r\n", (unsigned long long)srv_her.start_ms,
+        (unsigned long long)srv_her.master_pid);
+    add(b, "tcp_port:%lld\r\n", srv_her.cfg->port);
+    add(b, "server_time_usec:%lld\r\n", (long long)srv_ustime());
+    add(b, "uptime_in_seconds:%lld\r\n", (long long)up);
+    add(b, "uptime_in_days:%lld\r\n", (long long)(up / S_PER_DAY));
+    add(b, "hz:%lld\r\n", srv_her.cfg->hz);
+    add(b, "executable:%s\r\n", srv_her.executable);
+    add(b, "config_file:%s\r\n", srv_her.cfg->config_file);
+}
+
+static void info_clients(srv_buf *b)
+{
+    add(b, "# Clients\r\n");
+    add(b, "connected_clients:%lld\r\n",
+        (long long)SRV_STATS_SUM(srv_her.stats, connected));
+    add(b, "maxclients:%lld\r\n", srv_her.cfg->maxclients);
+    add(b, "blocked_clients:0\r\n");
+}
+
+static void info_memory(srv_buf *b)
+{
+    char h[INFO_LINE_MAX];
+    long long rss = rss_bytes();
+    st_env_stat st = {0};
+
+    st_env_stat_get(srv_w->env, &st);
+    add(b, "# Memory\r\n");
+    human_bytes(h, sizeof h, (double)rss);
+    add(b, "used_memory:%lld\r\nused_memory_human:%s\r\n", rss, h);
+    add(b, "used_memory_rss:%lld\r\n", rss);
+    add(b, "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n");
+    human_bytes(h, sizeof h, (double)st.used_bytes);
+    add(b, "used_disk:%llu\r\nused_disk_human:%s\r\n",
+        (unsigned long long)st.used_bytes, h);
+    add(b, "maxdisk:%llu\r\n", (unsigned long long)st.map_size);
+}
+
+static void info_persistence(srv_buf *b)
+{
+    st_env_stat st = {0};
+    int64_t last_sync = atomic_load(&srv_her.stats->last_sync_ms);
+
+    st_env_stat_get(srv_w->env, &st);
+    add(b, "# Persistence\r\n");
+    add(b, "loading:0\r\n");
+    add(b, "rdb_changes_since_last_save:0\r\n");
+    add(b, "rdb_bgsave_in_progress:0\r\n");
+    add(b, "rdb_last_save_time:%lld\r\n", (long long)last_save_s());
+    add(b, "rdb_last_bgsave_status:ok\r\n");
+    add(b, "aof_enabled:0\r\n");
+    add(b, "sync:%s\r\n", sync_names[srv_her.cfg->sync]);
+    add(b, "last_sync_time_ms:%lld\r\n", (long long)last_sync);
+    add(b, "lmdb_last_txnid:%llu\r\n", (unsigned long long)st.last_txn);
+    add(b, "lmdb_map_size:%llu\r\n", (unsigned long long)st.map_size);
+    add(b, "lmdb_used_bytes:%llu\r\n", (unsigned long long)st.used_bytes);
+    add(b, "lmdb_file_bytes:%llu\r\n", (unsigned long long)st.file_bytes);
+    add(b, "lmdb_readers:%u\r\nlmdb_max_readers:%u\r\n", st.readers_used,
+        st.readers_max);
+}
+
+static void info_stats(srv_buf *b)
+{
+    srv_stats *s = srv_her.stats;
+
+    add(b, "# Stats\r\n");
+    add(b, "total_connections_received:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, total_connections));
+    add(b, "total_commands_processed:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, total_commands));
+    add(b, "instantaneous_ops_per_sec:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, ops_per_sec));
+    add(b, "total_net_input_bytes:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, net_input_bytes));
+    add(b, "total_net_output_bytes:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, net_output_bytes));
+    add(b, "rejected_connections:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, rejected_connections));
+    add(b, "expired_keys:%lld\r\n", (long long)SRV_STATS_SUM(s, expired_keys));
+    add(b, "evicted_keys:0\r\n");
+    add(b, "keyspace_hits:%lld\r\n", (long long)SRV_STATS_SUM(s, keyspace_hits));
+    add(b, "keyspace_misses:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, keyspace_misses));
+    add(b, "write_transactions:%lld\r\n", (long long)SRV_STATS_SUM(s, commits));
+    add(b, "worker_respawns:%lld\r\n", (long long)SRV_STATS_SUM(s, respawns));
+}
+
+static void info_replication(srv_buf *b)
+{
+    add(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+}
+
+static void info_keyspace(srv_conn *c, srv_buf *b)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+
+    add(b, "# Keyspace\r\n");
+    if (!t)
+        return;
+    for (unsigned db = 0; db < (unsigned)srv_her.cfg->databases; db++) {
+        uint64_t keys, expires;
+        if (st_dbsize(t, db, &keys, &expires) == 0 && keys)
+            add(b, "db%u:keys=%llu,expires=%llu,avg_ttl=0\r\n", db,
+                (unsigned long long)keys, (unsigned long long)expires);
+    }
+}
+
+typedef struct info_section {
+    const char *name;
+    int in_default;
+} info_section;
+
+static const info_section sections[] = {
+    {"server", 1}, {"clients", 1}, {"memory", 1}, {"persistence", 1},
+    {"stats", 1},  {"replication", 1}, {"keyspace", 1},
+};
+#define NSECTIONS (sizeof sections / sizeof sections[0])
+
+static int wanted(srv_conn *c, const info_section *s)
+{
+    if (c->argc == 1)
+        return s->in_default;
+    for (int i = 1; i < c->argc; i++) {
+        const srv_slice *a = &c->argv[i];
+        if (srv_streq(a->ptr, a->len, s->name) ||
+            srv_streq(a->ptr, a->len, "all") ||
+            srv_streq(a->ptr, a->len, "everything") ||
+            (srv_streq(a->ptr, a->len, "default") && s->in_default))
+            return 1;
+    }
+    return 0;
+}
+
+void srv_cmd_info(srv_conn *c)
+{
+    srv_buf b = { NULL, 0, 0 };
+    int first = 1;
+
+    for (size_t i = 0; i < NSECTIONS; i++) {
+        if (!wanted(c, &sections[i]))
+            continue;
+        if (!first)
+            add(&b, "\r\n");
+        first = 0;
+        switch (i) {
+        case 0: info_server(&b); break;
+        case 1: info_clients(&b); break;
+        case 2: info_memory(&b); break;
+        case 3: info_persistence(&b); break;
+        case 4: info_stats(&b); break;
+        case 5: info_replication(&b); break;
+        default: info_keyspace(c, &b); break;
+        }
+    }
+    srv_reply_verbatim(c, b.data ? b.data : "", b.len);
+    srv_buf_free(&b);
+}
+
+/* ---- CONFIG ---- */
+
+/* Settings clients and tools ask about that larder answers with fixed
+ * values (it has no RDB/AOF or maxmemory). */
+static const struct {
+    const char *name;
+    const char *value;
+} fixed_settings[] = {
+    {"save", ""}, {"appendonly", "no"}, {"maxmemory", "0"},
+    {"maxmemory-policy", "noeviction"},
+};
+
+typedef struct config_get_ctx {
+    srv_conn *c;
+    srv_buf pairs;              /* collected name/value replies */
+    long long n;
+} config_get_ctx;
+
+static void config_get_one(void *arg, const char *name, const char *value)
+{
+    config_get_ctx *g = arg;
+    srv_buf saved = g->c->out;
+
+    /* Encode into the side buffer, reusing the reply encoder. */
+    g->c->out = g->pairs;
+    srv_reply_bulk_cstr(g->c, name);
+    srv_reply_bulk_cstr(g->c, value);
+    g->pairs = g->c->out;
+    g->c->out = saved;
+    g->n++;
+}
+
+static void config_get(srv_conn *c)
+{
+    config_get_ctx g = { c, { NULL, 0, 0 }, 0 };
+
+    for (int i = 2; i < c->argc; i++) {
+        const srv_slice *p = &c->argv[i];
+        srv_config_each(srv_her.cfg, p->ptr, p->len, config_get_one, &g);
+        for (size_t j = 0; j < sizeof fixed_settings / sizeof fixed_settings[0];
+             j++)
+            if (srv_glob_match(p->ptr, p->len, fixed_settings[j].name,
+                               strlen(fixed_settings[j].name), 1))
+                config_get_one(&g, fixed_settings[j].name,
+                               fixed_settings[j].value);
+    }
+    srv_reply_map(c, g.n);
+    srv_reply_raw(c, g.pairs.data, g.pairs.len);
+    srv_buf_free(&g.pairs);
+}
+
+static void config_set(srv_conn *c)
+{
+    char err[SRV_CONFIG_ERR_SIZE];
+    char name[SRV_CONFIG_ERR_SIZE], value[SRV_PATH_MAX];
+    srv_config next = *srv_her.cfg;
+
+    if (c->argc < 4 || c->argc % 2) {
+        srv_reply_subcommand_arity(c);
+        return;
+    }
+    /* Validate every pair on a copy first: all or nothing, as Redis. */
+    for (int i = 2; i < c->argc; i += 2) {
+        const char *args[CONFIG_ARGS_MAX];
+        snprintf(name, sizeof name, "%.*s", (int)c->argv[i].len, c->argv[i].ptr);
+        snprintf(value, sizeof value, "%.*s", (int)c->argv[i + 1].len,
+                 c->argv[i + 1].ptr);
+        args[0] = value;
+        if (srv_config_set(&next, name, args, 1, 1, err, sizeof err)) {
+            srv_reply_errorf(c, "ERR CONFIG SET failed (possibly related to "
+                                "argument '%s') - %s", name, err);
+            return;
+        }
+    }
+    *srv_her.cfg = next;                /* shared with every process */
+    srv_log_set_level((int)next.loglevel);
+    srv_reply_ok(c);
+}
+
+void srv_cmd_config(srv_conn *c)
+{
+    const srv_slice *sub = &c->argv[1];
+
+    if (srv_streq(sub->ptr, sub->len, "get")) {
+        if (c->argc < 3)
+            srv_reply_subcommand_arity(c);
+        else
+            config_get(c);
+    } else if (srv_streq(sub->ptr, sub->len, "set")) {
+        config_set(c);
+    } else if (srv_streq(sub->ptr, sub->len, "resetstat") && c->argc == 2) {
+        srv_stats *s = srv_her.stats;
+        for (unsigned i = 0; i < s->nslots; i++) {
+            atomic_store(&s->slot[i].total_commands, 0);
+            atomic_store(&s->slot[i].total_connections, 0);
+            atomic_store(&s->slot[i].rejected_connections, 0);
+            atomic_store(&s->slot[i].net_input_bytes, 0);
+            atomic_store(&s->slot[i].net_output_bytes, 0);
+            atomic_store(&s->slot[i].expired_keys, 0);
+            atomic_store(&s->slot[i].keyspace_hits, 0);
+            atomic_store(&s->slot[i].keyspace_misses, 0);
+        }
+        srv_reply_ok(c);
+    } else if (srv_streq(sub->ptr, sub->len, "rewrite") && c->argc == 2) {
+        srv_reply_error(c, "ERR CONFIG REWRITE is not supported: edit the "
+                           "config file instead");
+    } else {
+        srv_reply_subcommand_error(c);
+    }
+}
+
+/* ---- SHUTDOWN ---- */
+
+void srv_cmd_shutdown(srv_conn *c)
+{
+    int abort_ = 0;
+
+    for (int i = 1; i < c->argc; i++) {
+        const srv_slice *a = &c->argv[i];
+        if (srv_streq(a->ptr, a->len, "abort"))
+            abort_ = 1;
+        else if (!srv_streq(a->ptr, a->len, "nosave") &&
+                 !srv_streq(a->ptr, a->len, "save") &&
+                 !srv_streq(a->ptr, a->len, "now") &&
+                 !srv_streq(a->ptr, a->len, "force")) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (abort_) {
+        if (c->argc != 2)
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+        else
+            srv_reply_error(c, "ERR No shutdown in progress.");
+        return;
+    }
+    srv_log(SRV_LOG_NOTICE, 0, "SHUTDOWN requested by client %s", c->addr);
+    kill(srv_her.master_pid, SIGTERM);
+    /* As Redis: no reply; the connection closes with the server. */
+    c->flags |= SRV_CONN_CLOSE_ASAP;
+}

@@ -1,0 +1,500 @@
+/*
+ * srv_cmd_string.c - string commands. Families share one generic function
+ * each: get (GET GETDEL GETEX), set (SET SETNX SETEX PSETEX GETSET),
+ * incr (INCR DECR INCRBY DECRBY), range (GETRANGE SUBSTR).
+ */
+#include "server/srv_cmd.h"
+#include "server/srv_conn.h"
+#include "server/srv_heritage.h"
+#include "server/srv_keyspace.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "storage/st_err.h"
+#include "storage/st_keys.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#define SET_NX 0x01u
+#define SET_XX 0x02u
+#define SET_GET 0x04u
+#define SET_KEEPTTL 0x08u
+#define SET_EX 0x10u
+#define SET_PX 0x20u
+#define SET_EXAT 0x40u
+#define SET_PXAT 0x80u
+#define SET_PERSIST 0x100u
+#define SET_ANY_EXPIRE (SET_EX | SET_PX | SET_EXAT | SET_PXAT)
+
+static const char ERR_TOO_BIG[] =
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+
+static int check_length_or_reply(srv_conn *c, unsigned long long len)
+{
+    if (len > (unsigned long long)srv_her.cfg->proto_max_bulk_len) {
+        srv_reply_error(c, ERR_TOO_BIG);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Parse SET/GETEX options from argv[first..]. `allowed` limits them to the
+ * command's own. On success *flags and, for expire options, *at (absolute
+ * ms) are set; else the error was replied and -1 returned.
+ */
+static int parse_set_options(srv_conn *c, int first, unsigned allowed,
+                             unsigned *flags, int64_t *at)
+{
+    const srv_slice *expire = NULL;
+    unsigned f = 0;
+
+    for (int j = first; j < c->argc; j++) {
+        const srv_slice *o = &c->argv[j];
+        int has_next = j + 1 < c->argc;
+        unsigned add = 0;
+
+        if (srv_streq(o->ptr, o->len, "nx") && !(f & SET_XX))
+            add = SET_NX;
+        else if (srv_streq(o->ptr, o->len, "xx") && !(f & SET_NX))
+            add = SET_XX;
+        else if (srv_streq(o->ptr, o->len, "get"))
+            add = SET_GET;
+        else if (srv_streq(o->ptr, o->len, "keepttl") &&
+                 !(f & (SET_PERSIST | SET_ANY_EXPIRE)))
+            add = SET_KEEPTTL;
+        else if (srv_streq(o->ptr, o->len, "persist") &&
+                 !(f & (SET_KEEPTTL | SET_ANY_EXPIRE)))
+            add = SET_PERSIST;
+        else if (has_next && !(f & (SET_KEEPTTL | SET_PERSIST | SET_ANY_EXPIRE))) {
+            if (srv_streq(o->ptr, o->len, "ex")) add = SET_EX;
+            else if (srv_streq(o->ptr, o->len, "px")) add = SET_PX;
+            else if (srv_streq(o->ptr, o->len, "exat")) add = SET_EXAT;
+            else if (srv_streq(o->ptr, o->len, "pxat")) add = SET_PXAT;
+            if (add)
+                expire = &c->argv[++j];
+        }
+        if (!add || !(add & allowed)) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return -1;
+        }
+        f |= add;
+    }
+    if (expire &&
+        srv_parse_expire_or_reply(c, expire,
+                                  f & (SET_EX | SET_EXAT) ? SRV_UNIT_S
+                                                          : SRV_UNIT_MS,
+                                  (f & (SET_EXAT | SET_PXAT)) != 0, 0, at))
+        return -1;
+    *flags = f;
+    return 0;
+}
+
+/*
+ * The SET family: store argv[vi] at argv[1] under `flags` with absolute
+ * expiry `at`. Replies OK / nil (NX, XX not met) / the old value (GET) /
+ * 1 or 0 (`reply_int`, SETNX).
+ */
+static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
+                        int reply_int)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    int found, rc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &k);
+    rc = st_lookup(t, &k, srv_cmd_now(), &r);
+    if (rc && rc != ST_ENOTFOUND) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    found = rc == 0;
+    if (flags & SET_GET) {
+        if (found && r.type != ST_TYPE_STRING) {
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+            return;
+        }
+        if (found)
+            srv_reply_bulk(c, r.payload, r.payload_len);
+        else
+            srv_reply_null(c);
+    }
+    if (((flags & SET_NX) && found) || ((flags & SET_XX) && !found)) {
+        if (reply_int)
+            srv_reply_int(c, 0);
+        else if (!(flags & SET_GET))
+            srv_reply_null(c);
+        return;
+    }
+    if (flags & SET_KEEPTTL)
+        at = found ? r.expire_at : 0;
+    if (at && at <= srv_cmd_now())
+        rc = found ? st_delete(t, &k, srv_cmd_now()) : 0;  /* born expired */
+    else
+        rc = st_string_set(t, &k, c->argv[vi].ptr, c->argv[vi].len, at);
+    if (rc && rc != ST_ENOTFOUND) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    if (reply_int)
+        srv_reply_int(c, 1);
+    else if (!(flags & SET_GET))
+        srv_reply_ok(c);
+}
+
+void srv_cmd_set(srv_conn *c)
+{
+    unsigned flags;
+    int64_t at = 0;
+
+    if (parse_set_options(c, 3, SET_NX | SET_XX | SET_GET | SET_KEEPTTL |
+                                    SET_ANY_EXPIRE, &flags, &at) == 0)
+        set_generic(c, 2, flags, at, 0);
+}
+
+void srv_cmd_setnx(srv_conn *c) { set_generic(c, 2, SET_NX, 0, 1); }
+
+static void setex_generic(srv_conn *c, int unit)
+{
+    int64_t at;
+
+    if (srv_parse_expire_or_reply(c, &c->argv[2], unit, 0, 0, &at) == 0)
+        set_generic(c, 3, 0, at, 0);
+}
+
+void srv_cmd_setex(srv_conn *c) { setex_generic(c, SRV_UNIT_S); }
+void srv_cmd_psetex(srv_conn *c) { setex_generic(c, SRV_UNIT_MS); }
+void srv_cmd_getset(srv_conn *c) { set_generic(c, 2, SET_GET, 0, 0); }
+
+/* What the get family does after reading the value. */
+enum get_then { GET_ONLY, GET_DELETE, GET_EXPIRE };
+
+/*
+ * GET, GETDEL, GETEX: reply the value, then delete it or change its
+ * expiry (at = 0 with `persist` removes it). The reply is built before the
+ * write, which may move the value.
+ */
+static void get_generic(srv_conn *c, int then, int64_t at, int persist)
+{
+    struct st_txn *t = then == GET_ONLY ? srv_txn_read_or_reply(c)
+                                        : srv_txn_write_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &k);
+    if ((rc = srv_lookup_string(c, t, &k, &r)) <= 0) {
+        if (rc == 0)
+            srv_reply_null(c);
+        return;
+    }
+    srv_reply_bulk(c, r.payload, r.payload_len);
+    rc = 0;
+    if (then == GET_DELETE || (then == GET_EXPIRE && at && at <= srv_cmd_now()))
+        rc = st_delete(t, &k, srv_cmd_now());
+    else if (then == GET_EXPIRE && (at || persist))
+        rc = st_expire_set(t, &k, srv_cmd_now(), at);
+    if (rc)
+        srv_storage_error(c, rc);   /* poisons: the batch is replayed */
+}
+
+void srv_cmd_get(srv_conn *c) { get_generic(c, GET_ONLY, 0, 0); }
+void srv_cmd_getdel(srv_conn *c) { get_generic(c, GET_DELETE, 0, 0); }
+
+void srv_cmd_getex(srv_conn *c)
+{
+    unsigned flags;
+    int64_t at = 0;
+
+    if (parse_set_options(c, 2, SET_ANY_EXPIRE | SET_PERSIST, &flags, &at))
+        return;
+    get_generic(c, flags ? GET_EXPIRE : GET_ONLY, at,
+                (flags & SET_PERSIST) != 0);
+}
+
+void srv_cmd_mget(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+
+    if (!t)
+        return;
+    srv_reply_array(c, c->argc - 1);
+    for (int i = 1; i < c->argc; i++) {
+        st_keyref k;
+        st_rec r;
+        srv_key(c, i, &k);
+        int rc = st_lookup(t, &k, srv_cmd_now(), &r);
+        if (rc == 0 && r.type == ST_TYPE_STRING)
+            srv_reply_bulk(c, r.payload, r.payload_len);
+        else
+            srv_reply_null(c);
+    }
+}
+
+/* MSET and MSETNX: all keys set in the command's transaction. */
+static void mset_generic(srv_conn *c, int nx)
+{
+    struct st_txn *t;
+
+    if (c->argc % 2 == 0) {
+        srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
+                         c->cmd->name);
+        return;
+    }
+    if (!(t = srv_txn_write_or_reply(c)))
+        return;
+    if (nx) {
+        for (int i = 1; i < c->argc; i += 2) {
+            st_keyref k;
+            st_rec r;
+            srv_key(c, i, &k);
+            int rc = st_lookup(t, &k, srv_cmd_now(), &r);
+            if (rc == 0) {
+                srv_reply_int(c, 0);
+                return;
+            }
+            if (rc != ST_ENOTFOUND) {
+                srv_storage_error(c, rc);
+                return;
+            }
+        }
+    }
+    for (int i = 1; i < c->argc; i += 2) {
+        st_keyref k;
+        srv_key(c, i, &k);
+        int rc = st_string_set(t, &k, c->argv[i + 1].ptr, c->argv[i + 1].len, 0);
+        if (rc) {
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    if (nx)
+        srv_reply_int(c, 1);
+    else
+        srv_reply_ok(c);
+}
+
+void srv_cmd_mset(srv_conn *c) { mset_generic(c, 0); }
+void srv_cmd_msetnx(srv_conn *c) { mset_generic(c, 1); }
+
+/* INCR family: add `by` to the integer at argv[1], keeping its TTL. */
+static void incr_generic(srv_conn *c, long long by)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    char buf[SRV_LLSTR_SIZE];
+    st_keyref k;
+    st_rec r;
+    long long v = 0;
+    int64_t at = 0;
+    int rc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &k);
+    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+        return;
+    if (rc == 1) {
+        if (!srv_str2ll((const char *)r.payload, r.payload_len, &v)) {
+            srv_reply_error(c, SRV_ERR_NOT_INT);
+            return;
+        }
+        at = r.expire_at;
+    }
+    if ((by < 0 && v < 0 && by < LLONG_MIN - v) ||
+        (by > 0 && v > 0 && by > LLONG_MAX - v)) {
+        srv_reply_error(c, SRV_ERR_OVERFLOW);
+        return;
+    }
+    v += by;
+    int n = srv_ll2str(buf, v);
+    if ((rc = st_string_set(t, &k, buf, (size_t)n, at))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_int(c, v);
+}
+
+void srv_cmd_incr(srv_conn *c) { incr_generic(c, 1); }
+void srv_cmd_decr(srv_conn *c) { incr_generic(c, -1); }
+
+void srv_cmd_incrby(srv_conn *c)
+{
+    long long by;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &by) == 0)
+        incr_generic(c, by);
+}
+
+void srv_cmd_decrby(srv_conn *c)
+{
+    long long by;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &by))
+        return;
+    if (by == LLONG_MIN) {
+        srv_reply_error(c, "ERR decrement would overflow");
+        return;
+    }
+    incr_generic(c, -by);
+}
+
+void srv_cmd_incrbyfloat(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    char buf[SRV_LDSTR_SIZE];
+    long double v = 0, by;
+    st_keyref k;
+    st_rec r;
+    int64_t at = 0;
+    int rc, n;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &k);
+    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+        return;
+    if (rc == 1) {
+        if (!srv_str2ld((const char *)r.payload, r.payload_len, &v)) {
+            srv_reply_error(c, SRV_ERR_NOT_FLOAT);
+            return;
+        }
+        at = r.expire_at;
+    }
+    if (!srv_str2ld(c->argv[2].ptr, c->argv[2].len, &by)) {
+        srv_reply_error(c, SRV_ERR_NOT_FLOAT);
+        return;
+    }
+    v += by;
+    if (isnan(v) || isinf(v)) {
+        srv_reply_error(c, "ERR increment would produce NaN or Infinity");
+        return;
+    }
+    n = srv_ld2str(buf, sizeof buf, v);
+    if ((rc = st_string_set(t, &k, buf, (size_t)n, at))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_bulk(c, buf, (size_t)n);
+}
+
+/*
+ * Write `len` bytes at `offset` of the string at argv[1] (APPEND when
+ * offset is its length), zero-padding a gap, keeping the TTL. Replies the
+ * new length. `append` selects APPEND's semantics for the offset.
+ */
+static void splice_generic(srv_conn *c, int append, long long offset,
+                           const srv_slice *val)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    size_t old = 0, len;
+    char *copy;
+    uint8_t *dst;
+    int64_t at = 0;
+    int rc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &k);
+    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+        return;
+    if (rc == 1) {
+        old = r.payload_len;
+        at = r.expire_at;
+    }
+    if (append)
+        offset = (long long)old;
+    if (val->len == 0 && !append) {
+        srv_reply_int(c, (long long)old);   /* nothing to write */
+        return;
+    }
+    if (check_length_or_reply(c, (unsigned long long)offset + val->len))
+        return;
+    len = (size_t)offset + val->len > old ? (size_t)offset + val->len : old;
+    if (!(copy = srv_scratch(old ? old : 1))) {
+        srv_reply_error(c, "ERR out of memory");
+        return;
+    }
+    if (old)
+        memcpy(copy, r.payload, old);      /* the reserve may move it */
+    if ((rc = st_string_reserve(t, &k, len, at, &dst))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    memcpy(dst, copy, old);
+    if ((size_t)offset > old)
+        memset(dst + old, 0, (size_t)offset - old);
+    memcpy(dst + offset, val->ptr, val->len);
+    srv_reply_int(c, (long long)len);
+}
+
+void srv_cmd_append(srv_conn *c) { splice_generic(c, 1, 0, &c->argv[2]); }
+
+void srv_cmd_setrange(srv_conn *c)
+{
+    long long offset;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &offset))
+        return;
+    if (offset < 0) {
+        srv_reply_error(c, "ERR offset is out of range");
+        return;
+    }
+    splice_generic(c, 0, offset, &c->argv[3]);
+}
+
+void srv_cmd_strlen(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &k);
+    if ((rc = srv_lookup_string(c, t, &k, &r)) >= 0)
+        srv_reply_int(c, rc ? (long long)r.payload_len : 0);
+}
+
+void srv_cmd_getrange(srv_conn *c)
+{
+    struct st_txn *t;
+    long long start, end, len;
+    st_keyref k;
+    st_rec r;
+    int rc;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &start) ||
+        srv_arg_ll_or_reply(c, &c->argv[3], &end))
+        return;
+    if (!(t = srv_txn_read_or_reply(c)))
+        return;
+    srv_key(c, 1, &k);
+    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+        return;
+    len = rc ? (long long)r.payload_len : 0;
+    if (start < 0 && end < 0 && start > end) {
+        srv_reply_bulk(c, "", 0);
+        return;
+    }
+    if (start < 0) start += len;
+    if (end < 0) end += len;
+    if (start < 0) start = 0;
+    if (end < 0) end = 0;
+    if (end >= len) end = len - 1;
+    if (len == 0 || start > end) {
+        srv_reply_bulk(c, "", 0);
+        return;
+    }
+    srv_reply_bulk(c, r.payload + start, (size_t)(end - start + 1));
+}
+
+void srv_cmd_substr(srv_conn *c) { srv_cmd_getrange(c); }

@@ -1,0 +1,330 @@
+/*
+ * srv_config.c - parsing and printing of the directives table.
+ */
+#include "server/srv_config.h"
+#include "server/srv_log.h"
+#include "server/srv_resp.h"
+#include "server/srv_util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define CFG_LINE_MAX 65536
+#define CFG_ARGS_MAX 64
+#define CFG_VALUE_SIZE 64
+
+typedef struct directive {
+    const char *name;
+    size_t offset;
+    int kind;
+    const char *def;
+    long long min, max;
+    int flags;
+} directive;
+
+#define X(n, f, k, d, lo, hi, fl) \
+    { n, offsetof(srv_config, f), k, d, lo, hi, fl },
+static const directive directives[] = { SRV_CONFIG_DIRECTIVES(X) };
+#undef X
+#define NDIRECTIVES (sizeof directives / sizeof directives[0])
+
+static const char *const sync_names[] = {"no", "everysec", "always"};
+
+static const directive *find(const char *name)
+{
+    for (size_t i = 0; i < NDIRECTIVES; i++)
+        if (strcasecmp(directives[i].name, name) == 0)
+            return &directives[i];
+    return NULL;
+}
+
+static int is_text(int kind)
+{
+    return kind == SRV_CFG_STRING || kind == SRV_CFG_WORDS;
+}
+
+/* Parse "64mb"-style sizes: 1k = 1000, 1kb = 1024, as redis.conf. */
+static int parse_bytes(const char *s, long long *out)
+{
+    char *end;
+    long long v, mul = 1;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (end == s || errno)
+        return 0;
+    if (!strcasecmp(end, "")) mul = 1;
+    else if (!strcasecmp(end, "b")) mul = 1;
+    else if (!strcasecmp(end, "k")) mul = 1000;
+    else if (!strcasecmp(end, "kb")) mul = 1024;
+    else if (!strcasecmp(end, "m")) mul = 1000 * 1000;
+    else if (!strcasecmp(end, "mb")) mul = 1024 * 1024;
+    else if (!strcasecmp(end, "g")) mul = 1000ll * 1000 * 1000;
+    else if (!strcasecmp(end, "gb")) mul = 1024ll * 1024 * 1024;
+    else return 0;
+    if (v < 0 || (v && mul > LLONG_MAX / v))
+        return 0;
+    *out = v * mul;
+    return 1;
+}
+
+static int set_value(srv_config *cfg, const directive *d, const char **args,
+                     int nargs, char *err, size_t errlen)
+{
+    char *field = (char *)cfg + d->offset;
+    long long *num = (long long *)(void *)field;
+    long long v;
+    char *end;
+
+    if (nargs < 1 || (nargs > 1 && d->kind != SRV_CFG_WORDS)) {
+        snprintf(err, errlen, "'%s' takes %s", d->name,
+                 d->kind == SRV_CFG_WORDS ? "one or more values"
+                                          : "exactly one value");
+        return -1;
+    }
+    switch (d->kind) {
+    case SRV_CFG_INT:
+        if (!srv_str2ll(args[0], strlen(args[0]), &v) || v < d->min ||
+            v > d->max) {
+            snprintf(err, errlen,
+                     "'%s' must be an integer between %lld and %lld, got '%s'",
+                     d->name, d->min, d->max, args[0]);
+            return -1;
+        }
+        *num = v;
+        return 0;
+    case SRV_CFG_BYTES:
+        if (!parse_bytes(args[0], &v) || v < d->min || v > d->max) {
+            snprintf(err, errlen,
+                     "'%s' must be a size of at least %lld bytes "
+                     "(units: k kb m mb g gb), got '%s'",
+                     d->name, d->min, args[0]);
+            return -1;
+        }
+        *num = v;
+        return 0;
+    case SRV_CFG_OCTAL:
+        errno = 0;
+        v = strtoll(args[0], &end, 8);
+        if (*args[0] == '\0' || *end || errno || v < d->min || v > d->max) {
+            snprintf(err, errlen, "'%s' must be an octal mode, got '%s'",
+                     d->name, args[0]);
+            return -1;
+        }
+        *num = v;
+        return 0;
+    case SRV_CFG_LOGLEVEL:
+        if ((v = srv_log_level_parse(args[0])) < 0) {
+            snprintf(err, errlen,
+                     "'%s' must be debug, verbose, notice or warning, "
+                     "got '%s'", d->name, args[0]);
+            return -1;
+        }
+        *num = v;
+        return 0;
+    case SRV_CFG_SYNC:
+        for (v = 0; v <= SRV_SYNC_ALWAYS; v++)
+            if (strcasecmp(args[0], sync_names[v]) == 0) {
+                *num = v;
+                return 0;
+            }
+        snprintf(err, errlen, "'%s' must be always, everysec or no, got '%s'",
+                 d->name, args[0]);
+        return -1;
+    case SRV_CFG_YESNO:
+        if (strcasecmp(args[0], "yes") && strcasecmp(args[0], "no")) {
+            snprintf(err, errlen, "'%s' must be yes or no, got '%s'",
+                     d->name, args[0]);
+            return -1;
+        }
+        *num = strcasecmp(args[0], "yes") == 0;
+        return 0;
+    default:
+        break;
+    }
+    /* Text: words joined by single spaces. */
+    size_t n = 0;
+    for (int i = 0; i < nargs; i++) {
+        size_t len = strlen(args[i]);
+        if (n + len + 1 >= SRV_PATH_MAX) {
+            snprintf(err, errlen, "'%s' value is too long", d->name);
+            return -1;
+        }
+        if (i)
+            field[n++] = ' ';
+        memcpy(field + n, args[i], len);
+        n += len;
+    }
+    field[n] = '\0';
+    return 0;
+}
+
+void srv_config_defaults(srv_config *cfg)
+{
+    char err[SRV_CONFIG_ERR_SIZE];
+
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NDIRECTIVES; i++) {
+        const char *def = directives[i].def;
+        if (is_text(directives[i].kind) && *def == '\0')
+            continue;
+        set_value(cfg, &directives[i], &def, 1, err, sizeof err);
+    }
+}
+
+int srv_config_set(srv_config *cfg, const char *name, const char **args,
+                   int nargs, int runtime, char *err, size_t errlen)
+{
+    const directive *d = find(name);
+
+    if (!d) {
+        snprintf(err, errlen, "unknown directive '%s'", name);
+        return -1;
+    }
+    if (runtime && !(d->flags & SRV_CFG_RUNTIME)) {
+        snprintf(err, errlen, "'%s' can't be set while running", d->name);
+        return -1;
+    }
+    if (is_text(d->kind) && nargs == 1 && *args[0] == '\0') {
+        ((char *)cfg + d->offset)[0] = '\0';
+        return 0;
+    }
+    return set_value(cfg, d, args, nargs, err, errlen);
+}
+
+int srv_config_load_file(srv_config *cfg, const char *path, char *err,
+                         size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char *line, *buf;
+    srv_slice argv[CFG_ARGS_MAX];
+    const char *args[CFG_ARGS_MAX];
+    char msg[SRV_CONFIG_ERR_SIZE];
+    int lineno = 0, rc = 0;
+
+    if (!f) {
+        snprintf(err, errlen, "can't open config file '%s': %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    line = malloc(CFG_LINE_MAX);
+    buf = malloc(CFG_LINE_MAX);
+    if (!line || !buf) {
+        snprintf(err, errlen, "out of memory reading '%s'", path);
+        rc = -1;
+    }
+    while (rc == 0 && fgets(line, CFG_LINE_MAX, f)) {
+        size_t len = strlen(line);
+        int argc;
+        lineno++;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\0')
+            continue;
+        argc = srv_split_args(p, strlen(p), buf, argv, CFG_ARGS_MAX);
+        if (argc < 0) {
+            snprintf(err, errlen, "file '%s', line %d: %s", path, lineno,
+                     argc == SRV_SPLIT_EQUOTES ? "unbalanced quotes"
+                                               : "too many arguments");
+            rc = -1;
+            break;
+        }
+        if (argc == 0)
+            continue;
+        /* The splitter's output is NUL-separated; make C strings. */
+        for (int i = 0; i < argc; i++) {
+            ((char *)argv[i].ptr)[argv[i].len] = '\0';
+            args[i] = argv[i].ptr;
+        }
+        if (srv_config_set(cfg, args[0], args + 1, argc - 1, 0, msg,
+                           sizeof msg)) {
+            snprintf(err, errlen, "file '%s', line %d: %s", path, lineno,
+                     msg);
+            rc = -1;
+        }
+    }
+    free(line);
+    free(buf);
+    fclose(f);
+    if (rc == 0 && !realpath(path, cfg->config_file))
+        cfg->config_file[0] = '\0';
+    return rc;
+}
+
+int srv_config_load_args(srv_config *cfg, int argc, char **argv, char *err,
+                         size_t errlen)
+{
+    char msg[SRV_CONFIG_ERR_SIZE];
+    int i = 0;
+
+    while (i < argc) {
+        if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0') {
+            snprintf(err, errlen, "command line: expected --directive, got '%s'",
+                     argv[i]);
+            return -1;
+        }
+        const char *name = argv[i] + 2;
+        int first = ++i;
+        while (i < argc && strncmp(argv[i], "--", 2) != 0)
+            i++;
+        if (srv_config_set(cfg, name, (const char **)argv + first, i - first,
+                           0, msg, sizeof msg)) {
+            snprintf(err, errlen, "command line: %s", msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void format_value(const srv_config *cfg, const directive *d, char *out,
+                         size_t size)
+{
+    const char *field = (const char *)cfg + d->offset;
+    long long v = *(const long long *)(const void *)field;
+
+    switch (d->kind) {
+    case SRV_CFG_STRING:
+    case SRV_CFG_WORDS: snprintf(out, size, "%s", field); break;
+    case SRV_CFG_OCTAL: snprintf(out, size, "%llo", v); break;
+    case SRV_CFG_LOGLEVEL: snprintf(out, size, "%s", srv_log_level_name((int)v)); break;
+    case SRV_CFG_SYNC: snprintf(out, size, "%s", sync_names[v]); break;
+    case SRV_CFG_YESNO: snprintf(out, size, "%s", v ? "yes" : "no"); break;
+    default: snprintf(out, size, "%lld", v); break;
+    }
+}
+
+void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
+                     void (*fn)(void *ctx, const char *name,
+                                const char *value),
+                     void *ctx)
+{
+    char value[SRV_PATH_MAX];
+
+    for (size_t i = 0; i < NDIRECTIVES; i++) {
+        const directive *d = &directives[i];
+        if (!srv_glob_match(pattern, plen, d->name, strlen(d->name), 1))
+            continue;
+        if ((d->flags & SRV_CFG_ALIAS) && !srv_streq(pattern, plen, d->name))
+            continue;                   /* aliases only by exact name */
+        format_value(cfg, d, value, sizeof value);
+        fn(ctx, d->name, value);
+    }
+}
+
+int srv_config_workers(const srv_config *cfg)
+{
+    long n = cfg->workers;
+
+    if (n > 0)
+        return (int)n;
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}

@@ -1,0 +1,127 @@
+/*
+ * srv_config.h - the server's configuration: one table of directives (an
+ * X-macro) drives defaults, parsing of the redis.conf-style file and the
+ * command-line overrides, CONFIG GET and CONFIG SET. The master parses it
+ * once; children inherit the struct across fork.
+ */
+#ifndef SRV_CONFIG_H
+#define SRV_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_CONFIG_ERR_SIZE 512
+#define SRV_PATH_MAX 4096
+
+/* Kinds of directive values. */
+enum srv_cfg_kind {
+    SRV_CFG_INT,        /* integer in [min, max] */
+    SRV_CFG_BYTES,      /* integer with optional k/kb/m/mb/g/gb unit */
+    SRV_CFG_STRING,     /* one word */
+    SRV_CFG_WORDS,      /* one or more words kept space-separated (bind) */
+    SRV_CFG_OCTAL,      /* file mode (unixsocketperm) */
+    SRV_CFG_LOGLEVEL,
+    SRV_CFG_SYNC,       /* always | everysec | no */
+    SRV_CFG_YESNO,
+};
+
+enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
+
+/* Flags of a directive. */
+#define SRV_CFG_RUNTIME 0x1     /* CONFIG SET may change it */
+#define SRV_CFG_ALIAS 0x2       /* another name of a directive; not listed */
+
+/*
+ * X(name, field, kind, default, min, max, flags). Strings default to the
+ * text given; numbers to the number.
+ */
+#define SRV_CONFIG_DIRECTIVES(X)                                             \
+    X("bind", bind, SRV_CFG_WORDS, "127.0.0.1", 0, 0, 0)                     \
+    X("port", port, SRV_CFG_INT, "6379", 0, 65535, 0)                        \
+    X("unixsocket", unixsocket, SRV_CFG_STRING, "", 0, 0, 0)                 \
+    X("unixsocketperm", unixsocketperm, SRV_CFG_OCTAL, "0", 0, 0777, 0)      \
+    X("dir", dir, SRV_CFG_STRING, "./var", 0, 0, 0)                          \
+    X("workers", workers, SRV_CFG_INT, "0", 0, 256, 0)                       \
+    X("databases", databases, SRV_CFG_INT, "16", 1, 4096, 0)                 \
+    X("maxclients", maxclients, SRV_CFG_INT, "10000", 1, 1000000,            \
+      SRV_CFG_RUNTIME)                                                       \
+    X("timeout", timeout, SRV_CFG_INT, "0", 0, 2147483647, SRV_CFG_RUNTIME)  \
+    X("tcp-keepalive", tcp_keepalive, SRV_CFG_INT, "300", 0, 2147483647, 0)  \
+    X("tcp-backlog", tcp_backlog, SRV_CFG_INT, "511", 1, 65535, 0)           \
+    X("loglevel", loglevel, SRV_CFG_LOGLEVEL, "notice", 0, 0,                \
+      SRV_CFG_RUNTIME)                                                       \
+    X("logfile", logfile, SRV_CFG_STRING, "", 0, 0, 0)                       \
+    X("pidfile", pidfile, SRV_CFG_STRING, "", 0, 0, 0)                       \
+    X("proto-max-bulk-len", proto_max_bulk_len, SRV_CFG_BYTES, "512mb",      \
+      1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                    \
+    X("client-query-buffer-limit", client_query_buffer_limit, SRV_CFG_BYTES, \
+      "1gb", 1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)             \
+    X("requirepass", requirepass, SRV_CFG_STRING, "", 0, 0, SRV_CFG_RUNTIME) \
+    X("maxdisk", maxdisk, SRV_CFG_BYTES, "64gb", 1024 * 1024,                \
+      0x7fffffffffffffffll, 0)                                               \
+    X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                       \
+    X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
+    X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)
+
+typedef struct srv_config {
+    char bind[SRV_PATH_MAX];
+    long long port;
+    char unixsocket[SRV_PATH_MAX];
+    long long unixsocketperm;
+    char dir[SRV_PATH_MAX];
+    long long workers;
+    long long databases;
+    long long maxclients;
+    long long timeout;
+    long long tcp_keepalive;
+    long long tcp_backlog;
+    long long loglevel;
+    char logfile[SRV_PATH_MAX];
+    char pidfile[SRV_PATH_MAX];
+    long long proto_max_bulk_len;
+    long long client_query_buffer_limit;
+    char requirepass[SRV_PATH_MAX];
+    long long maxdisk;
+    long long sync;
+    long long hz;
+    char config_file[SRV_PATH_MAX];     /* absolute path, "" if none */
+} srv_config;
+
+/* Fill *cfg with every default. */
+void srv_config_defaults(srv_config *cfg);
+
+/*
+ * Load `path` (a redis.conf-style file). On error returns -1 and writes
+ * "file 'PATH', line N: 'directive' ..." into err.
+ */
+int srv_config_load_file(srv_config *cfg, const char *path, char *err,
+                         size_t errlen);
+
+/*
+ * Apply command-line overrides: argv holds "--name value..." groups.
+ * Returns -1 with a message in err on the first bad one.
+ */
+int srv_config_load_args(srv_config *cfg, int argc, char **argv, char *err,
+                         size_t errlen);
+
+/*
+ * Set one directive from `nargs` words (CONFIG SET passes one). With
+ * `runtime`, only SRV_CFG_RUNTIME directives are accepted. Returns 0, or
+ * -1 with the reason in err.
+ */
+int srv_config_set(srv_config *cfg, const char *name, const char **args,
+                   int nargs, int runtime, char *err, size_t errlen);
+
+/*
+ * Call fn(ctx, name, value) for each directive whose name matches the
+ * glob `pattern` (CONFIG GET), value as text.
+ */
+void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
+                     void (*fn)(void *ctx, const char *name,
+                                const char *value),
+                     void *ctx);
+
+/* Number of workers to run: the setting, or one per online CPU. */
+int srv_config_workers(const srv_config *cfg);
+
+#endif

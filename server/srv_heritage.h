@@ -1,0 +1,35 @@
+/*
+ * srv_heritage.h - everything a child process inherits from the master
+ * across fork: the configuration, the listening sockets, the shared
+ * regions. Nothing else crosses fork (LMDB in particular is opened anew).
+ */
+#ifndef SRV_HERITAGE_H
+#define SRV_HERITAGE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "server/srv_config.h"
+#include "server/srv_stats.h"
+
+#define SRV_MAX_BINDS 16
+#define SRV_VERSION "0.1.0"
+/* The Redis version whose behaviour larder implements. */
+#define SRV_REDIS_VERSION "7.0.15"
+
+typedef struct srv_heritage {
+    srv_config *cfg;
+    int nworkers;
+    int ntcp;                   /* TCP listeners per worker */
+    int *tcp_fds;               /* nworkers * ntcp, SO_REUSEPORT groups */
+    int unix_fd;                /* shared by all workers; -1 if none */
+    srv_stats *stats;
+    pid_t master_pid;
+    int64_t start_ms;
+    char executable[SRV_PATH_MAX];
+} srv_heritage;
+
+/* The process's heritage (set by the master before forking). */
+extern srv_heritage srv_her;
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * srv_keyspace.h - helpers the command handlers share for reaching keys:
+ * naming a key of the connection's database, looking up a string with
+ * the WRONGTYPE and error replies done, parsing expire arguments.
+ */
+#ifndef SRV_KEYSPACE_H
+#define SRV_KEYSPACE_H
+
+#include <stdint.h>
+
+#include "server/srv_conn.h"
+#include "storage/st_key.h"
+
+struct st_txn;
+
+/* The key argv[i] in the connection's database. */
+void srv_key(srv_conn *c, int i, st_keyref *k);
+
+/*
+ * Look `k` up expecting a string (or nothing). Returns 1 and fills *r when
+ * it is a string, 0 when absent (counts a miss), -1 after replying an
+ * error (WRONGTYPE unless `any_type`, storage failure).
+ */
+int srv_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r);
+
+/* Units of an expire argument. */
+enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
+
+/*
+ * Turn an expire argument into an absolute ms time: relative to now unless
+ * `absolute`. Replies "ERR invalid expire time in '<cmd>' command" (or
+ * the not-an-integer error) and returns -1 when it is not valid; with
+ * `allow_nonpositive` zero and negative values are accepted (EXPIRE).
+ */
+int srv_parse_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
+                              int absolute, int allow_nonpositive,
+                              int64_t *at);
+
+/* A grow-only scratch buffer of the worker, for copies of old values. */
+char *srv_scratch(size_t len);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * srv_log.h - the server's log: one line per event with time, role and pid
+ * (`worker#2[4711]`), a level, the message and, when given, the errno text.
+ * Any process may log; lines are written with one write() so processes
+ * sharing a log file do not interleave within a line.
+ */
+#ifndef SRV_LOG_H
+#define SRV_LOG_H
+
+enum srv_loglevel {
+    SRV_LOG_DEBUG,
+    SRV_LOG_VERBOSE,
+    SRV_LOG_NOTICE,
+    SRV_LOG_WARNING,
+};
+
+/* Parse "debug|verbose|notice|warning"; -1 if unknown. */
+int srv_log_level_parse(const char *name);
+const char *srv_log_level_name(int level);
+
+/* Open `path` for appending ("" or NULL: standard error). 0 or errno. */
+int srv_log_open(const char *path);
+
+void srv_log_set_level(int level);
+int srv_log_get_level(void);
+
+/* Name this process in every later line: role "worker" and index 2 give
+ * "worker#2"; index < 0 gives just the role. */
+void srv_log_set_role(const char *role, int index);
+
+/*
+ * Log at `level`; `err` is an errno to append as ": text" (0 for none).
+ * A message with the same format logged again within a second is counted
+ * instead of written, and the count is reported with the next one written.
+ */
+void srv_log(int level, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,499 @@
+/*
+ * srv_master.c - the master process (nginx's master cycle is the model).
+ *
+ * It parses the configuration, opens LMDB once to create or check the
+ * environment and closes it again (LMDB must not cross fork), creates the
+ * listening sockets and shared regions, forks the workers and then only
+ * supervises: signal handlers set flags and the loop acts on them. A dead
+ * worker is respawned (with back-off if it keeps dying young); SIGTERM or
+ * SIGINT stops the workers gracefully and exits 0; SIGHUP reopens the log.
+ * The reaper and broker processes (issues #5 and later) get their slots in
+ * `children` beside the workers.
+ */
+#include "server/srv_master.h"
+#include "server/srv_config.h"
+#include "server/srv_heritage.h"
+#include "server/srv_log.h"
+#include "server/srv_stats.h"
+#include "server/srv_util.h"
+#include "server/srv_worker.h"
+#include "storage/st_env.h"
+#include "storage/st_err.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LOOP_TICK_MS 100
+#define RESPAWN_MIN_MS 100
+#define RESPAWN_MAX_MS 5000
+#define YOUNG_DEATH_MS 1000
+#define STOP_WAIT_MS 15000
+#define NS_PER_MS 1000000
+#define MS_PER_S 1000
+
+srv_heritage srv_her;
+
+static volatile sig_atomic_t got_term, got_chld, got_hup;
+
+typedef struct child {
+    pid_t pid;                  /* 0: not running */
+    int64_t started_ms;         /* monotonic */
+    int64_t respawn_at_ms;      /* monotonic; when to fork again */
+    int64_t backoff_ms;
+} child;
+
+static child *workers;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGCHLD)
+        got_chld = 1;
+    else if (sig == SIGHUP)
+        got_hup = 1;
+    else
+        got_term = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
+            "       larder-server -v | --version\n"
+            "       larder-server -h | --help\n\n"
+            "Examples:\n"
+            "       larder-server --port 7777 --dir /var/lib/larder\n"
+            "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
+}
+
+static void die(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "larder-server: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    exit(1);
+}
+
+/* The configuration lives in a shared mapping so CONFIG SET in one worker
+ * is seen by every process. */
+static srv_config *load_config(int argc, char **argv)
+{
+    char err[SRV_CONFIG_ERR_SIZE];
+    srv_config *cfg = mmap(NULL, sizeof *cfg, PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int first = 1;
+
+    if (cfg == MAP_FAILED)
+        die("mmap() of the configuration failed: %s", strerror(errno));
+    srv_config_defaults(cfg);
+    if (argc > 1 && strncmp(argv[1], "--", 2) != 0) {
+        if (srv_config_load_file(cfg, argv[1], err, sizeof err))
+            die("%s", err);
+        first = 2;
+    }
+    if (srv_config_load_args(cfg, argc - first, argv + first, err, sizeof err))
+        die("%s", err);
+    return cfg;
+}
+
+/* Parse one bind address into ss; "*" is any IPv4 address. */
+static int parse_addr(const char *addr, int port, struct sockaddr_storage *ss,
+                      socklen_t *len)
+{
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof *ss);
+    if (strcmp(addr, "*") == 0)
+        addr = "0.0.0.0";
+    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof *a4;
+        return 0;
+    }
+    if (strcmp(addr, "::*") == 0)
+        addr = "::";
+    if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+        return 0;
+    }
+    return -1;
+}
+
+static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
+                      int reuseport)
+{
+    int one = 1;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ss->ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)ss, len) ||
+        listen(fd, (int)srv_her.cfg->tcp_backlog)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * One SO_REUSEPORT group of listeners per bind address, a socket for each
+ * worker: the kernel spreads connections over the workers evenly with no
+ * thundering herd. A plain bind first proves nobody else holds the port
+ * (a reuseport group would silently share it with another of our uid).
+ */
+static void open_tcp_listeners(void)
+{
+    char binds[SRV_PATH_MAX], *save = NULL;
+    const char *addrs[SRV_MAX_BINDS];
+    int n = 0;
+
+    if (srv_her.cfg->port == 0)
+        return;                         /* as Redis: port 0 = no TCP */
+    snprintf(binds, sizeof binds, "%s", srv_her.cfg->bind);
+    for (char *tok = strtok_r(binds, " ", &save); tok && n < SRV_MAX_BINDS;
+         tok = strtok_r(NULL, " ", &save))
+        addrs[n++] = tok;
+    srv_her.tcp_fds = calloc((size_t)(n * srv_her.nworkers), sizeof(int));
+    if (!srv_her.tcp_fds)
+        die("%s", "out of memory");
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len;
+        int optional = addrs[i][0] == '-';
+        const char *addr = addrs[i] + optional;
+        if (parse_addr(addr, (int)srv_her.cfg->port, &ss, &len))
+            die("bind: '%s' is not an IP address", addr);
+        int probe = tcp_socket(&ss, len, 0);
+        if (probe < 0) {
+            if (optional)
+                continue;
+            fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
+                    addr, srv_her.cfg->port, strerror(errno));
+            exit(1);
+        }
+        close(probe);
+        for (int w = 0; w < srv_her.nworkers; w++) {
+            int fd = tcp_socket(&ss, len, 1);
+            if (fd < 0) {
+                fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
+                        addr, srv_her.cfg->port, strerror(errno));
+                exit(1);
+            }
+            srv_her.tcp_fds[w * n + srv_her.ntcp] = fd;
+        }
+        srv_her.ntcp++;
+    }
+    /* Compact the per-worker rows if optional addresses were skipped. */
+    for (int w = 0; w < srv_her.nworkers; w++)
+        for (int i = 0; i < srv_her.ntcp; i++)
+            srv_her.tcp_fds[w * srv_her.ntcp + i] = srv_her.tcp_fds[w * n + i];
+}
+
+static void open_unix_listener(void)
+{
+    const char *path = srv_her.cfg->unixsocket;
+    struct sockaddr_un sa;
+    int fd;
+
+    srv_her.unix_fd = -1;
+    if (!path[0])
+        return;
+    if (strlen(path) >= sizeof sa.sun_path)
+        die("unixsocket path '%s' is too long", path);
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, path, strlen(path));
+    unlink(path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) ||
+        listen(fd, (int)srv_her.cfg->tcp_backlog)) {
+        fprintf(stderr, "larder-server: can't listen on unix socket %s: %s\n",
+                path, strerror(errno));
+        exit(1);
+    }
+    if (srv_her.cfg->unixsocketperm &&
+        chmod(path, (mode_t)srv_her.cfg->unixsocketperm)) {
+        fprintf(stderr, "larder-server: chmod(%s) failed: %s\n", path,
+                strerror(errno));
+        exit(1);
+    }
+    srv_her.unix_fd = fd;
+}
+
+/* Create or check the environment, then close it before any fork. */
+static void check_storage(void)
+{
+    st_env_opts o = {
+        .dir = srv_her.cfg->dir,
+        .map_size = (uint64_t)srv_her.cfg->maxdisk,
+        .databases = (unsigned)srv_her.cfg->databases,
+        .nosync = 0,
+    };
+    st_env *env;
+    int rc = st_env_open(&o, &env);
+
+    if (rc) {
+        fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
+                o.dir, st_strerror(rc));
+        exit(1);
+    }
+    st_env_close(&env);
+}
+
+static void write_pidfile(void)
+{
+    FILE *f;
+
+    if (!srv_her.cfg->pidfile[0])
+        return;
+    if (!(f = fopen(srv_her.cfg->pidfile, "w"))) {
+        srv_log(SRV_LOG_WARNING, errno, "can't write pidfile %s",
+                srv_her.cfg->pidfile);
+        return;
+    }
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+}
+
+/* Tell systemd (Type=notify) we are ready, if it is listening. */
+static void notify_systemd(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un sa;
+    int fd;
+
+    if (!path || (path[0] != '/' && path[0] != '@') ||
+        strlen(path) >= sizeof sa.sun_path)
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, path, strlen(path));
+    if (sa.sun_path[0] == '@')
+        sa.sun_path[0] = '\0';
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    if (sendto(fd, state, strlen(state), 0, (struct sockaddr *)&sa,
+               (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+                           strlen(path))) < 0)
+        srv_log(SRV_LOG_WARNING, errno, "sd_notify sendto() failed");
+    close(fd);
+}
+
+static void spawn_worker(int i)
+{
+    sigset_t none;
+    pid_t pid = fork();
+
+    if (pid < 0) {
+        srv_log(SRV_LOG_WARNING, errno, "fork() of worker#%d failed", i);
+        workers[i].respawn_at_ms = srv_monotonic_ms() + RESPAWN_MAX_MS;
+        return;
+    }
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGCHLD, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        _exit(srv_worker_main(i));
+    }
+    workers[i].pid = pid;
+    workers[i].started_ms = srv_monotonic_ms();
+    workers[i].respawn_at_ms = 0;
+}
+
+static void reap_children(void)
+{
+    int status;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int i = 0; i < srv_her.nworkers; i++) {
+            child *w = &workers[i];
+            if (w->pid != pid)
+                continue;
+            int64_t now = srv_monotonic_ms();
+            w->pid = 0;
+            if (got_term)
+                break;
+            if (WIFSIGNALED(status))
+                srv_log(SRV_LOG_WARNING, 0, "worker#%d[%d] killed by signal %d",
+                        i, (int)pid, WTERMSIG(status));
+            else
+                srv_log(SRV_LOG_WARNING, 0, "worker#%d[%d] exited with status %d",
+                        i, (int)pid, WEXITSTATUS(status));
+            if (now - w->started_ms < YOUNG_DEATH_MS)
+                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : RESPAWN_MIN_MS;
+            else
+                w->backoff_ms = 0;
+            if (w->backoff_ms > RESPAWN_MAX_MS)
+                w->backoff_ms = RESPAWN_MAX_MS;
+            w->respawn_at_ms = now + w->backoff_ms;
+            SRV_STAT_ADD(&srv_her.stats->slot[i], respawns, 1);
+            /* Its connections are gone: take them off the client count. */
+            atomic_fetch_sub(&srv_her.stats->clients,
+                             atomic_exchange(&srv_her.stats->slot[i].connected, 0));
+        }
+    }
+}
+
+static int children_alive(void)
+{
+    int n = 0;
+
+    for (int i = 0; i < srv_her.nworkers; i++)
+        n += workers[i].pid != 0;
+    return n;
+}
+
+/* Ask every child to stop, wait for them (bounded), then force it. */
+static void stop_children(const sigset_t *waitmask)
+{
+    int64_t deadline = srv_monotonic_ms() + STOP_WAIT_MS;
+
+    for (int i = 0; i < srv_her.nworkers; i++)
+        if (workers[i].pid)
+            kill(workers[i].pid, SIGTERM);
+    while (children_alive() && srv_monotonic_ms() < deadline) {
+        struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
+        ppoll(NULL, 0, &ts, waitmask);
+        got_chld = 0;
+        reap_children();
+    }
+    for (int i = 0; i < srv_her.nworkers; i++)
+        if (workers[i].pid) {
+            srv_log(SRV_LOG_WARNING, 0, "worker#%d[%d] did not stop: SIGKILL",
+                    i, (int)workers[i].pid);
+            kill(workers[i].pid, SIGKILL);
+            waitpid(workers[i].pid, NULL, 0);
+            workers[i].pid = 0;
+        }
+}
+
+static void install_signals(sigset_t *waitmask)
+{
+    struct sigaction sa;
+    sigset_t block;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, waitmask);
+    sigdelset(waitmask, SIGCHLD);
+    sigdelset(waitmask, SIGTERM);
+    sigdelset(waitmask, SIGINT);
+    sigdelset(waitmask, SIGHUP);
+}
+
+int srv_master_main(int argc, char **argv)
+{
+    sigset_t waitmask;
+    int rc;
+
+    if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
+        printf("larder-server v=%s redis_version=%s\n", SRV_VERSION,
+               SRV_REDIS_VERSION);
+        return 0;
+    }
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    srv_her.cfg = load_config(argc, argv);
+    srv_her.master_pid = getpid();
+    srv_her.start_ms = srv_mstime();
+    srv_her.nworkers = srv_config_workers(srv_her.cfg);
+    if (!realpath("/proc/self/exe", srv_her.executable))
+        snprintf(srv_her.executable, sizeof srv_her.executable, "%s", argv[0]);
+    srv_log_set_role("master", -1);
+    srv_log_set_level((int)srv_her.cfg->loglevel);
+    if ((rc = srv_log_open(srv_her.cfg->logfile)))
+        die("can't open logfile: %s", strerror(rc));
+    check_storage();
+    open_tcp_listeners();
+    open_unix_listener();
+    if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
+        die("%s", "nothing to listen on: set port or unixsocket");
+    if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
+        die("mmap() of the stats region failed: %s", strerror(errno));
+    if (!(workers = calloc((size_t)srv_her.nworkers, sizeof *workers)))
+        die("%s", "out of memory");
+    install_signals(&waitmask);
+    for (int i = 0; i < srv_her.nworkers; i++)
+        spawn_worker(i);
+    write_pidfile();
+    srv_log(SRV_LOG_NOTICE, 0,
+            "larder %s (Redis %s protocol) ready: port %lld%s%s, %d workers, "
+            "data in %s",
+            SRV_VERSION, SRV_REDIS_VERSION, srv_her.cfg->port,
+            srv_her.unix_fd >= 0 ? ", unix socket " : "",
+            srv_her.unix_fd >= 0 ? srv_her.cfg->unixsocket : "",
+            srv_her.nworkers, srv_her.cfg->dir);
+    notify_systemd("READY=1");
+    while (!got_term) {
+        struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
+        ppoll(NULL, 0, &ts, &waitmask);
+        if (got_chld) {
+            got_chld = 0;
+            reap_children();
+        }
+        if (got_hup) {
+            got_hup = 0;
+            if ((rc = srv_log_open(srv_her.cfg->logfile)))
+                srv_log(SRV_LOG_WARNING, rc, "reopening the log failed");
+            srv_log(SRV_LOG_NOTICE, 0, "SIGHUP: log reopened");
+        }
+        int64_t now = srv_monotonic_ms();
+        for (int i = 0; i < srv_her.nworkers && !got_term; i++)
+            if (!workers[i].pid && now >= workers[i].respawn_at_ms)
+                spawn_worker(i);
+    }
+    notify_systemd("STOPPING=1");
+    srv_log(SRV_LOG_NOTICE, 0, "shutting down: stopping %d workers",
+            children_alive());
+    stop_children(&waitmask);
+    if (srv_her.cfg->pidfile[0])
+        unlink(srv_her.cfg->pidfile);
+    if (srv_her.unix_fd >= 0)
+        unlink(srv_her.cfg->unixsocket);
+    srv_log(SRV_LOG_NOTICE, 0, "larder is now ready to exit, bye bye...");
+    return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * srv_reply.c - RESP reply encoding into the output buffer.
+ */
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HEADER_MAX (1 + SRV_LLSTR_SIZE + 2)
+#define ERROR_MAX 1024
+#define VERBATIM_TAG "txt:"
+#define VERBATIM_TAG_LEN 4
+
+const char SRV_ERR_SYNTAX[] = "ERR syntax error";
+const char SRV_ERR_NOT_INT[] = "ERR value is not an integer or out of range";
+const char SRV_ERR_NOT_FLOAT[] = "ERR value is not a valid float";
+const char SRV_ERR_WRONGTYPE[] =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+const char SRV_ERR_NO_KEY[] = "ERR no such key";
+const char SRV_ERR_OVERFLOW[] = "ERR increment or decrement would overflow";
+
+void srv_reply_raw(srv_conn *c, const void *p, size_t n)
+{
+    if (c->flags & SRV_CONN_CLOSE_ASAP)
+        return;
+    if (srv_buf_append(&c->out, p, n))
+        c->flags |= SRV_CONN_CLOSE_ASAP;
+}
+
+/* "<t><n>\r\n" */
+static void header(srv_conn *c, char t, long long n)
+{
+    char buf[HEADER_MAX];
+
+    buf[0] = t;
+    int len = 1 + srv_ll2str(buf + 1, n);
+    buf[len++] = '\r';
+    buf[len++] = '\n';
+    srv_reply_raw(c, buf, (size_t)len);
+}
+
+void srv_reply_ok(srv_conn *c) { srv_reply_raw(c, "+OK\r\n", 5); }
+
+void srv_reply_simple(srv_conn *c, const char *s)
+{
+    srv_reply_raw(c, "+", 1);
+    srv_reply_raw(c, s, strlen(s));
+    srv_reply_raw(c, "\r\n", 2);
+}
+
+void srv_reply_error(srv_conn *c, const char *msg)
+{
+    size_t n = strlen(msg);
+
+    srv_reply_raw(c, "-", 1);
+    /* An error line must not break the protocol: no CR/LF inside. */
+    for (size_t i = 0; i < n; i++) {
+        char ch = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
+        srv_reply_raw(c, &ch, 1);
+    }
+    srv_reply_raw(c, "\r\n", 2);
+}
+
+void srv_reply_errorf(srv_conn *c, const char *fmt, ...)
+{
+    char buf[ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    srv_reply_error(c, buf);
+}
+
+void srv_reply_int(srv_conn *c, long long v) { header(c, ':', v); }
+
+void srv_reply_bulk(srv_conn *c, const void *p, size_t n)
+{
+    if (srv_buf_reserve(&c->out, n + HEADER_MAX + 2)) {
+        c->flags |= SRV_CONN_CLOSE_ASAP;
+        return;
+    }
+    header(c, '$', (long long)n);
+    srv_reply_raw(c, p, n);
+    srv_reply_raw(c, "\r\n", 2);
+}
+
+void srv_reply_bulk_cstr(srv_conn *c, const char *s)
+{
+    srv_reply_bulk(c, s, strlen(s));
+}
+
+void srv_reply_bulk_ll(srv_conn *c, long long v)
+{
+    char buf[SRV_LLSTR_SIZE];
+    int n = srv_ll2str(buf, v);
+
+    srv_reply_bulk(c, buf, (size_t)n);
+}
+
+void srv_reply_null(srv_conn *c)
+{
+    if (c->resp == 3)
+        srv_reply_raw(c, "_\r\n", 3);
+    else
+        srv_reply_raw(c, "$-1\r\n", 5);
+}
+
+void srv_reply_null_array(srv_conn *c)
+{
+    if (c->resp == 3)
+        srv_reply_raw(c, "_\r\n", 3);
+    else
+        srv_reply_raw(c, "*-1\r\n", 5);
+}
+
+void srv_reply_array(srv_conn *c, long long n) { header(c, '*', n); }
+
+void srv_reply_map(srv_conn *c, long long n)
+{
+    if (c->resp == 3)
+        header(c, '%', n);
+    else
+        header(c, '*', n * 2);
+}
+
+void srv_reply_set(srv_conn *c, long long n)
+{
+    header(c, c->resp == 3 ? '~' : '*', n);
+}
+
+void srv_reply_double(srv_conn *c, double d)
+{
+    char buf[SRV_DSTR_SIZE];
+    int n = srv_d2str(buf, sizeof buf, d);
+
+    if (c->resp == 3) {
+        srv_reply_raw(c, ",", 1);
+        srv_reply_raw(c, buf, (size_t)n);
+        srv_reply_raw(c, "\r\n", 2);
+    } else {
+        srv_reply_bulk(c, buf, (size_t)n);
+    }
+}
+
+void srv_reply_verbatim(srv_conn *c, const char *p, size_t n)
+{
+    if (c->resp != 3) {
+        srv_reply_bulk(c, p, n);
+        return;
+    }
+    header(c, '=', (long long)(n + VERBATIM_TAG_LEN));
+    srv_reply_raw(c, VERBATIM_TAG, VERBATIM_TAG_LEN);
+    srv_reply_raw(c, p, n);
+    srv_reply_raw(c, "\r\n", 2);
+}
+
+size_t srv_reply_defer(srv_conn *c)
+{
+    size_t mark = c->out.len;
+    char pad[SRV_REPLY_DEFER_MAX];
+
+    memset(pad, 0, sizeof pad);
+    srv_reply_raw(c, pad, sizeof pad);
+    return mark;
+}
+
+void srv_reply_defer_fill(srv_conn *c, size_t mark, const char *prefix,
+                          size_t n)
+{
+    char *at = c->out.data + mark;
+
+    if (c->flags & SRV_CONN_CLOSE_ASAP)
+        return;
+    memcpy(at, prefix, n);
+    memmove(at + n, at + SRV_REPLY_DEFER_MAX,
+            c->out.len - mark - SRV_REPLY_DEFER_MAX);
+    c->out.len -= SRV_REPLY_DEFER_MAX - n;
+}
+
+void srv_reply_defer_array(srv_conn *c, size_t mark, long long n)
+{
+    char buf[HEADER_MAX];
+    size_t len;
+
+    buf[0] = '*';
+    len = 1 + (size_t)srv_ll2str(buf + 1, n);
+    buf[len++] = '\r';
+    buf[len++] = '\n';
+    srv_reply_defer_fill(c, mark, buf, len);
+}

@@ -1,0 +1,62 @@
+/*
+ * srv_stats.h - counters every process can read for INFO: one shared
+ * anonymous mapping created by the master before fork. Each worker writes
+ * only its own slot (relaxed atomics); readers sum the slots. A worker that
+ * dies leaves its cumulative counters; its respawn resets the gauges.
+ */
+#ifndef SRV_STATS_H
+#define SRV_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SRV_STATS_MAGIC 0x6c61726465727374ull
+#define SRV_STATS_VERSION 1
+#define SRV_CACHELINE 64
+
+typedef struct srv_stats_slot {
+    _Atomic int64_t pid;                /* 0: slot unused */
+    _Atomic int64_t started_ms;
+    _Atomic int64_t connected;          /* gauge */
+    _Atomic int64_t total_connections;
+    _Atomic int64_t rejected_connections;
+    _Atomic int64_t total_commands;
+    _Atomic int64_t net_input_bytes;
+    _Atomic int64_t net_output_bytes;
+    _Atomic int64_t expired_keys;
+    _Atomic int64_t keyspace_hits;
+    _Atomic int64_t keyspace_misses;
+    _Atomic int64_t commits;
+    _Atomic int64_t respawns;
+    _Atomic int64_t ops_per_sec;        /* gauge, sampled by the worker */
+} __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
+
+typedef struct srv_stats {
+    uint64_t magic;                     /* immutable after init */
+    uint32_t version;                   /* immutable after init */
+    uint32_t nslots;                    /* immutable after init */
+    _Atomic uint64_t next_client_id;    /* atomic */
+    _Atomic int64_t clients;            /* atomic: across workers */
+    _Atomic int64_t last_sync_ms;       /* atomic */
+    _Atomic int64_t dirty;              /* atomic: writes since start */
+    srv_stats_slot slot[];
+} srv_stats;
+
+/* Map the region for `nslots` workers (master, before fork). NULL: errno. */
+srv_stats *srv_stats_create(unsigned nslots);
+void srv_stats_destroy(srv_stats **s);
+
+/* Sum of one field over all slots, e.g. SRV_STATS_SUM(s, total_commands). */
+#define SRV_STATS_SUM(s, field)                                              \
+    ({                                                                       \
+        int64_t sum_ = 0;                                                    \
+        for (unsigned i_ = 0; i_ < (s)->nslots; i_++)                        \
+            sum_ += atomic_load_explicit(&(s)->slot[i_].field,              \
+                                         memory_order_relaxed);              \
+        sum_;                                                                \
+    })
+
+#define SRV_STAT_ADD(slot, field, n) \
+    atomic_fetch_add_explicit(&(slot)->field, (n), memory_order_relaxed)
+
+#endif

@@ -1,0 +1,647 @@
+/*
+ * srv_worker.c - the worker process: accept, read, parse, run commands in
+ * batch transactions, write replies; periodic duties; graceful stop.
+ *
+ * Batching: the commands parsed from one read share one write transaction
+ * (group commit), committed before any reply leaves, so a reply is never
+ * sent for a write that is not committed. If a write fails inside a batch
+ * that already holds other writes, or the commit fails, the batch's
+ * replies are discarded and its commands are replayed one transaction
+ * each, so every reply matches what is durable.
+ */
+#include "server/srv_worker.h"
+#include "server/srv_cmd.h"
+#include "server/srv_heritage.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "storage/st_env.h"
+#include "storage/st_err.h"
+#include "storage/st_keys.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_CHUNK (16 * 1024)
+#define ACCEPTS_PER_EVENT 16
+#define BUF_KEEP (64 * 1024)
+#define MS_PER_S 1000
+#define STOP_DEADLINE_S 10
+#define EXPIRE_BATCH 1000
+#define KEEPALIVE_PROBES 3
+#define KEEPALIVE_DIVISOR 3
+#define US_PER_MS 1000
+
+srv_worker *srv_w;
+
+static void on_read(evutil_socket_t fd, short what, void *arg);
+static void on_write(evutil_socket_t fd, short what, void *arg);
+
+/* ---- connections ---- */
+
+static void describe_peer(srv_conn *c, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[INET6_ADDRSTRLEN];
+
+    if (c->flags & SRV_CONN_UNIX) {
+        snprintf(c->addr, sizeof c->addr, "%.*s:0", SRV_CONN_ADDR_MAX - 3,
+                 srv_her.cfg->unixsocket);
+        memcpy(c->laddr, c->addr, sizeof c->laddr);
+        return;
+    }
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+            snprintf(c->addr, sizeof c->addr, "%s:%d", host,
+                     ntohs(a->sin6_port));
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+            snprintf(c->addr, sizeof c->addr, "%s:%d", host,
+                     ntohs(a->sin_port));
+        }
+    }
+    len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+        ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        snprintf(c->laddr, sizeof c->laddr, "%s:%d", host,
+                 ntohs(a->sin_port));
+    }
+}
+
+static void tune_socket(int fd)
+{
+    int one = 1;
+    int idle = (int)srv_her.cfg->tcp_keepalive;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (idle > 0) {
+        int intvl = idle / KEEPALIVE_DIVISOR ? idle / KEEPALIVE_DIVISOR : 1;
+        int cnt = KEEPALIVE_PROBES;
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    }
+}
+
+static srv_conn *conn_new(int fd, int is_unix)
+{
+    srv_worker *w = srv_w;
+    srv_conn *c = calloc(1, sizeof *c);
+
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->worker = w;
+    c->resp = 2;
+    c->flags = is_unix ? SRV_CONN_UNIX : 0;
+    c->authed = srv_her.cfg->requirepass[0] == '\0';
+    c->id = atomic_fetch_add(&srv_her.stats->next_client_id, 1);
+    c->created_ms = c->last_ms = srv_mstime();
+    srv_parser_init(&c->parser, srv_her.cfg->proto_max_bulk_len);
+    c->ev_read = event_new(w->base, fd, EV_READ | EV_PERSIST, on_read, c);
+    c->ev_write = event_new(w->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL)) {
+        if (c->ev_read)
+            event_free(c->ev_read);
+        if (c->ev_write)
+            event_free(c->ev_write);
+        srv_parser_fini(&c->parser);
+        free(c);
+        return NULL;
+    }
+    if (!is_unix)
+        tune_socket(fd);
+    describe_peer(c, fd);
+    c->next = w->clients;
+    if (w->clients)
+        w->clients->prev = c;
+    w->clients = c;
+    w->nclients++;
+    SRV_STAT_ADD(w->stats, connected, 1);
+    SRV_STAT_ADD(w->stats, total_connections, 1);
+    return c;
+}
+
+void srv_conn_close(srv_conn *c)
+{
+    srv_worker *w = c->worker;
+
+    if (w->batch.conn == c)
+        w->batch.conn = NULL;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->clients = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    w->nclients--;
+    event_free(c->ev_read);
+    event_free(c->ev_write);
+    close(c->fd);
+    srv_buf_free(&c->in);
+    srv_buf_free(&c->out);
+    srv_parser_fini(&c->parser);
+    free(c);
+    SRV_STAT_ADD(w->stats, connected, -1);
+    atomic_fetch_sub(&srv_her.stats->clients, 1);
+}
+
+void srv_worker_each_conn(void (*fn)(srv_conn *c, void *ctx), void *ctx)
+{
+    for (srv_conn *c = srv_w->clients; c; c = c->next)
+        fn(c, ctx);
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    int is_unix = arg != NULL;
+
+    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                srv_log(SRV_LOG_WARNING, errno, "accept4() failed");
+            return;
+        }
+        int64_t n = atomic_fetch_add(&srv_her.stats->clients, 1) + 1;
+        if (n > srv_her.cfg->maxclients) {
+            static const char msg[] = "-ERR max number of clients reached\r\n";
+            atomic_fetch_sub(&srv_her.stats->clients, 1);
+            SRV_STAT_ADD(srv_w->stats, rejected_connections, 1);
+            if (write(fd, msg, sizeof msg - 1) < 0) {
+                /* the client is gone already */
+            }
+            close(fd);
+            continue;
+        }
+        if (!conn_new(fd, is_unix)) {
+            srv_log(SRV_LOG_WARNING, ENOMEM, "connection setup failed");
+            atomic_fetch_sub(&srv_her.stats->clients, 1);
+            close(fd);
+        }
+    }
+}
+
+/* ---- output ---- */
+
+/* Write what is pending; arm or disarm the write event. 0, or -1 when the
+ * connection was closed. */
+static int flush_output(srv_conn *c)
+{
+    while (c->out_sent < c->out.len) {
+        ssize_t n = write(c->fd, c->out.data + c->out_sent,
+                          c->out.len - c->out_sent);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            srv_conn_close(c);
+            return -1;
+        }
+        c->out_sent += (size_t)n;
+        SRV_STAT_ADD(c->worker->stats, net_output_bytes, n);
+    }
+    if (c->out_sent == c->out.len) {
+        c->out.len = c->out_sent = 0;
+        srv_buf_trim(&c->out, BUF_KEEP);
+        if (c->writing) {
+            event_del(c->ev_write);
+            c->writing = 0;
+        }
+        if (c->flags & SRV_CONN_CLOSE_AFTER_REPLY ||
+            (c->worker->stopping && !event_pending(c->ev_read, EV_READ, NULL))) {
+            srv_conn_close(c);
+            return -1;
+        }
+        return 0;
+    }
+    if (!c->writing) {
+        event_add(c->ev_write, NULL);
+        c->writing = 1;
+    }
+    return 0;
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    flush_output(arg);
+}
+
+/* ---- batches ---- */
+
+static void batch_begin(srv_conn *c, size_t pos)
+{
+    srv_batch *b = &c->worker->batch;
+
+    b->conn = c;
+    b->in_mark = pos;
+    b->out_mark = c->out.len;
+    b->cmds = 0;
+    b->writes = 0;
+    b->poisoned = 0;
+}
+
+/* Commit (or release) the batch's transactions. 0, or the storage code
+ * of a failed commit (nothing of it is visible then). */
+static int batch_commit(srv_worker *w)
+{
+    srv_batch *b = &w->batch;
+    int rc = 0;
+
+    if (b->rtxn)
+        st_txn_commit(&b->rtxn);
+    if (b->wtxn) {
+        if (b->poisoned) {
+            st_txn_abort(&b->wtxn);
+        } else if ((rc = st_txn_commit(&b->wtxn)) == 0) {
+            SRV_STAT_ADD(w->stats, commits, 1);
+            atomic_fetch_add(&srv_her.stats->dirty, 1);
+        } else {
+            srv_log(SRV_LOG_WARNING, 0, "commit failed: %s", st_strerror(rc));
+        }
+    }
+    b->poisoned = 0;
+    return rc;
+}
+
+/* Throw away the replies of the batch and rewind input for a replay. */
+static void batch_rewind(srv_conn *c, size_t *pos)
+{
+    srv_batch *b = &c->worker->batch;
+
+    c->out.len = b->out_mark;
+    b->replay_until = *pos;
+    b->single = 1;
+    *pos = b->in_mark;
+    srv_parser_reset(&c->parser);
+}
+
+/*
+ * After each command: settle poisoning and batch limits. Returns 1 if the
+ * input was rewound for a replay.
+ */
+static int after_command(srv_conn *c, size_t *pos)
+{
+    srv_worker *w = c->worker;
+    srv_batch *b = &w->batch;
+    int earlier_writes = b->writes;
+
+    b->cmds++;
+    if (b->cmd_wrote)
+        b->writes++;
+    if (b->poisoned) {
+        if (earlier_writes > 0 && !b->single) {
+            st_txn_abort(&b->wtxn);
+            b->poisoned = 0;
+            batch_rewind(c, pos);
+            return 1;
+        }
+        batch_commit(w);                /* aborts the poisoned txn */
+    }
+    if (b->single || b->cmds >= SRV_BATCH_MAX) {
+        int rc = batch_commit(w);
+        if (rc && b->writes) {
+            if (b->cmds == 1) {
+                /* Replace this command's reply with the failure. */
+                c->out.len = b->cmd_out_mark;
+                srv_storage_error(c, rc);
+            } else {
+                batch_rewind(c, pos);
+                return 1;
+            }
+        }
+        if (b->single && *pos >= b->replay_until)
+            b->single = 0;
+        batch_begin(c, *pos);
+    }
+    return 0;
+}
+
+/* Parse and run every complete command in the input buffer. */
+static void process_input(srv_conn *c)
+{
+    srv_worker *w = c->worker;
+    srv_batch *b = &w->batch;
+    size_t pos = 0;
+
+    batch_begin(c, 0);
+    for (;;) {
+        while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))) {
+            int rc = srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+            if (rc == SRV_PARSE_MORE)
+                break;
+            if (rc != SRV_PARSE_DONE) {
+                if (batch_commit(w) && b->writes) {
+                    batch_rewind(c, &pos);
+                    continue;
+                }
+                if (rc == SRV_PARSE_ERROR)
+                    srv_reply_errorf(c, "ERR %s", c->parser.error);
+                c->flags |= rc == SRV_PARSE_ERROR ? SRV_CONN_CLOSE_AFTER_REPLY
+                                                  : SRV_CONN_CLOSE_ASAP;
+                srv_log(SRV_LOG_VERBOSE, 0, "protocol error from %s: %s",
+                        c->addr, c->parser.error ? c->parser.error : "no memory");
+                break;
+            }
+            size_t consumed = c->parser.consumed;
+            if (c->parser.argc == 0) {
+                pos += consumed;
+                srv_parser_reset(&c->parser);
+                continue;
+            }
+            c->argc = c->parser.argc;
+            c->argv = c->parser.argv;
+            c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
+            if (c->cmd && (c->cmd->flags & F_BARRIER) && b->cmds > 0) {
+                if (batch_commit(w) && b->writes) {
+                    batch_rewind(c, &pos);
+                    continue;
+                }
+                batch_begin(c, pos);
+            }
+            b->cmd_out_mark = c->out.len;
+            b->cmd_wrote = 0;
+            srv_cmd_execute(c);
+            pos += consumed;
+            srv_parser_reset(&c->parser);
+            after_command(c, &pos);
+        }
+        if (batch_commit(w) && b->writes) {
+            batch_rewind(c, &pos);
+            continue;
+        }
+        break;
+    }
+    b->conn = NULL;
+    /* A partial command keeps parser offsets relative to its first byte,
+     * which moves to the buffer's start. */
+    if (pos)
+        srv_buf_consume(&c->in, pos);
+    size_t reaped = 0;
+    if (st_reap_seen(w->env, srv_mstime(), &reaped) == 0 && reaped)
+        SRV_STAT_ADD(w->stats, expired_keys, (int64_t)reaped);
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    srv_conn *c = arg;
+    size_t want = READ_CHUNK;
+    ssize_t n;
+
+    if (c->parser.need > c->in.len && c->parser.need - c->in.len > want)
+        want = c->parser.need - c->in.len;
+    if (srv_buf_reserve(&c->in, want)) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "input buffer of %s", c->addr);
+        srv_conn_close(c);
+        return;
+    }
+    n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        srv_conn_close(c);
+        return;
+    }
+    c->in.len += (size_t)n;
+    c->last_ms = srv_mstime();
+    SRV_STAT_ADD(c->worker->stats, net_input_bytes, n);
+    if (c->in.len > (size_t)srv_her.cfg->client_query_buffer_limit) {
+        srv_log(SRV_LOG_WARNING, 0,
+                "closing client %s that reached max query buffer length",
+                c->addr);
+        srv_reply_error(c, "ERR Protocol error: query buffer limit exceeded");
+        c->flags |= SRV_CONN_CLOSE_AFTER_REPLY;
+        event_del(c->ev_read);
+        flush_output(c);
+        return;
+    }
+    process_input(c);
+    if (c->flags & SRV_CONN_CLOSE_ASAP) {
+        srv_conn_close(c);
+        return;
+    }
+    if (c->flags & SRV_CONN_CLOSE_AFTER_REPLY)
+        event_del(c->ev_read);
+    flush_output(c);
+}
+
+/* ---- periodic duties ---- */
+
+static void close_idle(srv_worker *w, int64_t now)
+{
+    int64_t limit = srv_her.cfg->timeout * MS_PER_S;
+
+    if (limit <= 0)
+        return;
+    for (srv_conn *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        if (now - c->last_ms > limit && c->out.len == 0) {
+            srv_log(SRV_LOG_VERBOSE, 0, "closing idle client %s", c->addr);
+            srv_conn_close(c);
+        }
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    srv_worker *w = arg;
+    int64_t now = srv_mstime();
+    int64_t mono = srv_monotonic_ms();
+    size_t n;
+    uint64_t version;
+    int dead, rc;
+
+    close_idle(w, now);
+    if (mono - w->last_sample_ms >= MS_PER_S) {
+        int64_t cmds = atomic_load(&w->stats->total_commands);
+        atomic_store(&w->stats->ops_per_sec,
+                     (cmds - w->last_sample_cmds) * MS_PER_S /
+                         (mono - w->last_sample_ms));
+        w->last_sample_cmds = cmds;
+        w->last_sample_ms = mono;
+    }
+    /* Until the reaper process exists (issue #5), worker 0 does its
+     * duties: active expiry, the everysec flush, the reader check. */
+    if (w->index != 0)
+        return;
+    if ((rc = st_expire_due(w->env, now, EXPIRE_BATCH, &n, &version)))
+        srv_log(SRV_LOG_WARNING, 0, "active expiry failed: %s",
+                st_strerror(rc));
+    else if (n)
+        SRV_STAT_ADD(w->stats, expired_keys, (int64_t)n);
+    if (srv_her.cfg->sync == SRV_SYNC_EVERYSEC &&
+        mono - w->last_sync_ms >= MS_PER_S) {
+        if ((rc = st_env_sync(w->env)))
+            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "mdb_env_sync() failed");
+        else
+            atomic_store(&srv_her.stats->last_sync_ms, now);
+        w->last_sync_ms = mono;
+        if (st_env_reader_check(w->env, &dead) == 0 && dead)
+            srv_log(SRV_LOG_NOTICE, 0, "cleared %d stale reader slots", dead);
+    }
+}
+
+/* ---- stopping ---- */
+
+static void maybe_finish(srv_worker *w)
+{
+    if (w->stopping && w->clients == NULL)
+        event_base_loopbreak(w->base);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    srv_worker *w = arg;
+
+    srv_log(SRV_LOG_WARNING, 0, "stop deadline passed, dropping %u clients",
+            w->nclients);
+    event_base_loopbreak(w->base);
+}
+
+/*
+ * SIGTERM: stop accepting, answer what clients already sent, flush the
+ * replies, then leave the loop (bounded by a deadline).
+ */
+static void on_term(evutil_socket_t fd, short what, void *arg)
+{
+    srv_worker *w = arg;
+    struct timeval deadline = { STOP_DEADLINE_S, 0 };
+
+    if (w->stopping)
+        return;
+    w->stopping = 1;
+    srv_log(SRV_LOG_NOTICE, 0, "stopping: %u clients to finish", w->nclients);
+    for (int i = 0; i < w->nlisten; i++)
+        event_del(w->listen_ev[i]);
+    for (srv_conn *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        event_del(c->ev_read);
+        on_read(c->fd, EV_READ, c);     /* what is already in the socket */
+    }
+    for (srv_conn *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        if (event_pending(c->ev_read, EV_READ, NULL))
+            event_del(c->ev_read);
+        if (c->out.len == c->out_sent)
+            srv_conn_close(c);
+    }
+    w->ev_deadline = evtimer_new(w->base, on_deadline, w);
+    if (w->ev_deadline)
+        evtimer_add(w->ev_deadline, &deadline);
+    maybe_finish(w);
+}
+
+static void on_check_finish(evutil_socket_t fd, short what, void *arg)
+{
+    maybe_finish(arg);
+}
+
+/* ---- main ---- */
+
+static int add_listener(srv_worker *w, int fd, int is_unix)
+{
+    struct event *ev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_accept,
+                                 is_unix ? (void *)w : NULL);
+
+    if (!ev || event_add(ev, NULL))
+        return -1;
+    w->listen_ev[w->nlisten++] = ev;
+    return 0;
+}
+
+static int open_env(srv_worker *w)
+{
+    st_env_opts o = {
+        .dir = srv_her.cfg->dir,
+        .map_size = (uint64_t)srv_her.cfg->maxdisk,
+        .databases = (unsigned)srv_her.cfg->databases,
+        .nosync = srv_her.cfg->sync != SRV_SYNC_ALWAYS,
+    };
+    int rc = st_env_open(&o, &w->env);
+
+    if (rc)
+        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "opening LMDB in '%s' failed: %s",
+                o.dir, rc > 0 ? "system error" : st_strerror(rc));
+    return rc;
+}
+
+int srv_worker_main(int index)
+{
+    static srv_worker worker;
+    srv_worker *w = &worker;
+    struct timeval tick = { 0, (int)(MS_PER_S / srv_her.cfg->hz) * US_PER_MS };
+    struct timeval check = { 0, 100 * US_PER_MS };
+    struct event *ev_check;
+    int status = 1;
+
+    srv_w = w;
+    w->index = index;
+    srv_log_set_role("worker", index);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != srv_her.master_pid)
+        return 1;                       /* the master died meanwhile */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    w->stats = &srv_her.stats->slot[index];
+    atomic_store(&w->stats->pid, getpid());
+    atomic_store(&w->stats->started_ms, srv_mstime());
+    atomic_store(&w->stats->connected, 0);
+    w->last_sample_ms = srv_monotonic_ms();
+    w->last_sample_cmds = atomic_load(&w->stats->total_commands);
+    w->last_sync_ms = srv_monotonic_ms();
+    srv_cmd_init();
+    if (open_env(w))
+        return 1;
+    if (!(w->base = event_base_new()))
+        goto out;
+    w->listen_ev = calloc((size_t)srv_her.ntcp + 1, sizeof *w->listen_ev);
+    if (!w->listen_ev)
+        goto out;
+    for (int i = 0; i < srv_her.ntcp; i++)
+        if (add_listener(w, srv_her.tcp_fds[index * srv_her.ntcp + i], 0))
+            goto out;
+    if (srv_her.unix_fd >= 0 && add_listener(w, srv_her.unix_fd, 1))
+        goto out;
+    w->ev_tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
+    w->ev_term = evsignal_new(w->base, SIGTERM, on_term, w);
+    ev_check = event_new(w->base, -1, EV_PERSIST, on_check_finish, w);
+    if (!w->ev_tick || !w->ev_term || !ev_check || event_add(w->ev_tick, &tick) ||
+        event_add(w->ev_term, NULL) || event_add(ev_check, &check))
+        goto out;
+    srv_log(SRV_LOG_VERBOSE, 0, "serving");
+    event_base_dispatch(w->base);
+    status = 0;
+    event_free(ev_check);
+out:
+    while (w->clients)
+        srv_conn_close(w->clients);
+    if (w->batch.wtxn)
+        st_txn_abort(&w->batch.wtxn);
+    if (w->batch.rtxn)
+        st_txn_commit(&w->batch.rtxn);
+    if (srv_her.cfg->sync != SRV_SYNC_NO)
+        st_env_sync(w->env);
+    st_env_close(&w->env);
+    if (status)
+        srv_log(SRV_LOG_WARNING, errno, "worker setup failed");
+    return status;
+}

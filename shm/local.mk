@@ -1,0 +1,1 @@
+# shm/local.mk: filled by its module.

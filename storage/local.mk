@@ -1,0 +1,9 @@
+# storage/: the LMDB keyspace library (libstorage.a).
+noinst_LIBRARIES += libstorage.a
+libstorage_a_SOURCES = \
+	storage/st_err.h \
+	storage/st_internal.h \
+	storage/st_env.c storage/st_env.h \
+	storage/st_key.c storage/st_key.h \
+	storage/st_keys.c storage/st_keys.h
+libstorage_a_CFLAGS = $(AM_CFLAGS) $(LMDB_CFLAGS)

@@ -1,0 +1,90 @@
+/*
+ * st_env.h - the LMDB environment of one process and its transactions.
+ *
+ * Each process (master at boot, every worker, later the reaper) opens its
+ * own environment after fork; LMDB forbids using one across fork. A process
+ * holds at most one read and one write transaction at a time, both kept in
+ * the environment handle and reused, so beginning one allocates nothing.
+ * The handle is single-threaded.
+ */
+#ifndef ST_ENV_H
+#define ST_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ST_SCHEMA_VERSION 1
+#define ST_DEFAULT_MAP_SIZE (64ull << 30)
+#define ST_DEFAULT_DATABASES 16
+#define ST_DEFAULT_MAX_READERS 1024
+
+typedef struct st_env st_env;
+typedef struct st_txn st_txn;
+
+typedef struct st_env_opts {
+    const char *dir;        /* directory holding data.mdb and lock.mdb */
+    uint64_t map_size;      /* bytes; the most the data file may grow to */
+    unsigned databases;     /* SELECT range: 0 .. databases-1 */
+    unsigned max_readers;   /* reader slots across all processes */
+    int nosync;             /* commits do not fsync; st_env_sync does */
+} st_env_opts;
+
+/*
+ * Open (creating if absent) the environment in opts->dir, with every named
+ * database of the schema, and check or stamp the schema version. Returns 0,
+ * ST_ESCHEMA for a newer or unknown schema, ST_EKEYSIZE when this LMDB's
+ * key limit is below ST_LMDB_MAXKEY, or an errno. *out owned by the caller
+ * until st_env_close().
+ */
+int st_env_open(const st_env_opts *opts, st_env **out);
+
+/* Abort any open transaction, close the environment, NULL *env. */
+void st_env_close(st_env **env);
+
+/* Flush committed transactions to disk (fdatasync). Returns 0 or errno. */
+int st_env_sync(st_env *env);
+
+/* Clear reader slots of dead processes; *dead gets how many. */
+int st_env_reader_check(st_env *env, int *dead);
+
+typedef struct st_env_stat {
+    uint64_t map_size;      /* configured maximum bytes */
+    uint64_t used_bytes;    /* pages in use up to the high-water mark */
+    uint64_t file_bytes;    /* size of data.mdb on disk */
+    uint64_t last_txn;      /* id of the newest committed transaction */
+    unsigned readers_used;
+    unsigned readers_max;
+} st_env_stat;
+
+/* Fill *out with figures about the environment; 0 or an error code. */
+int st_env_stat_get(st_env *env, st_env_stat *out);
+
+unsigned st_env_databases(const st_env *env);
+
+/*
+ * Begin the process's read (write = 0) or write (write = 1) transaction.
+ * A write transaction waits for other processes' writers. *out points into
+ * the environment; it stays valid until commit or abort. ST_EBUSY if the
+ * same kind is already open.
+ */
+int st_txn_begin(st_env *env, int write, st_txn **out);
+
+/*
+ * Commit (a read transaction is just released). Key-count changes recorded
+ * during the transaction are applied first. NULLs *t whatever the result;
+ * on failure nothing of the transaction is visible.
+ */
+int st_txn_commit(st_txn **t);
+
+/* Drop everything the transaction wrote; NULLs *t. */
+void st_txn_abort(st_txn **t);
+
+int st_txn_is_write(const st_txn *t);
+
+/*
+ * The version writes of this transaction stamp (its LMDB transaction id);
+ * for a read transaction, the id of the snapshot it sees.
+ */
+uint64_t st_txn_version(const st_txn *t);
+
+#endif

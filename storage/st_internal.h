@@ -1,0 +1,73 @@
+/*
+ * st_internal.h - what the storage modules share among themselves: the
+ * environment and transaction structs and LMDB handles. Never included
+ * outside storage/ (LMDB types stay in this layer).
+ */
+#ifndef ST_INTERNAL_H
+#define ST_INTERNAL_H
+
+#include <lmdb.h>
+#include <stdint.h>
+
+#include "storage/st_env.h"
+#include "storage/st_key.h"
+
+/* Keys seen expired by a read transaction, deleted by st_reap_seen(). */
+#define ST_SEEN_MAX 64
+
+/* The named databases of DESIGN.md's schema. */
+enum st_dbi {
+    ST_DBI_KEYS,
+    ST_DBI_EXPIRES,
+    ST_DBI_HASHES,
+    ST_DBI_SETS,
+    ST_DBI_ZMEMBERS,
+    ST_DBI_ZSCORES,
+    ST_DBI_LISTS,
+    ST_DBI_GARBAGE,
+    ST_DBI_META,
+    ST_DBI_COUNT
+};
+
+struct st_txn {
+    st_env *env;
+    MDB_txn *txn;
+    int write;
+    int active;
+    int counts_dirty;
+    int64_t *dkeys;         /* per db: key count change, not yet in meta */
+    int64_t *dexpires;      /* per db: keys-with-TTL count change */
+};
+
+struct st_seen {
+    size_t len;
+    uint8_t enc[ST_LMDB_MAXKEY];
+};
+
+struct st_env {
+    MDB_env *env;
+    MDB_dbi dbi[ST_DBI_COUNT];
+    unsigned databases;
+    st_txn rtxn;
+    st_txn wtxn;
+    MDB_txn *rtxn_parked;   /* reset read txn kept for renew */
+    unsigned nseen;
+    struct st_seen seen[ST_SEEN_MAX];
+    uint8_t *scratch;       /* grow-only buffer for record rewrites */
+    size_t scratch_cap;
+};
+
+/* Map an LMDB return code to 0, a positive errno or an ST_E* code. */
+int st_map_err(int rc);
+
+/* The grow-only scratch buffer of the environment, at least `len` bytes. */
+int st_scratch(st_env *env, size_t len, uint8_t **out);
+
+/* Record a change of key / TTL counts for `db` in the transaction. */
+void st_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
+
+#define ST_META_SCHEMA "schema"
+#define ST_META_COUNTS "counts"
+#define ST_META_NEXT_ID "next-id"
+
+#endif

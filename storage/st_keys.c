@@ -1,0 +1,652 @@
+/*
+ * st_keys.c - lookups, string writes, deletes, expiry, rename/copy and the
+ * iterators of the keys database, keeping the expires index and the key
+ * counters in step with every record.
+ */
+#include "storage/st_keys.h"
+#include "storage/st_err.h"
+#include "storage/st_internal.h"
+
+#include <string.h>
+
+/* expires key: BE expire-at, then the keys-db key cut to fit LMDB. */
+#define EXP_AT_BYTES 8
+#define EXP_ENC_MAX (ST_LMDB_MAXKEY - EXP_AT_BYTES)
+#define PROBES 256
+#define RANDOM_TRIES 16
+
+#define DBI(t, which) ((t)->env->dbi[which])
+
+static int is_expired(const st_rec *r, int64_t now)
+{
+    return r->expire_at != 0 && r->expire_at <= now;
+}
+
+/* Build the expires-db key (and value, for cut keys) of a record. */
+static void exp_key(uint8_t *buf, const uint8_t *enc, size_t enc_len,
+                    int64_t at, MDB_val *k, MDB_val *v)
+{
+    size_t n = enc_len < EXP_ENC_MAX ? enc_len : EXP_ENC_MAX;
+
+    st_put_be64(buf, (uint64_t)at);
+    memcpy(buf + EXP_AT_BYTES, enc, n);
+    k->mv_size = EXP_AT_BYTES + n;
+    k->mv_data = buf;
+    v->mv_size = enc_len > EXP_ENC_MAX ? enc_len : 0;
+    v->mv_data = (void *)enc;
+}
+
+static int exp_put(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
+{
+    uint8_t buf[ST_LMDB_MAXKEY];
+    MDB_val k, v;
+
+    exp_key(buf, enc, len, at, &k, &v);
+    return st_map_err(mdb_put(t->txn, DBI(t, ST_DBI_EXPIRES), &k, &v, 0));
+}
+
+static int exp_del(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
+{
+    uint8_t buf[ST_LMDB_MAXKEY];
+    MDB_val k, v;
+    int rc;
+
+    exp_key(buf, enc, len, at, &k, &v);
+    rc = mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+}
+
+/* Does the record at `v` belong to the long name of `k`? */
+static int long_name_matches(const st_keyref *k, const MDB_val *v)
+{
+    st_rec r;
+
+    return st_rec_decode(v->mv_data, v->mv_size, &r) == 0 &&
+           r.name_len == k->len && memcmp(r.name, k->name, k->len) == 0;
+}
+
+/*
+ * Find the LMDB record of `k`. For long names, walk the slots sharing the
+ * stem and pick the one whose record holds the full name; when absent,
+ * point k->enc at the first free probe so a write can use it.
+ */
+static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
+{
+    MDB_val key = { k->enc_len, k->enc };
+    MDB_cursor *cur;
+    uint8_t used[PROBES] = {0};
+    int rc;
+
+    if (!k->is_long)
+        return st_map_err(mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, val));
+    if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
+        return st_map_err(rc);
+    k->enc[ST_KEY_LONG_STEM] = 0;
+    key.mv_size = ST_KEY_LONG_STEM;
+    for (rc = mdb_cursor_get(cur, &key, val, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &key, val, MDB_NEXT)) {
+        if (key.mv_size != ST_LMDB_MAXKEY ||
+            memcmp(key.mv_data, k->enc, ST_KEY_LONG_STEM) != 0)
+            break;
+        uint8_t probe = ((const uint8_t *)key.mv_data)[ST_KEY_LONG_STEM];
+        if (long_name_matches(k, val)) {
+            k->enc[ST_KEY_LONG_STEM] = probe;
+            mdb_cursor_close(cur);
+            return 0;
+        }
+        used[probe] = 1;
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND)
+        return st_map_err(rc);
+    for (int p = 0; p < PROBES; p++) {
+        if (!used[p]) {
+            k->enc[ST_KEY_LONG_STEM] = (uint8_t)p;
+            return ST_ENOTFOUND;
+        }
+    }
+    return ST_ECOLLISION;
+}
+
+static void note_seen(st_env *e, const st_keyref *k)
+{
+    if (e->nseen == ST_SEEN_MAX)
+        return;                     /* the active expiry gets the rest */
+    e->seen[e->nseen].len = k->enc_len;
+    memcpy(e->seen[e->nseen].enc, k->enc, k->enc_len);
+    e->nseen++;
+}
+
+/* Remove the record of `k` (known to exist as `r`) and what hangs off it. */
+static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
+{
+    MDB_val key = { k->enc_len, (void *)k->enc };
+    int64_t at = r->expire_at;
+    int rc;
+
+    if (r->type != ST_TYPE_STRING) {
+        /* TODO(#3): detach the collection id into the garbage database. */
+    }
+    if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
+        return st_map_err(rc);
+    if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
+        return rc;
+    st_count_keys(t, k->db, -1, at ? -1 : 0);
+    return 0;
+}
+
+int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+{
+    MDB_val v;
+    int rc = raw_get(t, k, &v);
+
+    if (rc)
+        return rc;
+    if ((rc = st_rec_decode(v.mv_data, v.mv_size, out)))
+        return rc;
+    if (!is_expired(out, now))
+        return 0;
+    if (!t->write) {
+        note_seen(t->env, k);
+        return ST_ENOTFOUND;
+    }
+    rc = del_found(t, k, out);
+    return rc ? rc : ST_ENOTFOUND;
+}
+
+/*
+ * Write a record for `k` replacing any old one, keeping the expires index
+ * and counters right; returns where `payload_len` bytes go. The reserve
+ * is the last LMDB call so the pointer stays valid for the caller.
+ */
+static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
+                      int64_t expire_at, size_t payload_len, uint8_t **dst)
+{
+    MDB_val key, v;
+    st_rec old;
+    int rc = raw_get(t, k, &v);
+    int existed = 0;
+    int64_t old_at = 0;
+
+    if (rc == 0) {
+        if ((rc = st_rec_decode(v.mv_data, v.mv_size, &old)))
+            return rc;
+        existed = 1;
+        old_at = old.expire_at;
+        if (old.type != ST_TYPE_STRING) {
+            /* TODO(#3): detach the replaced collection into garbage. */
+        }
+    } else if (rc != ST_ENOTFOUND) {
+        return rc;
+    }
+    if (old_at != expire_at) {
+        if (old_at && (rc = exp_del(t, k->enc, k->enc_len, old_at)))
+            return rc;
+        if (expire_at && (rc = exp_put(t, k->enc, k->enc_len, expire_at)))
+            return rc;
+    }
+    st_count_keys(t, k->db, existed ? 0 : 1,
+                  (expire_at ? 1 : 0) - (old_at ? 1 : 0));
+    key.mv_size = k->enc_len;
+    key.mv_data = k->enc;
+    v.mv_size = st_rec_size(k, payload_len);
+    v.mv_data = NULL;
+    if ((rc = mdb_put(t->txn, DBI(t, ST_DBI_KEYS), &key, &v, MDB_RESERVE)))
+        return st_map_err(rc);
+    *dst = st_rec_encode_head(v.mv_data, k, type, flags, st_txn_version(t),
+                              expire_at);
+    return 0;
+}
+
+int st_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
+                      uint8_t **dst)
+{
+    return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, dst);
+}
+
+int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
+                  int64_t expire_at)
+{
+    uint8_t *dst;
+    int rc = st_string_reserve(t, k, len, expire_at, &dst);
+
+    if (rc == 0 && len)
+        memcpy(dst, val, len);
+    return rc;
+}
+
+int st_delete(st_txn *t, st_keyref *k, int64_t now)
+{
+    st_rec r;
+    int rc = st_lookup(t, k, now, &r);
+
+    return rc ? rc : del_found(t, k, &r);
+}
+
+/* Re-write the found record `r` of `k` under new flags/expiry (copying
+ * the payload through the scratch buffer: LMDB may move it). */
+static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
+{
+    uint8_t *copy, *dst;
+    size_t n = r->payload_len;
+    int type = r->type;
+    unsigned flags = r->flags & ~ST_REC_LONGNAME;
+    int rc;
+
+    if ((rc = st_scratch(t->env, n, &copy)))
+        return rc;
+    if (n)
+        memcpy(copy, r->payload, n);
+    if ((rc = put_record(t, k, type, flags, at, n, &dst)))
+        return rc;
+    if (n)
+        memcpy(dst, copy, n);
+    return 0;
+}
+
+int st_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
+{
+    st_rec r;
+    int rc = st_lookup(t, k, now, &r);
+
+    if (rc)
+        return rc;
+    if (r.expire_at == expire_at)
+        return 0;
+    return rewrite(t, k, &r, expire_at);
+}
+
+/* Copy the record of `src` (found as `r`) to `dst`, which is free. */
+static int copy_record(st_txn *t, st_keyref *dst, const st_rec *r)
+{
+    if (r->type != ST_TYPE_STRING) {
+        /* TODO(#3): collections copy element by element. */
+        return ST_EWRONGTYPE;
+    }
+    return rewrite(t, dst, r, r->expire_at);
+}
+
+static int same_key(const st_keyref *a, const st_keyref *b)
+{
+    return a->db == b->db && a->len == b->len &&
+           memcmp(a->name, b->name, a->len) == 0;
+}
+
+int st_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
+{
+    st_rec r, d;
+    int rc = st_lookup(t, src, now, &r);
+
+    if (rc)
+        return rc;
+    if (same_key(src, dst))
+        return nx ? ST_EEXISTS : 0;
+    rc = st_lookup(t, dst, now, &d);
+    if (rc == 0) {
+        if (nx)
+            return ST_EEXISTS;
+        if ((rc = del_found(t, dst, &d)))
+            return rc;
+    } else if (rc != ST_ENOTFOUND) {
+        return rc;
+    }
+    /* dst's deletion may have moved src's pages: look it up again. */
+    if ((rc = st_lookup(t, src, now, &r)))
+        return rc;
+    if (r.type != ST_TYPE_STRING) {
+        /* TODO(#3): collections move by re-pointing their id. */
+        return ST_EWRONGTYPE;
+    }
+    if ((rc = copy_record(t, dst, &r)))
+        return rc;
+    if ((rc = st_lookup(t, src, now, &r)))
+        return rc;
+    return del_found(t, src, &r);
+}
+
+int st_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
+            int replace)
+{
+    st_rec r, d;
+    int rc = st_lookup(t, src, now, &r);
+
+    if (rc)
+        return rc;
+    rc = st_lookup(t, dst, now, &d);
+    if (rc == 0) {
+        if (!replace || same_key(src, dst))
+            return ST_EEXISTS;
+        if ((rc = del_found(t, dst, &d)))
+            return rc;
+        if ((rc = st_lookup(t, src, now, &r)))
+            return rc;
+    } else if (rc != ST_ENOTFOUND) {
+        return rc;
+    }
+    return copy_record(t, dst, &r);
+}
+
+/* Name of the key at (key, val) of the keys database. */
+static void rec_name(const MDB_val *key, const st_rec *r, const uint8_t **name,
+                     size_t *len)
+{
+    if (r->flags & ST_REC_LONGNAME) {
+        *name = r->name;
+        *len = r->name_len;
+    } else {
+        *name = (const uint8_t *)key->mv_data + ST_KEY_HEAD_BYTES;
+        *len = key->mv_size - ST_KEY_HEAD_BYTES;
+    }
+}
+
+static int key_db(const MDB_val *key) { return st_get_be16(key->mv_data); }
+
+static uint64_t key_hash(const MDB_val *key)
+{
+    return st_get_be64((const uint8_t *)key->mv_data + ST_KEY_DB_BYTES);
+}
+
+/* Position `cur` on the first key of `db` with hash >= h. */
+static int seek(MDB_cursor *cur, unsigned db, uint64_t h, MDB_val *key,
+                MDB_val *val)
+{
+    uint8_t pos[ST_KEY_HEAD_BYTES];
+    int rc;
+
+    st_put_be16(pos, (uint16_t)db);
+    st_put_be64(pos + ST_KEY_DB_BYTES, h);
+    key->mv_size = sizeof pos;
+    key->mv_data = pos;
+    rc = mdb_cursor_get(cur, key, val, MDB_SET_RANGE);
+    if (rc == 0 && key_db(key) != (int)db)
+        rc = MDB_NOTFOUND;
+    return rc;
+}
+
+int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
+            int64_t now, st_key_fn fn, void *ctx, uint64_t *next)
+{
+    MDB_cursor *cur;
+    MDB_val key, val;
+    size_t seen = 0;
+    uint64_t last = 0;
+    int rc, stop = 0;
+
+    *next = 0;
+    if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
+        return st_map_err(rc);
+    for (rc = seek(cur, db, cursor, &key, &val); rc == 0;
+         rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+        if (key_db(&key) != (int)db)
+            break;
+        uint64_t h = key_hash(&key);
+        if ((seen >= count && h != last) || stop) {
+            *next = h;
+            break;
+        }
+        st_rec r;
+        const uint8_t *name;
+        size_t len;
+        if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+            break;
+        last = h;
+        seen++;
+        if (is_expired(&r, now))
+            continue;
+        rec_name(&key, &r, &name, &len);
+        stop = fn(ctx, name, len, r.type, r.expire_at);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+}
+
+int st_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
+                  st_key_fn fn, void *ctx)
+{
+    MDB_cursor *cur;
+    MDB_val key, val;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
+        return st_map_err(rc);
+    for (int i = 0; i < RANDOM_TRIES; i++) {
+        uint64_t h = (r & 0x7fffffffffffffffull) | 1u;
+        rc = seek(cur, db, h, &key, &val);
+        if (rc == MDB_NOTFOUND)
+            rc = seek(cur, db, 0, &key, &val);    /* wrap around */
+        if (rc)
+            break;
+        st_rec rec;
+        const uint8_t *name;
+        size_t len;
+        if ((rc = st_rec_decode(val.mv_data, val.mv_size, &rec)))
+            break;
+        if (!is_expired(&rec, now)) {
+            rec_name(&key, &rec, &name, &len);
+            fn(ctx, name, len, rec.type, rec.expire_at);
+            mdb_cursor_close(cur);
+            return 0;
+        }
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_map_err(rc);
+}
+
+int st_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
+{
+    MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
+    int64_t c[2] = {0, 0};
+    int rc = mdb_get(t->txn, DBI(t, ST_DBI_META), &k, &v);
+
+    if (rc == 0 && v.mv_size >= (db + 1) * sizeof c)
+        memcpy(c, (const uint8_t *)v.mv_data + db * sizeof c, sizeof c);
+    else if (rc && rc != MDB_NOTFOUND)
+        return st_map_err(rc);
+    if (t->write) {
+        c[0] += t->dkeys[db];
+        c[1] += t->dexpires[db];
+    }
+    *keys = c[0] > 0 ? (uint64_t)c[0] : 0;
+    *expires = c[1] > 0 ? (uint64_t)c[1] : 0;
+    return 0;
+}
+
+/* Empty every data database in one transaction (FLUSHALL). */
+static int drop_all(st_txn *t)
+{
+    MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS };
+    int rc = 0;
+
+    for (int i = 0; i < ST_DBI_COUNT && !rc; i++)
+        if (i != ST_DBI_META)
+            rc = mdb_drop(t->txn, DBI(t, i), 0);
+    if (!rc) {
+        rc = mdb_del(t->txn, DBI(t, ST_DBI_META), &k, NULL);
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+    }
+    for (unsigned db = 0; db < t->env->databases; db++)
+        t->dkeys[db] = t->dexpires[db] = 0;
+    return st_map_err(rc);
+}
+
+/* Delete up to ST_CHUNK_KEYS keys of `db`; *more when some remain. */
+static int flush_chunk(st_txn *t, unsigned db, int *more)
+{
+    MDB_cursor *cur;
+    MDB_val key, val;
+    size_t n = 0;
+    int rc;
+
+    *more = 0;
+    if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
+        return st_map_err(rc);
+    for (rc = seek(cur, db, 0, &key, &val); rc == 0;
+         rc = seek(cur, db, 0, &key, &val)) {
+        if (n++ == ST_CHUNK_KEYS) {
+            *more = 1;
+            break;
+        }
+        st_rec r;
+        st_keyref k;
+        if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+            break;
+        k.db = db;
+        k.is_long = (r.flags & ST_REC_LONGNAME) != 0;
+        k.enc_len = key.mv_size;
+        memcpy(k.enc, key.mv_data, key.mv_size);
+        if ((rc = del_found(t, &k, &r)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+}
+
+int st_flush(st_env *env, int db, uint64_t *version)
+{
+    st_txn *t;
+    uint64_t keys, exp, total = 0, mine = 0;
+    int rc, more = 1;
+
+    if ((rc = st_txn_begin(env, 1, &t)))
+        return rc;
+    for (unsigned d = 0; d < env->databases; d++) {
+        if ((rc = st_dbsize(t, d, &keys, &exp))) {
+            st_txn_abort(&t);
+            return rc;
+        }
+        total += keys;
+        if ((int)d == db)
+            mine = keys;
+    }
+    *version = st_txn_version(t);
+    if (db < 0 || mine == total) {
+        if ((rc = drop_all(t))) {
+            st_txn_abort(&t);
+            return rc;
+        }
+        return st_txn_commit(&t);
+    }
+    while (more) {
+        if (!t && (rc = st_txn_begin(env, 1, &t)))
+            return rc;
+        *version = st_txn_version(t);
+        if ((rc = flush_chunk(t, (unsigned)db, &more))) {
+            st_txn_abort(&t);
+            return rc;
+        }
+        if ((rc = st_txn_commit(&t)))
+            return rc;
+    }
+    return 0;
+}
+
+/* Delete the key behind one expires entry if it is still due then. */
+static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
+                        int64_t at)
+{
+    st_keyref k;
+    MDB_val key, val;
+    st_rec r;
+    int rc;
+
+    k.enc_len = ev->mv_size ? ev->mv_size : ek->mv_size - EXP_AT_BYTES;
+    memcpy(k.enc, ev->mv_size ? ev->mv_data
+                              : (const uint8_t *)ek->mv_data + EXP_AT_BYTES,
+           k.enc_len);
+    k.db = st_get_be16(k.enc);
+    k.is_long = k.enc_len == ST_LMDB_MAXKEY;
+    key.mv_size = k.enc_len;
+    key.mv_data = k.enc;
+    rc = mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, &val);
+    if (rc == MDB_NOTFOUND) {
+        /* An index entry without its key: drop it. */
+        MDB_val ekc = *ek;
+        return st_map_err(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
+    }
+    if (rc)
+        return st_map_err(rc);
+    if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+        return rc;
+    if (r.expire_at != at) {
+        MDB_val ekc = *ek;
+        return st_map_err(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
+    }
+    return del_found(t, &k, &r);
+}
+
+int st_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
+                  uint64_t *version)
+{
+    st_txn *t;
+    MDB_cursor *cur;
+    MDB_val key, val;
+    int rc;
+
+    *done = 0;
+    if ((rc = st_txn_begin(env, 1, &t)))
+        return rc;
+    *version = st_txn_version(t);
+    if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_EXPIRES), &cur))) {
+        st_txn_abort(&t);
+        return st_map_err(rc);
+    }
+    while (*done < max &&
+           (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST)) == 0) {
+        int64_t at = (int64_t)st_get_be64(key.mv_data);
+        if (at > now)
+            break;
+        if ((rc = expire_entry(t, &key, &val, at)))
+            break;
+        (*done)++;
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND) {
+        st_txn_abort(&t);
+        return rc > 0 ? rc : st_map_err(rc);
+    }
+    if (*done == 0) {
+        st_txn_abort(&t);
+        return 0;
+    }
+    return st_txn_commit(&t);
+}
+
+int st_reap_seen(st_env *env, int64_t now, size_t *done)
+{
+    st_txn *t;
+    int rc;
+
+    *done = 0;
+    if (env->nseen == 0)
+        return 0;
+    if ((rc = st_txn_begin(env, 1, &t)))
+        return rc;
+    for (unsigned i = 0; i < env->nseen && !rc; i++) {
+        MDB_val key = { env->seen[i].len, env->seen[i].enc }, val;
+        st_rec r;
+        st_keyref k;
+        rc = mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, &val);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            continue;
+        }
+        if (rc || (rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+            break;
+        if (!is_expired(&r, now))
+            continue;
+        k.db = st_get_be16(env->seen[i].enc);
+        k.is_long = env->seen[i].len == ST_LMDB_MAXKEY;
+        k.enc_len = env->seen[i].len;
+        memcpy(k.enc, env->seen[i].enc, k.enc_len);
+        if ((rc = del_found(t, &k, &r)) == 0)
+            (*done)++;
+    }
+    env->nseen = 0;
+    if (rc) {
+        st_txn_abort(&t);
+        return rc > 0 ? rc : st_map_err(rc);
+    }
+    return st_txn_commit(&t);
+}

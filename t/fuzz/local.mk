@@ -1,0 +1,1 @@
+# t/fuzz/local.mk: filled by its module.

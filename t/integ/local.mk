@@ -1,0 +1,1 @@
+# t/integ/local.mk: filled by its module.

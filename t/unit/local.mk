@@ -1,0 +1,1 @@
+# t/unit/local.mk: filled by its module.
