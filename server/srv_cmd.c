@@ -121,7 +121,7 @@ int64_t srv_cmd_now(void) { return srv_w->now_ms; }
 
 struct st_txn *srv_txn_read_or_reply(srv_conn *c)
 {
-    srv_batch *b = &srv_w->batch;
+    srv_group *b = &srv_w->group;
     int rc;
 
     if (b->wtxn)
@@ -135,7 +135,7 @@ struct st_txn *srv_txn_read_or_reply(srv_conn *c)
 
 struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 {
-    srv_batch *b = &srv_w->batch;
+    srv_group *b = &srv_w->group;
     int rc;
 
     b->cmd_wrote = 1;
@@ -152,7 +152,7 @@ struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 
 void srv_storage_error(srv_conn *c, int rc)
 {
-    srv_batch *b = &srv_w->batch;
+    srv_group *b = &srv_w->group;
 
     switch (rc) {
     case ST_EWRONGTYPE:

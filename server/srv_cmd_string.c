@@ -201,7 +201,7 @@ static void get_generic(srv_conn *c, int then, int64_t at, int persist)
     else if (then == GET_EXPIRE && (at || persist))
         rc = st_expire_set(t, &k, srv_cmd_now(), at);
     if (rc)
-        srv_storage_error(c, rc);   /* poisons: the batch is replayed */
+        srv_storage_error(c, rc);   /* poisons: the group is replayed */
 }
 
 void srv_cmd_get(srv_conn *c) { get_generic(c, GET_ONLY, 0, 0); }

@@ -35,6 +35,14 @@ typedef struct srv_conn {
     srv_buf out;
     size_t out_sent;            /* bytes of `out` already written */
     srv_parser parser;
+    /* group commit: input handled but not consumed until the commit */
+    size_t in_done;             /* bytes of `in` already executed */
+    size_t grp_out_mark;        /* output length at the last commit */
+    unsigned grp_db;            /* db at the last commit (for replay) */
+    int grp_resp;
+    int in_group;
+    int single;                 /* replaying: one transaction per command */
+    size_t replay_until;        /* input offset where the replay ends */
     /* the command being executed */
     int argc;
     srv_slice *argv;

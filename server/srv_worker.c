@@ -2,12 +2,15 @@
  * srv_worker.c - the worker process: accept, read, parse, run commands in
  * batch transactions, write replies; periodic duties; graceful stop.
  *
- * Batching: the commands parsed from one read share one write transaction
- * (group commit), committed before any reply leaves, so a reply is never
- * sent for a write that is not committed. If a write fails inside a batch
- * that already holds other writes, or the commit fails, the batch's
- * replies are discarded and its commands are replayed one transaction
- * each, so every reply matches what is durable.
+ * Group commit: the commands of every connection read in one turn of the
+ * event loop share one write transaction, committed by a low-priority
+ * event after all the turn's reads, before any reply leaves; so a reply is
+ * never sent for a write that is not committed. If a write fails in a
+ * transaction that already holds other writes, or the commit fails, the
+ * members' replies since their last commit are discarded and their
+ * commands replayed one transaction each, so every reply matches what is
+ * committed. Input stays in the buffer until its commands are committed,
+ * which is what makes the replay possible.
  */
 #include "server/srv_worker.h"
 #include "server/srv_cmd.h"
@@ -25,8 +28,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -41,11 +46,15 @@
 #define KEEPALIVE_PROBES 3
 #define KEEPALIVE_DIVISOR 3
 #define US_PER_MS 1000
+/* Reads and accepts run first; the group commit after all of them. */
+#define SRV_PRIORITIES 2
+#define SRV_PRIORITY_GROUP 1
 
 srv_worker *srv_w;
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
+static void leave_group(srv_conn *c);
 
 /* ---- connections ---- */
 
@@ -100,6 +109,19 @@ static void tune_socket(int fd)
     }
 }
 
+/* An event of the first priority: I/O and timers run before the group. */
+static struct event *new_event(srv_worker *w, evutil_socket_t fd, short what,
+                               event_callback_fn cb, void *arg)
+{
+    struct event *ev = event_new(w->base, fd, what, cb, arg);
+
+    if (ev && event_priority_set(ev, 0)) {
+        event_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
 static srv_conn *conn_new(int fd, int is_unix)
 {
     srv_worker *w = srv_w;
@@ -115,8 +137,8 @@ static srv_conn *conn_new(int fd, int is_unix)
     c->id = atomic_fetch_add(&srv_her.stats->next_client_id, 1);
     c->created_ms = c->last_ms = srv_mstime();
     srv_parser_init(&c->parser, srv_her.cfg->proto_max_bulk_len);
-    c->ev_read = event_new(w->base, fd, EV_READ | EV_PERSIST, on_read, c);
-    c->ev_write = event_new(w->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    c->ev_read = new_event(w, fd, EV_READ | EV_PERSIST, on_read, c);
+    c->ev_write = new_event(w, fd, EV_WRITE | EV_PERSIST, on_write, c);
     if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL)) {
         if (c->ev_read)
             event_free(c->ev_read);
@@ -143,8 +165,7 @@ void srv_conn_close(srv_conn *c)
 {
     srv_worker *w = c->worker;
 
-    if (w->batch.conn == c)
-        w->batch.conn = NULL;
+    leave_group(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -245,92 +266,150 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     flush_output(arg);
 }
 
-/* ---- batches ---- */
+/* ---- the group transaction ---- */
 
-static void batch_begin(srv_conn *c, size_t pos)
+static void join_group(srv_conn *c)
 {
-    srv_batch *b = &c->worker->batch;
+    srv_group *g = &c->worker->group;
 
-    b->conn = c;
-    b->in_mark = pos;
-    b->out_mark = c->out.len;
-    b->cmds = 0;
-    b->writes = 0;
-    b->poisoned = 0;
-}
-
-/* Commit (or release) the batch's transactions. 0, or the storage code
- * of a failed commit (nothing of it is visible then). */
-static int batch_commit(srv_worker *w)
-{
-    srv_batch *b = &w->batch;
-    int rc = 0;
-
-    if (b->rtxn)
-        st_txn_commit(&b->rtxn);
-    if (b->wtxn) {
-        if (b->poisoned) {
-            st_txn_abort(&b->wtxn);
-        } else if ((rc = st_txn_commit(&b->wtxn)) == 0) {
-            SRV_STAT_ADD(w->stats, commits, 1);
-            atomic_fetch_add(&srv_her.stats->dirty, 1);
-        } else {
-            srv_log(SRV_LOG_WARNING, 0, "commit failed: %s", st_strerror(rc));
+    if (c->in_group)
+        return;
+    if (g->nconns == g->cap) {
+        unsigned cap = g->cap ? g->cap * 2 : 16;
+        srv_conn **n = realloc(g->conns, cap * sizeof *n);
+        if (!n) {
+            c->flags |= SRV_CONN_CLOSE_ASAP;
+            return;
         }
+        g->conns = n;
+        g->cap = cap;
     }
-    b->poisoned = 0;
-    return rc;
+    g->conns[g->nconns++] = c;
+    c->in_group = 1;
+    c->grp_out_mark = c->out.len;
+    c->grp_db = c->db;
+    c->grp_resp = c->resp;
+    event_active(g->ev_commit, EV_TIMEOUT, 0);
 }
 
-/* Throw away the replies of the batch and rewind input for a replay. */
-static void batch_rewind(srv_conn *c, size_t *pos)
+static void leave_group(srv_conn *c)
 {
-    srv_batch *b = &c->worker->batch;
+    srv_group *g = &c->worker->group;
 
-    c->out.len = b->out_mark;
-    b->replay_until = *pos;
-    b->single = 1;
-    *pos = b->in_mark;
-    srv_parser_reset(&c->parser);
+    if (!c->in_group)
+        return;
+    for (unsigned i = 0; i < g->nconns; i++)
+        if (g->conns[i] == c) {
+            g->conns[i] = g->conns[--g->nconns];
+            break;
+        }
+    c->in_group = 0;
+}
+
+/* Every member's executed input is now committed: drop it from `in`. */
+static void members_committed(srv_group *g)
+{
+    for (unsigned i = 0; i < g->nconns; i++) {
+        srv_conn *m = g->conns[i];
+        if (m->in_done) {
+            srv_buf_consume(&m->in, m->in_done);
+            m->in_done = 0;
+        }
+        m->grp_out_mark = m->out.len;
+        m->grp_db = m->db;
+        m->grp_resp = m->resp;
+    }
+}
+
+/* The transaction is lost: every member discards the replies made since
+ * its last commit and will re-run those commands one transaction each. */
+static void members_rewind(srv_group *g)
+{
+    for (unsigned i = 0; i < g->nconns; i++) {
+        srv_conn *m = g->conns[i];
+        m->out.len = m->grp_out_mark;
+        m->db = m->grp_db;
+        m->resp = m->grp_resp;
+        if (m->in_done > m->replay_until)
+            m->replay_until = m->in_done;
+        m->in_done = 0;
+        m->single = m->replay_until > 0;
+        srv_parser_reset(&m->parser);
+    }
 }
 
 /*
- * After each command: settle poisoning and batch limits. Returns 1 if the
- * input was rewound for a replay.
+ * Commit the group's transactions. On success the members' input is
+ * consumed; on failure they are rewound for a replay. Returns 0 or the
+ * storage code of the failure.
  */
-static int after_command(srv_conn *c, size_t *pos)
+static int group_commit(srv_worker *w)
+{
+    srv_group *g = &w->group;
+    int rc = 0;
+
+    if (g->rtxn)
+        st_txn_commit(&g->rtxn);
+    if (g->wtxn && g->failed) {
+        st_txn_abort(&g->wtxn);
+    } else if (g->wtxn) {
+        if ((rc = st_txn_commit(&g->wtxn)) == 0) {
+            SRV_STAT_ADD(w->stats, commits, 1);
+        } else {
+            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "commit failed: %s",
+                    st_strerror(rc));
+            g->failed = g->writes > 0;
+        }
+    }
+    g->cmds = g->writes = 0;
+    if (g->failed) {
+        members_rewind(g);
+        g->failed = 0;
+        return rc ? rc : ST_ELMDB;
+    }
+    members_committed(g);
+    return 0;
+}
+
+/* After each command: account it and handle a failed write. Returns 1
+ * when the connection must stop processing (the group will replay). */
+static int after_command(srv_conn *c, size_t pos)
 {
     srv_worker *w = c->worker;
-    srv_batch *b = &w->batch;
-    int earlier_writes = b->writes;
+    srv_group *g = &w->group;
+    int earlier_writes = g->writes;
 
-    b->cmds++;
-    if (b->cmd_wrote)
-        b->writes++;
-    if (b->poisoned) {
-        if (earlier_writes > 0 && !b->single) {
-            st_txn_abort(&b->wtxn);
-            b->poisoned = 0;
-            batch_rewind(c, pos);
+    c->in_done = pos;
+    g->cmds++;
+    if (g->cmd_wrote)
+        g->writes++;
+    if (g->poisoned) {
+        g->poisoned = 0;
+        if (earlier_writes > 0 && !c->single) {
+            /* Other commands' writes went down with the transaction. */
+            g->failed = 1;
+            st_txn_abort(&g->wtxn);
             return 1;
         }
-        batch_commit(w);                /* aborts the poisoned txn */
+        if (g->wtxn)
+            st_txn_abort(&g->wtxn);     /* nothing else was in it */
+        g->writes = 0;
     }
-    if (b->single || b->cmds >= SRV_BATCH_MAX) {
-        int rc = batch_commit(w);
-        if (rc && b->writes) {
-            if (b->cmds == 1) {
-                /* Replace this command's reply with the failure. */
-                c->out.len = b->cmd_out_mark;
-                srv_storage_error(c, rc);
-            } else {
-                batch_rewind(c, pos);
-                return 1;
-            }
+    if (c->single) {
+        int rc = group_commit(w);
+        if (rc) {
+            /* Only this command was in it: its reply becomes the error. */
+            c->out.len = g->cmd_out_mark;
+            srv_storage_error(c, rc);
+            c->in_done = pos;
+            members_committed(g);
         }
-        if (b->single && *pos >= b->replay_until)
-            b->single = 0;
-        batch_begin(c, *pos);
+        if (pos >= c->replay_until) {
+            c->single = 0;
+            c->replay_until = 0;
+        }
+    } else if (g->cmds >= SRV_GROUP_MAX_CMDS) {
+        group_commit(w);
     }
     return 0;
 }
@@ -339,75 +418,93 @@ static int after_command(srv_conn *c, size_t *pos)
 static void process_input(srv_conn *c)
 {
     srv_worker *w = c->worker;
-    srv_batch *b = &w->batch;
-    size_t pos = 0;
+    srv_group *g = &w->group;
 
-    batch_begin(c, 0);
-    for (;;) {
-        while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))) {
-            int rc = srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
-            if (rc == SRV_PARSE_MORE)
-                break;
-            if (rc != SRV_PARSE_DONE) {
-                if (batch_commit(w) && b->writes) {
-                    batch_rewind(c, &pos);
-                    continue;
-                }
-                if (rc == SRV_PARSE_ERROR)
-                    srv_reply_errorf(c, "ERR %s", c->parser.error);
-                c->flags |= rc == SRV_PARSE_ERROR ? SRV_CONN_CLOSE_AFTER_REPLY
-                                                  : SRV_CONN_CLOSE_ASAP;
-                srv_log(SRV_LOG_VERBOSE, 0, "protocol error from %s: %s",
-                        c->addr, c->parser.error ? c->parser.error : "no memory");
-                break;
-            }
-            size_t consumed = c->parser.consumed;
-            if (c->parser.argc == 0) {
-                pos += consumed;
-                srv_parser_reset(&c->parser);
-                continue;
-            }
-            c->argc = c->parser.argc;
-            c->argv = c->parser.argv;
-            c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
-            if (c->cmd && (c->cmd->flags & F_BARRIER) && b->cmds > 0) {
-                if (batch_commit(w) && b->writes) {
-                    batch_rewind(c, &pos);
-                    continue;
-                }
-                batch_begin(c, pos);
-            }
-            b->cmd_out_mark = c->out.len;
-            b->cmd_wrote = 0;
-            srv_cmd_execute(c);
-            pos += consumed;
-            srv_parser_reset(&c->parser);
-            after_command(c, &pos);
+    join_group(c);
+    while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) &&
+           !g->failed) {
+        size_t pos = c->in_done;
+        int rc = srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+        if (rc == SRV_PARSE_MORE)
+            break;
+        if (rc != SRV_PARSE_DONE) {
+            if (rc == SRV_PARSE_ERROR)
+                srv_reply_errorf(c, "ERR %s", c->parser.error);
+            srv_log(SRV_LOG_VERBOSE, 0, "protocol error from %s: %s", c->addr,
+                    c->parser.error ? c->parser.error : "out of memory");
+            c->flags |= rc == SRV_PARSE_ERROR ? SRV_CONN_CLOSE_AFTER_REPLY
+                                              : SRV_CONN_CLOSE_ASAP;
+            break;
         }
-        if (batch_commit(w) && b->writes) {
-            batch_rewind(c, &pos);
+        size_t consumed = c->parser.consumed;
+        if (c->parser.argc == 0) {
+            c->in_done = pos + consumed;
+            srv_parser_reset(&c->parser);
             continue;
         }
-        break;
+        c->argc = c->parser.argc;
+        c->argv = c->parser.argv;
+        c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
+        if (c->cmd && (c->cmd->flags & F_BARRIER) && (g->rtxn || g->wtxn)) {
+            if (group_commit(w))
+                break;                  /* rewound: replay comes first */
+            pos = c->in_done;           /* input was consumed */
+            srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+            c->argv = c->parser.argv;
+        }
+        g->cmd_out_mark = c->out.len;
+        g->cmd_wrote = 0;
+        srv_cmd_execute(c);
+        srv_parser_reset(&c->parser);
+        if (after_command(c, pos + consumed))
+            break;
     }
-    b->conn = NULL;
-    /* A partial command keeps parser offsets relative to its first byte,
-     * which moves to the buffer's start. */
-    if (pos)
-        srv_buf_consume(&c->in, pos);
+}
+
+/*
+ * The group's turn, after every ready read of this loop turn: commit, then
+ * write each member's replies. A failed group replays its members' commands
+ * one transaction each before anything is written.
+ */
+static void group_finish(srv_worker *w)
+{
+    srv_group *g = &w->group;
     size_t reaped = 0;
+
+    do {
+        /* Members rewound by a lost transaction replay first, one
+         * transaction per command. */
+        for (unsigned i = 0; i < g->nconns; i++)
+            if (g->conns[i]->single &&
+                !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
+                process_input(g->conns[i]);
+    } while (group_commit(w));
+    while (g->nconns) {
+        srv_conn *m = g->conns[--g->nconns];
+        m->in_group = 0;
+        if (m->flags & SRV_CONN_CLOSE_ASAP)
+            srv_conn_close(m);
+        else
+            flush_output(m);
+    }
     if (st_reap_seen(w->env, srv_mstime(), &reaped) == 0 && reaped)
         SRV_STAT_ADD(w->stats, expired_keys, (int64_t)reaped);
+}
+
+static void on_group(evutil_socket_t fd, short what, void *arg)
+{
+    group_finish(arg);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     srv_conn *c = arg;
     size_t want = READ_CHUNK;
+    size_t need = c->in_done + c->parser.need;
     ssize_t n;
 
-    if (c->parser.need > c->in.len && c->parser.need - c->in.len > want)
-        want = c->parser.need - c->in.len;
+    if (c->parser.need && need > c->in.len && need - c->in.len > want)
+        want = need - c->in.len;
     if (srv_buf_reserve(&c->in, want)) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "input buffer of %s", c->addr);
         srv_conn_close(c);
@@ -417,30 +514,32 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
+        if (c->in_group) {
+            /* Its commands still commit with the group; then it closes. */
+            event_del(c->ev_read);
+            c->flags |= SRV_CONN_CLOSE_ASAP;
+            return;
+        }
         srv_conn_close(c);
         return;
     }
     c->in.len += (size_t)n;
     c->last_ms = srv_mstime();
     SRV_STAT_ADD(c->worker->stats, net_input_bytes, n);
-    if (c->in.len > (size_t)srv_her.cfg->client_query_buffer_limit) {
+    if (c->in.len - c->in_done >
+        (size_t)srv_her.cfg->client_query_buffer_limit) {
         srv_log(SRV_LOG_WARNING, 0,
                 "closing client %s that reached max query buffer length",
                 c->addr);
         srv_reply_error(c, "ERR Protocol error: query buffer limit exceeded");
         c->flags |= SRV_CONN_CLOSE_AFTER_REPLY;
         event_del(c->ev_read);
-        flush_output(c);
+        join_group(c);
         return;
     }
     process_input(c);
-    if (c->flags & SRV_CONN_CLOSE_ASAP) {
-        srv_conn_close(c);
-        return;
-    }
-    if (c->flags & SRV_CONN_CLOSE_AFTER_REPLY)
+    if (c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))
         event_del(c->ev_read);
-    flush_output(c);
 }
 
 /* ---- periodic duties ---- */
@@ -453,7 +552,7 @@ static void close_idle(srv_worker *w, int64_t now)
         return;
     for (srv_conn *c = w->clients, *next; c; c = next) {
         next = c->next;
-        if (now - c->last_ms > limit && c->out.len == 0) {
+        if (now - c->last_ms > limit && c->out.len == 0 && !c->in_group) {
             srv_log(SRV_LOG_VERBOSE, 0, "closing idle client %s", c->addr);
             srv_conn_close(c);
         }
@@ -469,6 +568,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     uint64_t version;
     int dead, rc;
 
+    group_finish(w);                    /* its own txns below need the slot */
     close_idle(w, now);
     if (mono - w->last_sample_ms >= MS_PER_S) {
         int64_t cmds = atomic_load(&w->stats->total_commands);
@@ -536,6 +636,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
         event_del(c->ev_read);
         on_read(c->fd, EV_READ, c);     /* what is already in the socket */
     }
+    group_finish(w);
     for (srv_conn *c = w->clients, *next; c; c = next) {
         next = c->next;
         if (event_pending(c->ev_read, EV_READ, NULL))
@@ -543,7 +644,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
         if (c->out.len == c->out_sent)
             srv_conn_close(c);
     }
-    w->ev_deadline = evtimer_new(w->base, on_deadline, w);
+    w->ev_deadline = new_event(w, -1, 0, on_deadline, w);
     if (w->ev_deadline)
         evtimer_add(w->ev_deadline, &deadline);
     maybe_finish(w);
@@ -558,7 +659,7 @@ static void on_check_finish(evutil_socket_t fd, short what, void *arg)
 
 static int add_listener(srv_worker *w, int fd, int is_unix)
 {
-    struct event *ev = event_new(w->base, fd, EV_READ | EV_PERSIST, on_accept,
+    struct event *ev = new_event(w, fd, EV_READ | EV_PERSIST, on_accept,
                                  is_unix ? (void *)w : NULL);
 
     if (!ev || event_add(ev, NULL))
@@ -611,7 +712,12 @@ int srv_worker_main(int index)
     srv_cmd_init();
     if (open_env(w))
         return 1;
-    if (!(w->base = event_base_new()))
+    if (!(w->base = event_base_new()) ||
+        event_base_priority_init(w->base, SRV_PRIORITIES))
+        goto out;
+    w->group.ev_commit = event_new(w->base, -1, 0, on_group, w);
+    if (!w->group.ev_commit ||
+        event_priority_set(w->group.ev_commit, SRV_PRIORITY_GROUP))
         goto out;
     w->listen_ev = calloc((size_t)srv_her.ntcp + 1, sizeof *w->listen_ev);
     if (!w->listen_ev)
@@ -621,9 +727,9 @@ int srv_worker_main(int index)
             goto out;
     if (srv_her.unix_fd >= 0 && add_listener(w, srv_her.unix_fd, 1))
         goto out;
-    w->ev_tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
-    w->ev_term = evsignal_new(w->base, SIGTERM, on_term, w);
-    ev_check = event_new(w->base, -1, EV_PERSIST, on_check_finish, w);
+    w->ev_tick = new_event(w, -1, EV_PERSIST, on_tick, w);
+    w->ev_term = new_event(w, SIGTERM, EV_SIGNAL | EV_PERSIST, on_term, w);
+    ev_check = new_event(w, -1, EV_PERSIST, on_check_finish, w);
     if (!w->ev_tick || !w->ev_term || !ev_check || event_add(w->ev_tick, &tick) ||
         event_add(w->ev_term, NULL) || event_add(ev_check, &check))
         goto out;
@@ -634,14 +740,105 @@ int srv_worker_main(int index)
 out:
     while (w->clients)
         srv_conn_close(w->clients);
-    if (w->batch.wtxn)
-        st_txn_abort(&w->batch.wtxn);
-    if (w->batch.rtxn)
-        st_txn_commit(&w->batch.rtxn);
+    if (w->base)
+        group_finish(w);
     if (srv_her.cfg->sync != SRV_SYNC_NO)
         st_env_sync(w->env);
     st_env_close(&w->env);
     if (status)
         srv_log(SRV_LOG_WARNING, errno, "worker setup failed");
     return status;
+}
+
+/* ---- embedded worker (tests, fuzzing) ---- */
+
+int srv_worker_embed_open(const char *dir)
+{
+    static srv_worker worker;
+    static srv_config cfg;
+    srv_worker *w = &worker;
+
+    srv_config_defaults(&cfg);
+    snprintf(cfg.dir, sizeof cfg.dir, "%s", dir);
+    cfg.sync = SRV_SYNC_NO;
+    cfg.workers = 1;
+    srv_her.cfg = &cfg;
+    srv_her.nworkers = 1;
+    srv_her.unix_fd = -1;
+    srv_her.master_pid = getpid();
+    srv_her.start_ms = srv_mstime();
+    if (!srv_her.stats && !(srv_her.stats = srv_stats_create(1)))
+        return -1;
+    memset(w, 0, sizeof *w);
+    srv_w = w;
+    w->stats = &srv_her.stats->slot[0];
+    srv_cmd_init();
+    if (open_env(w))
+        return -1;
+    if (!(w->base = event_base_new()) ||
+        event_base_priority_init(w->base, SRV_PRIORITIES) ||
+        !(w->group.ev_commit = event_new(w->base, -1, 0, on_group, w))) {
+        srv_worker_embed_close();
+        return -1;
+    }
+    return 0;
+}
+
+srv_conn *srv_worker_embed_conn(void)
+{
+    /* A pollable descriptor that never becomes readable. */
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    srv_conn *c;
+
+    if (fd < 0)
+        return NULL;
+    if (!(c = conn_new(fd, 1))) {
+        close(fd);
+        return NULL;
+    }
+    event_del(c->ev_read);
+    atomic_fetch_add(&srv_her.stats->clients, 1);
+    return c;
+}
+
+int srv_worker_embed_feed(srv_conn *c, const void *data, size_t len)
+{
+    srv_worker *w = c->worker;
+
+    if (srv_buf_append(&c->in, data, len)) {
+        srv_conn_close(c);
+        return -1;
+    }
+    process_input(c);
+    /* group_finish would write the replies to the socket: commit only. */
+    do {
+        if (c->single && !(c->flags & SRV_CONN_CLOSE_ASAP))
+            process_input(c);
+    } while (group_commit(w));
+    leave_group(c);
+    w->group.nconns = 0;
+    if (c->flags & (SRV_CONN_CLOSE_ASAP | SRV_CONN_CLOSE_AFTER_REPLY)) {
+        srv_conn_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+void srv_worker_embed_close(void)
+{
+    srv_worker *w = srv_w;
+
+    if (!w)
+        return;
+    while (w->clients)
+        srv_conn_close(w->clients);
+    if (w->group.ev_commit)
+        event_free(w->group.ev_commit);
+    if (w->base)
+        event_base_free(w->base);
+    free(w->group.conns);
+    st_env_close(&w->env);
+    srv_stats_destroy(&srv_her.stats);
+    memset(w, 0, sizeof *w);
+    srv_w = NULL;
 }

@@ -1,7 +1,7 @@
 /*
  * srv_worker.h - a worker process: its own LMDB environment and libevent
- * loop, the connections it accepted, and the batch transaction that
- * groups the storage commands of one read (group commit in a worker).
+ * loop, the connections it accepted, and the group transaction shared by
+ * the commands of one loop turn (group commit in a worker).
  */
 #ifndef SRV_WORKER_H
 #define SRV_WORKER_H
@@ -17,23 +17,30 @@ struct event;
 struct st_env;
 struct st_txn;
 
-/* Most commands one batch transaction carries before it commits. */
-#define SRV_BATCH_MAX 256
+/* Most commands one group transaction carries before it commits. */
+#define SRV_GROUP_MAX_CMDS 1024
 
-typedef struct srv_batch {
+/*
+ * The group: every connection whose input was handled in this turn of the
+ * event loop shares one read and one write transaction. The write
+ * transaction commits once for all of them (group commit inside a worker)
+ * and only then are their replies written, so a reply never leaves for a
+ * write that is not committed.
+ */
+typedef struct srv_group {
     struct st_txn *rtxn;        /* open read transaction, or NULL */
     struct st_txn *wtxn;        /* open write transaction, or NULL */
-    srv_conn *conn;             /* the connection the batch belongs to */
-    size_t in_mark;             /* input offset of the batch's first cmd */
-    size_t out_mark;            /* output length before its first reply */
-    size_t cmd_out_mark;        /* output length before the current cmd */
-    int cmds;                   /* commands run in the batch */
-    int writes;                 /* commands that used the write txn */
-    int cmd_wrote;              /* the current command opened/used wtxn */
-    int poisoned;               /* a write failed: the txn must go */
-    int single;                 /* replaying: one command per txn */
-    size_t replay_until;        /* input offset where replay ends */
-} srv_batch;
+    srv_conn **conns;           /* members with replies waiting for commit */
+    unsigned nconns;
+    unsigned cap;
+    int cmds;                   /* commands run since the last commit */
+    int writes;                 /* of which used the write transaction */
+    int failed;                 /* the txn was lost: members must replay */
+    int cmd_wrote;              /* the running command used the wtxn */
+    int poisoned;               /* the running command's write failed */
+    size_t cmd_out_mark;        /* output length before the running cmd */
+    struct event *ev_commit;    /* low priority: runs after all reads */
+} srv_group;
 
 typedef struct srv_worker {
     int index;
@@ -48,7 +55,7 @@ typedef struct srv_worker {
     struct event *ev_term;
     struct event *ev_deadline;
     int stopping;
-    srv_batch batch;
+    srv_group group;
     int64_t now_ms;             /* clock of the current command */
     int64_t last_sync_ms;
     int64_t last_sample_ms;
@@ -69,5 +76,28 @@ void srv_conn_close(srv_conn *c);
 
 /* Call fn for every connection of this worker (CLIENT LIST). */
 void srv_worker_each_conn(void (*fn)(srv_conn *c, void *ctx), void *ctx);
+
+/*
+ * An in-process worker for tests and fuzzing: defaults for the config
+ * (with `dir` as data directory), the shared regions, the command table
+ * and LMDB, but no sockets and no loop. 0 or -1.
+ */
+int srv_worker_embed_open(const char *dir);
+
+/*
+ * A connection of the embedded worker whose replies are appended to its
+ * `out` buffer and never written anywhere. Free with srv_conn_close().
+ */
+srv_conn *srv_worker_embed_conn(void);
+
+/*
+ * Feed bytes to an embedded connection as if read from its socket: run
+ * every complete command and the group commit. The replies accumulate in
+ * c->out (the caller may read and reset it). Returns 0, or -1 when the
+ * connection would have been closed (it is then closed already).
+ */
+int srv_worker_embed_feed(srv_conn *c, const void *data, size_t len);
+
+void srv_worker_embed_close(void);
 
 #endif
