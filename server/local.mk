@@ -3,6 +3,7 @@ noinst_LIBRARIES += libserver.a
 libserver_a_SOURCES = \
 	server/srv_buf.c server/srv_buf.h \
 	server/srv_cmd.c server/srv_cmd.h server/srv_commands.def \
+	server/srv_commands_coll.def \
 	server/srv_cmd_conn.c server/srv_cmd_keys.c \
 	server/srv_cmd_server.c server/srv_cmd_string.c \
 	server/srv_heritage.h \
@@ -25,3 +26,4 @@ SERVER_LIBS = libserver.a libstorage.a $(LIBEVENT_LIBS) $(LMDB_LIBS) \
 bin_PROGRAMS += larder-server
 larder_server_SOURCES = server/srv_main.c
 larder_server_LDADD = $(SERVER_LIBS)
+include server/coll.mk

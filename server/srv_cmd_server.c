@@ -237,6 +237,8 @@ static void info_stats(srv_buf *b)
         (long long)SRV_STATS_SUM(s, rejected_connections));
     add(b, "expired_keys:%lld\r\n", (long long)SRV_STATS_SUM(s, expired_keys));
     add(b, "evicted_keys:0\r\n");
+    add(b, "lazyfree_pending_objects:%lld\r\n",
+        (long long)atomic_load(&s->lazyfree_pending));
     add(b, "keyspace_hits:%lld\r\n", (long long)SRV_STATS_SUM(s, keyspace_hits));
     add(b, "keyspace_misses:%lld\r\n",
         (long long)SRV_STATS_SUM(s, keyspace_misses));

@@ -38,7 +38,7 @@ typedef struct srv_stats {
     _Atomic uint64_t next_client_id;    /* atomic */
     _Atomic int64_t clients;            /* atomic: across workers */
     _Atomic int64_t last_sync_ms;       /* atomic */
-    _Atomic int64_t dirty;              /* atomic: writes since start */
+    _Atomic int64_t lazyfree_pending;   /* atomic: detached collections */
     srv_stats_slot slot[];
 } srv_stats;
 

@@ -18,6 +18,7 @@
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
+#include "storage/st_coll.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 #include "storage/st_keys.h"
@@ -43,6 +44,8 @@
 #define MS_PER_S 1000
 #define STOP_DEADLINE_S 10
 #define EXPIRE_BATCH 1000
+/* Elements of deleted collections freed per tick, in one transaction. */
+#define LAZYFREE_CHUNK 10000
 #define KEEPALIVE_PROBES 3
 #define KEEPALIVE_DIVISOR 3
 #define US_PER_MS 1000
@@ -579,7 +582,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         w->last_sample_ms = mono;
     }
     /* Until the reaper process exists (issue #5), worker 0 does its
-     * duties: active expiry, the everysec flush, the reader check. */
+     * duties: active expiry, lazy freeing, the everysec flush, the reader
+     * check. */
     if (w->index != 0)
         return;
     if ((rc = st_expire_due(w->env, now, EXPIRE_BATCH, &n, &version)))
@@ -587,6 +591,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
                 st_strerror(rc));
     else if (n)
         SRV_STAT_ADD(w->stats, expired_keys, (int64_t)n);
+    size_t freed;
+    uint64_t pending;
+    if ((rc = st_coll_free_chunk(w->env, LAZYFREE_CHUNK, &freed, &pending)))
+        srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s", st_strerror(rc));
+    else
+        atomic_store(&srv_her.stats->lazyfree_pending, (int64_t)pending);
     if (srv_her.cfg->sync == SRV_SYNC_EVERYSEC &&
         mono - w->last_sync_ms >= MS_PER_S) {
         if ((rc = st_env_sync(w->env)))

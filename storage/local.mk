@@ -3,7 +3,9 @@ noinst_LIBRARIES += libstorage.a
 libstorage_a_SOURCES = \
 	storage/st_err.h \
 	storage/st_internal.h \
+	storage/st_coll.c storage/st_coll.h \
 	storage/st_env.c storage/st_env.h \
 	storage/st_key.c storage/st_key.h \
 	storage/st_keys.c storage/st_keys.h
 libstorage_a_CFLAGS = $(AM_CFLAGS) $(LMDB_CFLAGS)
+include storage/coll.mk

@@ -4,6 +4,7 @@
  * counters in step with every record.
  */
 #include "storage/st_keys.h"
+#include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 
@@ -117,22 +118,32 @@ static void note_seen(st_env *e, const st_keyref *k)
     e->nseen++;
 }
 
-/* Remove the record of `k` (known to exist as `r`) and what hangs off it. */
-static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
+/*
+ * Remove the record of `k` (known to exist as `r`) and its expiry entry; a
+ * collection's elements are detached for lazy freeing unless `keep_elems`
+ * (RENAME moves them with the record).
+ */
+static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
+                      int keep_elems)
 {
     MDB_val key = { k->enc_len, (void *)k->enc };
     int64_t at = r->expire_at;
     int rc;
 
-    if (r->type != ST_TYPE_STRING) {
-        /* TODO(#3): detach the collection id into the garbage database. */
-    }
+    if (r->type != ST_TYPE_STRING && !keep_elems &&
+        (rc = st_coll_detach(t, r)))
+        return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_map_err(rc);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
         return rc;
     st_count_keys(t, k->db, -1, at ? -1 : 0);
     return 0;
+}
+
+static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
+{
+    return del_record(t, k, r, 0);
 }
 
 int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
@@ -156,11 +167,14 @@ int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 
 /*
  * Write a record for `k` replacing any old one, keeping the expires index
- * and counters right; returns where `payload_len` bytes go. The reserve
- * is the last LMDB call so the pointer stays valid for the caller.
+ * and counters right; returns where `payload_len` bytes go. A replaced
+ * collection is detached unless `same_value` (the record is rewritten
+ * with its own payload). The reserve is the last LMDB call so the pointer
+ * stays valid for the caller.
  */
 static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
-                      int64_t expire_at, size_t payload_len, uint8_t **dst)
+                      int64_t expire_at, size_t payload_len, int same_value,
+                      uint8_t **dst)
 {
     MDB_val key, v;
     st_rec old;
@@ -173,9 +187,9 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
             return rc;
         existed = 1;
         old_at = old.expire_at;
-        if (old.type != ST_TYPE_STRING) {
-            /* TODO(#3): detach the replaced collection into garbage. */
-        }
+        if (old.type != ST_TYPE_STRING && !same_value &&
+            (rc = st_coll_detach(t, &old)))
+            return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;
     }
@@ -201,7 +215,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
 int st_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
                       uint8_t **dst)
 {
-    return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, dst);
+    return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
 }
 
 int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
@@ -223,8 +237,10 @@ int st_delete(st_txn *t, st_keyref *k, int64_t now)
     return rc ? rc : del_found(t, k, &r);
 }
 
-/* Re-write the found record `r` of `k` under new flags/expiry (copying
- * the payload through the scratch buffer: LMDB may move it). */
+/*
+ * Write record `r` (of `k` or of another key) at `k` with expiry `at`,
+ * payload unchanged (copied through the scratch buffer: LMDB may move it).
+ */
 static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
 {
     uint8_t *copy, *dst;
@@ -237,7 +253,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
         return rc;
     if (n)
         memcpy(copy, r->payload, n);
-    if ((rc = put_record(t, k, type, flags, at, n, &dst)))
+    if ((rc = put_record(t, k, type, flags, at, n, 1, &dst)))
         return rc;
     if (n)
         memcpy(dst, copy, n);
@@ -256,14 +272,23 @@ int st_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
     return rewrite(t, k, &r, expire_at);
 }
 
-/* Copy the record of `src` (found as `r`) to `dst`, which is free. */
+/* Copy the record of `src` (found as `r`) to `dst`, which is free: a
+ * collection gets a deep copy of its elements under a new id. */
 static int copy_record(st_txn *t, st_keyref *dst, const st_rec *r)
 {
-    if (r->type != ST_TYPE_STRING) {
-        /* TODO(#3): collections copy element by element. */
-        return ST_EWRONGTYPE;
-    }
-    return rewrite(t, dst, r, r->expire_at);
+    st_coll c;
+    uint8_t *dst_payload;
+    int rc;
+
+    if (r->type == ST_TYPE_STRING)
+        return rewrite(t, dst, r, r->expire_at);
+    if ((rc = st_coll_copy(t, r, &c)))
+        return rc;
+    if ((rc = put_record(t, dst, r->type, 0, r->expire_at, ST_COLL_PAYLOAD, 0,
+                         &dst_payload)))
+        return rc;
+    st_coll_encode(dst_payload, &c);
+    return 0;
 }
 
 static int same_key(const st_keyref *a, const st_keyref *b)
@@ -293,15 +318,12 @@ int st_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
     /* dst's deletion may have moved src's pages: look it up again. */
     if ((rc = st_lookup(t, src, now, &r)))
         return rc;
-    if (r.type != ST_TYPE_STRING) {
-        /* TODO(#3): collections move by re-pointing their id. */
-        return ST_EWRONGTYPE;
-    }
-    if ((rc = copy_record(t, dst, &r)))
+    /* The record moves as it is: a collection keeps its id and elements. */
+    if ((rc = rewrite(t, dst, &r, r.expire_at)))
         return rc;
     if ((rc = st_lookup(t, src, now, &r)))
         return rc;
-    return del_found(t, src, &r);
+    return del_record(t, src, &r, 1);
 }
 
 int st_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,

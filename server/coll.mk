@@ -1,0 +1,1 @@
+# server/coll.mk: command handlers of the collection types.

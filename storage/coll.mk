@@ -1,0 +1,1 @@
+# storage/coll.mk: typed storage of the collection types.

@@ -1,0 +1,206 @@
+/*
+ * st_coll.c - collection ids, detaching, lazy freeing and deep copies.
+ */
+#include "storage/st_coll.h"
+#include "storage/st_err.h"
+#include "storage/st_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define COLL_OFF_ID 0
+#define COLL_OFF_CARD 8
+#define COLL_OFF_HEAD 16
+#define COLL_OFF_TAIL 24
+#define GARBAGE_VALUE_BYTES 1
+#define FIRST_ID 1
+
+void st_coll_decode(const st_rec *r, st_coll *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r->payload_len < ST_COLL_PAYLOAD)
+        return;
+    memcpy(&out->id, r->payload + COLL_OFF_ID, sizeof out->id);
+    memcpy(&out->card, r->payload + COLL_OFF_CARD, sizeof out->card);
+    memcpy(&out->head, r->payload + COLL_OFF_HEAD, sizeof out->head);
+    memcpy(&out->tail, r->payload + COLL_OFF_TAIL, sizeof out->tail);
+}
+
+void st_coll_encode(uint8_t *p, const st_coll *c)
+{
+    memcpy(p + COLL_OFF_ID, &c->id, sizeof c->id);
+    memcpy(p + COLL_OFF_CARD, &c->card, sizeof c->card);
+    memcpy(p + COLL_OFF_HEAD, &c->head, sizeof c->head);
+    memcpy(p + COLL_OFF_TAIL, &c->tail, sizeof c->tail);
+}
+
+int st_coll_new_id(st_txn *t, uint64_t *id)
+{
+    MDB_val k = { sizeof ST_META_NEXT_ID - 1, ST_META_NEXT_ID }, v;
+    uint64_t next = FIRST_ID;
+    int rc = mdb_get(t->txn, t->env->dbi[ST_DBI_META], &k, &v);
+
+    if (rc == 0 && v.mv_size == sizeof next)
+        memcpy(&next, v.mv_data, sizeof next);
+    else if (rc && rc != MDB_NOTFOUND)
+        return st_map_err(rc);
+    *id = next++;
+    v.mv_size = sizeof next;
+    v.mv_data = &next;
+    return st_map_err(mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
+}
+
+/* The element databases of a type (zsets have two). */
+static int type_dbis(const st_env *e, int type, MDB_dbi out[2])
+{
+    switch (type) {
+    case ST_TYPE_HASH: out[0] = e->dbi[ST_DBI_HASHES]; return 1;
+    case ST_TYPE_SET: out[0] = e->dbi[ST_DBI_SETS]; return 1;
+    case ST_TYPE_LIST: out[0] = e->dbi[ST_DBI_LISTS]; return 1;
+    case ST_TYPE_ZSET:
+        out[0] = e->dbi[ST_DBI_ZMEMBERS];
+        out[1] = e->dbi[ST_DBI_ZSCORES];
+        return 2;
+    default: return 0;
+    }
+}
+
+int st_coll_detach(st_txn *t, const st_rec *r)
+{
+    uint8_t key[ST_COLL_ID_BYTES], type = (uint8_t)r->type;
+    MDB_val k = { sizeof key, key }, v = { GARBAGE_VALUE_BYTES, &type };
+    st_coll c;
+
+    st_coll_decode(r, &c);
+    st_put_be64(key, c.id);
+    return st_map_err(mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
+}
+
+int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
+{
+    MDB_dbi dbis[2];
+    int n = type_dbis(t->env, src->type, dbis);
+    st_coll c;
+    int rc;
+
+    st_coll_decode(src, &c);
+    *out = c;
+    if ((rc = st_coll_new_id(t, &out->id)))
+        return rc;
+    for (int i = 0; i < n; i++) {
+        uint8_t at[ST_LMDB_MAXKEY], nkey[ST_LMDB_MAXKEY];
+        MDB_cursor *cur;
+        MDB_val k = { ST_COLL_ID_BYTES, at }, v;
+        st_put_be64(at, c.id);
+        if ((rc = mdb_cursor_open(t->txn, dbis[i], &cur)))
+            return st_map_err(rc);
+        for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            if (k.mv_size < ST_COLL_ID_BYTES || st_get_be64(k.mv_data) != c.id)
+                break;
+            size_t klen = k.mv_size;
+            memcpy(at, k.mv_data, klen);
+            memcpy(nkey, k.mv_data, klen);
+            st_put_be64(nkey, out->id);
+            MDB_val nk = { klen, nkey };
+            /* The new id is the largest yet: its keys append. */
+            rc = mdb_put(t->txn, dbis[i], &nk, &v, MDB_APPEND);
+            if (rc == MDB_KEYEXIST)
+                rc = mdb_put(t->txn, dbis[i], &nk, &v, 0);
+            if (rc)
+                break;
+            /* Re-find the source element: the put may split pages. */
+            k.mv_size = klen;
+            k.mv_data = at;
+            if ((rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY)))
+                break;
+        }
+        mdb_cursor_close(cur);
+        if (rc && rc != MDB_NOTFOUND)
+            return st_map_err(rc);
+    }
+    return 0;
+}
+
+/* Delete up to *budget elements of collection `id` from `dbi`; *empty is
+ * set when none remain. */
+static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
+                         size_t *budget, int *empty)
+{
+    uint8_t prefix[ST_COLL_ID_BYTES];
+    MDB_cursor *cur;
+    MDB_val k = { sizeof prefix, prefix }, v;
+    int rc;
+
+    *empty = 0;
+    st_put_be64(prefix, id);
+    if ((rc = mdb_cursor_open(txn, dbi, &cur)))
+        return st_map_err(rc);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && *budget > 0) {
+        if (k.mv_size < ST_COLL_ID_BYTES || st_get_be64(k.mv_data) != id)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+        (*budget)--;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+    }
+    if (rc == MDB_NOTFOUND || rc == EINVAL ||
+        (rc == 0 && (k.mv_size < ST_COLL_ID_BYTES ||
+                     st_get_be64(k.mv_data) != id))) {
+        *empty = 1;
+        rc = 0;
+    }
+    mdb_cursor_close(cur);
+    return st_map_err(rc);
+}
+
+int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
+                       uint64_t *pending)
+{
+    st_txn *t;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    MDB_stat st;
+    size_t budget = max;
+    int rc;
+
+    *freed = 0;
+    *pending = 0;
+    if ((rc = st_txn_begin(env, 1, &t)))
+        return rc;
+    if ((rc = mdb_cursor_open(t->txn, env->dbi[ST_DBI_GARBAGE], &cur))) {
+        st_txn_abort(&t);
+        return st_map_err(rc);
+    }
+    while (budget > 0 && (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) == 0) {
+        uint64_t id = st_get_be64(k.mv_data);
+        int type = v.mv_size ? *(const uint8_t *)v.mv_data : ST_TYPE_NONE;
+        MDB_dbi dbis[2];
+        int n = type_dbis(env, type, dbis), all_empty = 1;
+        for (int i = 0; i < n && !rc; i++) {
+            int empty;
+            rc = free_elements(t->txn, dbis[i], id, &budget, &empty);
+            all_empty &= empty;
+        }
+        if (rc)
+            break;
+        if (!all_empty)
+            break;                      /* budget spent mid-collection */
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND) {
+        st_txn_abort(&t);
+        return st_map_err(rc);
+    }
+    *freed = max - budget;
+    if (mdb_stat(t->txn, env->dbi[ST_DBI_GARBAGE], &st) == 0)
+        *pending = st.ms_entries;
+    if (*freed == 0 && *pending == 0) {
+        st_txn_abort(&t);
+        return 0;
+    }
+    return st_txn_commit(&t);
+}

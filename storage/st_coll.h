@@ -1,0 +1,56 @@
+/*
+ * st_coll.h - what every collection type shares: the collection record
+ * payload (id, cardinality, list head/tail), fresh ids, O(1) detaching
+ * into the garbage database, the bounded-chunk freer behind it, and the
+ * deep copy COPY needs.
+ *
+ * Elements live in the type's database(s) under keys that start with the
+ * collection id (big-endian u64): hashes, sets and lists in one database,
+ * sorted sets in two (by member and by score).
+ */
+#ifndef ST_COLL_H
+#define ST_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/st_env.h"
+#include "storage/st_key.h"
+
+#define ST_COLL_ID_BYTES 8
+
+typedef struct st_coll {
+    uint64_t id;
+    uint64_t card;      /* elements; kept so the LEN and CARD commands are O(1) */
+    int64_t head;       /* lists: sequence of the first element */
+    int64_t tail;       /* lists: sequence after the last element */
+} st_coll;
+
+/* Read / write the collection payload of a record (ST_COLL_PAYLOAD bytes). */
+void st_coll_decode(const st_rec *r, st_coll *out);
+void st_coll_encode(uint8_t *payload, const st_coll *c);
+
+/* A new, never used collection id (write transaction). */
+int st_coll_new_id(st_txn *t, uint64_t *id);
+
+/*
+ * Hand the elements of the collection in record `r` to the lazy freer:
+ * O(1), one put into the garbage database. Write transaction.
+ */
+int st_coll_detach(st_txn *t, const st_rec *r);
+
+/*
+ * Copy every element of the collection in `src` under a new id; *out gets
+ * the new collection (same cardinality and list bounds). Write txn.
+ */
+int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out);
+
+/*
+ * Free detached collections: delete at most `max` elements in its own
+ * write transaction (the caller has none open). *freed gets how many were
+ * deleted, *pending how many collections still wait afterwards.
+ */
+int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
+                       uint64_t *pending);
+
+#endif
