@@ -251,6 +251,7 @@ static void check_storage(void)
         .map_size = (uint64_t)srv_her.cfg->maxdisk,
         .databases = (unsigned)srv_her.cfg->databases,
         .nosync = 0,
+        .writemap = (int)srv_her.cfg->lmdb_writemap,
     };
     st_env *env;
     int rc = st_env_open(&o, &env);

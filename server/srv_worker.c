@@ -685,6 +685,7 @@ static int open_env(srv_worker *w)
         .map_size = (uint64_t)srv_her.cfg->maxdisk,
         .databases = (unsigned)srv_her.cfg->databases,
         .nosync = srv_her.cfg->sync != SRV_SYNC_ALWAYS,
+        .writemap = (int)srv_her.cfg->lmdb_writemap,
     };
     int rc = st_env_open(&o, &w->env);
 

@@ -150,7 +150,8 @@ int st_env_open(const st_env_opts *o, st_env **out)
     mdb_env_set_mapsize(e->env, o->map_size ? o->map_size
                                             : ST_DEFAULT_MAP_SIZE);
     if ((rc = mdb_env_open(e->env, o->dir,
-                           (o->nosync ? MDB_NOSYNC : 0) | MDB_NORDAHEAD,
+                           (o->nosync ? MDB_NOSYNC : 0) | MDB_NORDAHEAD |
+                               (o->writemap ? MDB_WRITEMAP : 0),
                            ST_FILE_MODE)))
         goto fail_map;
     if ((rc = open_dbis(e)))

@@ -27,6 +27,8 @@ typedef struct st_env_opts {
     unsigned databases;     /* SELECT range: 0 .. databases-1 */
     unsigned max_readers;   /* reader slots across all processes */
     int nosync;             /* commits do not fsync; st_env_sync does */
+    int writemap;           /* write through the map (faster writes; a
+                             * full disk then faults instead of failing) */
 } st_env_opts;
 
 /*

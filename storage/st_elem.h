@@ -1,0 +1,108 @@
+/*
+ * st_elem.h - what the four collection modules share: opening a key as a
+ * collection of one type and writing its record back (st_obj), and the
+ * element keys of the hash-ordered databases (hashes, sets, zset members).
+ *
+ * A hash-ordered element key is: collection id (BE u64), the name's scan
+ * hash (BE u64, in [1, 2^63-1]), then the name when the key stays under
+ * ST_LMDB_MAXKEY bytes; a longer name uses the digest form (id, hash, a
+ * second hash, a prefix of the name: exactly ST_LMDB_MAXKEY bytes) and
+ * its full text moves into the value. Ordering by hash is what makes
+ * HSCAN/SSCAN/ZSCAN cursors plain integers and a random element O(log n).
+ */
+#ifndef ST_ELEM_H
+#define ST_ELEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/st_coll.h"
+#include "storage/st_env.h"
+#include "storage/st_key.h"
+
+#define ST_ELEM_HEAD (ST_COLL_ID_BYTES + ST_KEY_HASH_BYTES)
+/* Longest name kept inline in a hash-ordered element key. */
+#define ST_ELEM_INLINE_MAX (ST_LMDB_MAXKEY - ST_ELEM_HEAD - 1)
+/* Prefix of a long name kept in its digest-form key. */
+#define ST_ELEM_LONG_PREFIX (ST_LMDB_MAXKEY - ST_ELEM_HEAD - ST_KEY_HASH_BYTES)
+
+/* The hash-ordered element databases. */
+enum st_elem_kind {
+    ST_ELEM_HASH,       /* field -> value */
+    ST_ELEM_SET,        /* member -> nothing */
+    ST_ELEM_ZMEMBER,    /* member -> score (native double) */
+};
+
+/*
+ * A key opened as a collection. `k` is borrowed and must outlive the
+ * struct; its LMDB key form (long-name probe) is settled by the open.
+ */
+typedef struct st_obj {
+    st_keyref *k;
+    int type;           /* ST_TYPE_HASH, _SET, _LIST or _ZSET */
+    int exists;         /* a record is stored */
+    int64_t expire_at;
+    st_coll c;          /* id, cardinality, list bounds */
+} st_obj;
+
+/*
+ * Open `k` as a collection of `type`. 0: found; ST_ENOTFOUND: absent, *o
+ * set up for st_obj_create; ST_EWRONGTYPE: another type; else an error.
+ * Any transaction (a write one deletes an expired key on the spot).
+ */
+int st_obj_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o);
+
+/* Give an absent collection a fresh id (its record is written by save). */
+int st_obj_create(st_txn *t, st_obj *o);
+
+/*
+ * Write the record of `o` back after its elements changed: a collection
+ * left empty is deleted (the key disappears), otherwise the record is
+ * rewritten with the new cardinality and list bounds, its TTL kept and
+ * the transaction's version stamped. Write transaction.
+ */
+int st_obj_save(st_txn *t, st_obj *o, int64_t now);
+
+/* Called per element by the iterators; `val` is the element's payload.
+ * Pointers borrow LMDB memory for the call only; non-zero stops. */
+typedef int (*st_elem_fn)(void *ctx, const uint8_t *name, size_t nlen,
+                          const uint8_t *val, size_t vlen);
+
+/* Find element `name`: 0 with its payload (borrowed until the next write)
+ * or ST_ENOTFOUND. */
+int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
+                size_t len, const uint8_t **val, size_t *vlen);
+
+/*
+ * Insert or replace element `name` with payload `val`. *created is 1 when
+ * it was new. With `nx`, an existing element gives ST_EEXISTS and nothing
+ * is written. ST_ECOLLISION for a 128-bit digest clash of long names.
+ */
+int st_elem_put(st_txn *t, int kind, uint64_t id, const void *name,
+                size_t len, const void *val, size_t vlen, int nx,
+                int *created);
+
+/* Delete element `name`: 0 or ST_ENOTFOUND. */
+int st_elem_del(st_txn *t, int kind, uint64_t id, const void *name,
+                size_t len);
+
+/*
+ * One SCAN step from `cursor` (0 = start): about `count` elements (all
+ * sharing the last one's hash come along); *next is the next cursor, 0
+ * when done. SIZE_MAX visits every element (HGETALL, SMEMBERS).
+ */
+int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
+                 size_t count, st_elem_fn fn, void *ctx, uint64_t *next);
+
+/*
+ * Visit up to `count` distinct elements starting at the random position
+ * `r` and wrapping around (random samples: SRANDMEMBER, SPOP ...):
+ * O(log n + count). ST_ENOTFOUND if the collection is empty.
+ */
+int st_elem_sample(st_txn *t, int kind, uint64_t id, uint64_t r,
+                   size_t count, st_elem_fn fn, void *ctx);
+
+/* The scan hash of an element name (its order in the collection). */
+uint64_t st_elem_hash(const void *name, size_t len);
+
+#endif
