@@ -20,7 +20,7 @@ libserver_a_SOURCES = \
 libserver_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(LMDB_CFLAGS)
 
 # Everything a binary or test linking the server needs, in link order.
-SERVER_LIBS = libserver.a libstorage.a $(LIBEVENT_LIBS) $(LMDB_LIBS) \
+SERVER_LIBS = libserver.a libstorage.a libshm.a $(LIBEVENT_LIBS) $(LMDB_LIBS) \
 	$(ZSTD_LIBS) -lpthread -lm
 
 bin_PROGRAMS += larder-server

@@ -10,6 +10,7 @@
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
+#include "shm/shm_cache.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 #include "storage/st_keys.h"
@@ -29,6 +30,7 @@
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
+#define BYTES_PER_MB (1024 * 1024)
 
 void srv_cmd_dbsize(srv_conn *c)
 {
@@ -246,6 +248,33 @@ static void info_stats(srv_buf *b)
     add(b, "worker_respawns:%lld\r\n", (long long)SRV_STATS_SUM(s, respawns));
 }
 
+static void info_cache(srv_buf *b)
+{
+    shm_cache_stats_t st;
+
+    shm_cache_stats(srv_her.cache, &st);
+    add(b, "# Cache\r\n");
+    add(b, "cache_enabled:%d\r\n", shm_cache_enabled(srv_her.cache));
+    add(b, "cache_policy:%s\r\n", shm_cache_policy_name(st.policy));
+    add(b, "cache_stripes:%u\r\n", st.nstripes);
+    add(b, "cache_budget_bytes:%llu\r\n", (unsigned long long)st.budget);
+    add(b, "cache_max_bytes:%llu\r\n", (unsigned long long)st.max_bytes);
+    add(b, "cache_used_bytes:%llu\r\n", (unsigned long long)st.bytes_used);
+    add(b, "cache_slab_bytes:%llu\r\n", (unsigned long long)st.bytes_slab);
+    add(b, "cache_entries:%llu\r\n", (unsigned long long)st.entries);
+    add(b, "cache_tombstones:%llu\r\n", (unsigned long long)st.tombstones);
+    add(b, "cache_hits:%llu\r\n", (unsigned long long)st.hits);
+    add(b, "cache_misses:%llu\r\n", (unsigned long long)st.misses);
+    add(b, "cache_evictions:%llu\r\n", (unsigned long long)st.evictions);
+    add(b, "cache_fills_refused_stale:%llu\r\n",
+        (unsigned long long)st.fills_refused);
+    add(b, "cache_puts_dropped:%llu\r\n", (unsigned long long)st.puts_dropped);
+    add(b, "cache_lock_waits:%llu\r\n", (unsigned long long)st.lock_waits);
+    add(b, "cache_owner_dead_recoveries:%llu\r\n",
+        (unsigned long long)st.owner_dead);
+    add(b, "cache_max_item_bytes:%zu\r\n", st.max_item);
+}
+
 static void info_replication(srv_buf *b)
 {
     add(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
@@ -273,7 +302,7 @@ typedef struct info_section {
 
 static const info_section sections[] = {
     {"server", 1}, {"clients", 1}, {"memory", 1}, {"persistence", 1},
-    {"stats", 1},  {"replication", 1}, {"keyspace", 1},
+    {"stats", 1},  {"replication", 1}, {"cache", 1}, {"keyspace", 1},
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
 
@@ -310,6 +339,7 @@ void srv_cmd_info(srv_conn *c)
         case 3: info_persistence(&b); break;
         case 4: info_stats(&b); break;
         case 5: info_replication(&b); break;
+        case 6: info_cache(&b); break;
         default: info_keyspace(c, &b); break;
         }
     }
@@ -388,6 +418,27 @@ static void config_set(srv_conn *c)
         if (srv_config_set(&next, name, args, 1, 1, err, sizeof err)) {
             srv_reply_errorf(c, "ERR CONFIG SET failed (possibly related to "
                                 "argument '%s') - %s", name, err);
+            return;
+        }
+    }
+    if (next.cache_mb != srv_her.cfg->cache_mb) {
+        int rc = srv_her.cache
+                     ? shm_cache_set_budget(srv_her.cache,
+                                            (size_t)next.cache_mb * BYTES_PER_MB)
+                     : (next.cache_mb ? SHM_ERESTART : 0);
+        if (rc == SHM_ERESTART) {
+            shm_cache_stats_t st;
+            shm_cache_stats(srv_her.cache, &st);
+            srv_reply_errorf(c, "ERR CONFIG SET failed (possibly related to "
+                                "argument 'cache-mb') - the cache can shrink "
+                                "at run time but grow only up to %lld MB (its "
+                                "size at start); restart to grow it",
+                             (long long)(st.max_bytes / BYTES_PER_MB));
+            return;
+        }
+        if (rc) {
+            srv_reply_errorf(c, "ERR CONFIG SET cache-mb failed: %s",
+                             shm_strerror(rc));
             return;
         }
     }

@@ -62,7 +62,12 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                       \
     X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)          \
     X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
-    X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)
+    X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                \
+    X("cache-mb", cache_mb, SRV_CFG_INT, "0", 0, 1048576, SRV_CFG_RUNTIME)    \
+    X("cache-stripes", cache_stripes, SRV_CFG_INT, "64", 1, 4096, 0)          \
+    X("compress-threshold", compress_threshold, SRV_CFG_BYTES, "1kb", 0,      \
+      0x7fffffffffffffffll, 0)                                               \
+    X("compress-level", compress_level, SRV_CFG_INT, "1", -7, 19, 0)
 
 typedef struct srv_config {
     char bind[SRV_PATH_MAX];
@@ -86,6 +91,10 @@ typedef struct srv_config {
     long long sync;
     long long lmdb_writemap;
     long long hz;
+    long long cache_mb;
+    long long cache_stripes;
+    long long compress_threshold;
+    long long compress_level;
     char config_file[SRV_PATH_MAX];     /* absolute path, "" if none */
 } srv_config;
 

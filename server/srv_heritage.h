@@ -24,6 +24,7 @@ typedef struct srv_heritage {
     int *tcp_fds;               /* nworkers * ntcp, SO_REUSEPORT groups */
     int unix_fd;                /* shared by all workers; -1 if none */
     srv_stats *stats;
+    struct shm_cache *cache;    /* shared cache; NULL when cache-mb is 0 */
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];

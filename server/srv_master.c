@@ -17,6 +17,7 @@
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
+#include "shm/shm_cache.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 
@@ -252,6 +253,9 @@ static void check_storage(void)
         .databases = (unsigned)srv_her.cfg->databases,
         .nosync = 0,
         .writemap = (int)srv_her.cfg->lmdb_writemap,
+        .cache = srv_her.cache,
+        .compress_threshold = (size_t)srv_her.cfg->compress_threshold,
+        .compress_level = (int)srv_her.cfg->compress_level,
     };
     st_env *env;
     int rc = st_env_open(&o, &env);
@@ -262,6 +266,25 @@ static void check_storage(void)
         exit(1);
     }
     st_env_close(&env);
+}
+
+#define BYTES_PER_MB (1024 * 1024)
+
+/* The shared cache, mapped before any fork so every child inherits it. */
+static void create_cache(void)
+{
+    shm_cache_opts_t o = {
+        .budget_bytes = (size_t)srv_her.cfg->cache_mb * BYTES_PER_MB,
+        .nstripes = (unsigned)srv_her.cfg->cache_stripes,
+        .policy = SHM_POLICY_DEFAULT,
+    };
+    int rc;
+
+    if (o.budget_bytes == 0)
+        return;
+    if ((rc = shm_cache_create(&o, &srv_her.cache)))
+        die("can't create the cache (cache-mb, cache-stripes): %s",
+            shm_strerror(rc));
 }
 
 static void write_pidfile(void)
@@ -453,6 +476,7 @@ int srv_master_main(int argc, char **argv)
     open_unix_listener();
     if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
+    create_cache();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));
     if (!(workers = calloc((size_t)srv_her.nworkers, sizeof *workers)))

@@ -686,6 +686,9 @@ static int open_env(srv_worker *w)
         .databases = (unsigned)srv_her.cfg->databases,
         .nosync = srv_her.cfg->sync != SRV_SYNC_ALWAYS,
         .writemap = (int)srv_her.cfg->lmdb_writemap,
+        .cache = srv_her.cache,
+        .compress_threshold = (size_t)srv_her.cfg->compress_threshold,
+        .compress_level = (int)srv_her.cfg->compress_level,
     };
     int rc = st_env_open(&o, &w->env);
 

@@ -7,5 +7,5 @@ libstorage_a_SOURCES = \
 	storage/st_env.c storage/st_env.h \
 	storage/st_key.c storage/st_key.h \
 	storage/st_keys.c storage/st_keys.h
-libstorage_a_CFLAGS = $(AM_CFLAGS) $(LMDB_CFLAGS)
+libstorage_a_CFLAGS = $(AM_CFLAGS) $(LMDB_CFLAGS) $(ZSTD_CFLAGS)
 include storage/coll.mk

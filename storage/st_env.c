@@ -68,17 +68,24 @@ int st_map_err(int rc)
     return rc > 0 ? rc : ST_ELMDB;
 }
 
-int st_scratch(st_env *env, size_t len, uint8_t **out)
+int st_grow(uint8_t **buf, size_t *cap, size_t len)
 {
-    if (len > env->scratch_cap) {
-        uint8_t *p = realloc(env->scratch, len);
+    if (len > *cap) {
+        uint8_t *p = realloc(*buf, len);
         if (!p)
             return ENOMEM;
-        env->scratch = p;
-        env->scratch_cap = len;
+        *buf = p;
+        *cap = len;
     }
-    *out = env->scratch;
     return 0;
+}
+
+int st_scratch(st_env *env, size_t len, uint8_t **out)
+{
+    int rc = st_grow(&env->scratch, &env->scratch_cap, len);
+
+    *out = env->scratch;
+    return rc;
 }
 
 static int check_schema(st_env *e, MDB_txn *txn)
@@ -125,6 +132,9 @@ int st_env_open(const st_env_opts *o, st_env **out)
     if (!e)
         return ENOMEM;
     e->databases = o->databases ? o->databases : ST_DEFAULT_DATABASES;
+    e->cache = o->cache;
+    e->compress_threshold = o->compress_threshold;
+    e->compress_level = o->compress_level;
     e->rtxn.env = e->wtxn.env = e;
     e->wtxn.write = 1;
     e->wtxn.dkeys = calloc(e->databases, sizeof *e->wtxn.dkeys);
@@ -180,6 +190,8 @@ void st_env_close(st_env **envp)
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
+    free(e->cbuf);
+    free(e->zbuf);
     free(e);
     *envp = NULL;
 }

@@ -20,6 +20,7 @@
 
 typedef struct st_env st_env;
 typedef struct st_txn st_txn;
+struct shm_cache;
 
 typedef struct st_env_opts {
     const char *dir;        /* directory holding data.mdb and lock.mdb */
@@ -29,6 +30,9 @@ typedef struct st_env_opts {
     int nosync;             /* commits do not fsync; st_env_sync does */
     int writemap;           /* write through the map (faster writes; a
                              * full disk then faults instead of failing) */
+    struct shm_cache *cache;    /* shared cache in front of reads, or NULL */
+    size_t compress_threshold;  /* compress strings this long; 0 = never */
+    int compress_level;         /* zstd level */
 } st_env_opts;
 
 /*

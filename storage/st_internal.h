@@ -55,7 +55,17 @@ struct st_env {
     struct st_seen seen[ST_SEEN_MAX];
     uint8_t *scratch;       /* grow-only buffer for record rewrites */
     size_t scratch_cap;
+    struct shm_cache *cache;    /* NULL: no cache */
+    uint8_t *cbuf;          /* values copied out of the cache */
+    size_t cbuf_cap;
+    uint8_t *zbuf;          /* decompressed values */
+    size_t zbuf_cap;
+    size_t compress_threshold;
+    int compress_level;
 };
+
+/* Grow-only buffer *buf of *cap bytes to at least len. 0 or ENOMEM. */
+int st_grow(uint8_t **buf, size_t *cap, size_t len);
 
 /* Map an LMDB return code to 0, a positive errno or an ST_E* code. */
 int st_map_err(int rc);

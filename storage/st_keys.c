@@ -7,6 +7,10 @@
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "shm/shm_cache.h"
+
+#include <errno.h>
+#include <zstd.h>
 
 #include <string.h>
 
@@ -17,6 +21,8 @@
 #define RANDOM_TRIES 16
 
 #define DBI(t, which) ((t)->env->dbi[which])
+/* Compression must save at least 1/ST_COMPRESS_MIN_GAIN of the value. */
+#define ST_COMPRESS_MIN_GAIN 8
 
 static int is_expired(const st_rec *r, int64_t now)
 {
@@ -109,6 +115,22 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     return ST_ECOLLISION;
 }
 
+/*
+ * A write to `k` in transaction t: drop it from the cache and leave a
+ * tombstone at t's version BEFORE the commit. Until the commit, readers
+ * miss and read the old value from LMDB, and their fills (from snapshots
+ * older than t) are refused; after it, only snapshots that include t can
+ * fill. So the cache never serves a value this write superseded, and a
+ * multi-key read never mixes cached new values with an older snapshot.
+ * If t aborts, the tombstone only costs a miss.
+ */
+static void cache_invalidate(st_txn *t, const st_keyref *k)
+{
+    if (t->env->cache && !k->is_long)
+        shm_cache_invalidate(t->env->cache, k->enc, k->enc_len, k->hash,
+                             st_txn_version(t));
+}
+
 static void note_seen(st_env *e, const st_keyref *k)
 {
     if (e->nseen == ST_SEEN_MAX)
@@ -135,6 +157,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
         return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_map_err(rc);
+    cache_invalidate(t, k);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
         return rc;
     st_count_keys(t, k->db, -1, at ? -1 : 0);
@@ -146,7 +169,9 @@ static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
     return del_record(t, k, r, 0);
 }
 
-int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+/* Find `k` as stored (no cache, no decompression): internal lookups that
+ * may rewrite the record use this form. */
+static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     MDB_val v;
     int rc = raw_get(t, k, &v);
@@ -163,6 +188,87 @@ int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     }
     rc = del_found(t, k, out);
     return rc ? rc : ST_ENOTFOUND;
+}
+
+/* Replace a compressed payload by its decompressed bytes (env buffer). */
+static int inflate(st_env *e, st_rec *r)
+{
+    unsigned long long n;
+    size_t got;
+
+    if (!(r->flags & ST_REC_ZSTD))
+        return 0;
+    n = ZSTD_getFrameContentSize(r->payload, r->payload_len);
+    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN)
+        return ST_ECORRUPT;
+    if (st_grow(&e->zbuf, &e->zbuf_cap, n ? (size_t)n : 1))
+        return ENOMEM;
+    got = ZSTD_decompress(e->zbuf, e->zbuf_cap, r->payload, r->payload_len);
+    if (ZSTD_isError(got) || got != n)
+        return ST_ECORRUPT;
+    r->payload = e->zbuf;
+    r->payload_len = got;
+    r->flags &= ~ST_REC_ZSTD;
+    return 0;
+}
+
+/* Cacheable: short names, read transactions (a write transaction must see
+ * its own uncommitted writes, which the cache never holds). */
+static int cacheable(const st_txn *t, const st_keyref *k)
+{
+    return t->env->cache && !t->write && !k->is_long;
+}
+
+/* A read that missed the cache offers what it found in its snapshot. */
+static void cache_fill(st_txn *t, const st_keyref *k, const st_rec *r)
+{
+    shm_cache_entry_t e = {
+        .key = k->enc, .klen = k->enc_len, .hash = k->hash,
+        .val = r->payload, .vlen = r->payload_len,
+        .version = r->version, .expire_at = r->expire_at,
+        .type = (uint8_t)r->type, .flags = (uint8_t)r->flags,
+    };
+
+    if (r->type == ST_TYPE_STRING)
+        shm_cache_fill(t->env->cache, &e, mdb_txn_id(t->txn));
+}
+
+/* 1 and *out filled on a cache hit, 0 on a miss. */
+static int cache_get(st_txn *t, const st_keyref *k, int64_t now, st_rec *out)
+{
+    st_env *e = t->env;
+    shm_cache_value_t v = { .buf = e->cbuf, .cap = e->cbuf_cap };
+    int rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
+
+    if (rc == SHM_ETOOSMALL && st_grow(&e->cbuf, &e->cbuf_cap, v.len) == 0) {
+        v.buf = e->cbuf;
+        v.cap = e->cbuf_cap;
+        rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
+    }
+    if (rc)
+        return 0;
+    out->type = v.type;
+    out->flags = v.flags;
+    out->version = v.version;
+    out->expire_at = v.expire_at;
+    out->name = NULL;
+    out->name_len = 0;
+    out->payload = e->cbuf;
+    out->payload_len = v.len;
+    return 1;
+}
+
+int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+{
+    int rc;
+
+    if (cacheable(t, k) && cache_get(t, k, now, out))
+        return inflate(t->env, out);
+    if ((rc = lookup_raw(t, k, now, out)))
+        return rc;
+    if (cacheable(t, k))
+        cache_fill(t, k, out);
+    return inflate(t->env, out);
 }
 
 /*
@@ -201,6 +307,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
     }
     st_count_keys(t, k->db, existed ? 0 : 1,
                   (expire_at ? 1 : 0) - (old_at ? 1 : 0));
+    cache_invalidate(t, k);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
     v.mv_size = st_rec_size(k, payload_len);
@@ -221,9 +328,23 @@ int st_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
 int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
                   int64_t expire_at)
 {
-    uint8_t *dst;
-    int rc = st_string_reserve(t, k, len, expire_at, &dst);
+    st_env *e = t->env;
+    uint8_t *dst, *z;
+    int rc;
 
+    /* Compress big values when it saves at least an eighth. */
+    if (e->compress_threshold && len >= e->compress_threshold &&
+        st_scratch(e, ZSTD_compressBound(len), &z) == 0) {
+        size_t n = ZSTD_compress(z, e->scratch_cap, val, len, e->compress_level);
+        if (!ZSTD_isError(n) && n <= len - len / ST_COMPRESS_MIN_GAIN) {
+            rc = put_record(t, k, ST_TYPE_STRING, ST_REC_ZSTD, expire_at, n, 0,
+                            &dst);
+            if (rc == 0)
+                memcpy(dst, z, n);
+            return rc;
+        }
+    }
+    rc = st_string_reserve(t, k, len, expire_at, &dst);
     if (rc == 0 && len)
         memcpy(dst, val, len);
     return rc;
@@ -232,7 +353,7 @@ int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
 int st_delete(st_txn *t, st_keyref *k, int64_t now)
 {
     st_rec r;
-    int rc = st_lookup(t, k, now, &r);
+    int rc = lookup_raw(t, k, now, &r);
 
     return rc ? rc : del_found(t, k, &r);
 }
@@ -263,7 +384,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
 int st_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
 {
     st_rec r;
-    int rc = st_lookup(t, k, now, &r);
+    int rc = lookup_raw(t, k, now, &r);
 
     if (rc)
         return rc;
@@ -300,13 +421,13 @@ static int same_key(const st_keyref *a, const st_keyref *b)
 int st_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
 {
     st_rec r, d;
-    int rc = st_lookup(t, src, now, &r);
+    int rc = lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
     if (same_key(src, dst))
         return nx ? ST_EEXISTS : 0;
-    rc = st_lookup(t, dst, now, &d);
+    rc = lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (nx)
             return ST_EEXISTS;
@@ -316,12 +437,12 @@ int st_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
         return rc;
     }
     /* dst's deletion may have moved src's pages: look it up again. */
-    if ((rc = st_lookup(t, src, now, &r)))
+    if ((rc = lookup_raw(t, src, now, &r)))
         return rc;
     /* The record moves as it is: a collection keeps its id and elements. */
     if ((rc = rewrite(t, dst, &r, r.expire_at)))
         return rc;
-    if ((rc = st_lookup(t, src, now, &r)))
+    if ((rc = lookup_raw(t, src, now, &r)))
         return rc;
     return del_record(t, src, &r, 1);
 }
@@ -330,17 +451,17 @@ int st_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
             int replace)
 {
     st_rec r, d;
-    int rc = st_lookup(t, src, now, &r);
+    int rc = lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
-    rc = st_lookup(t, dst, now, &d);
+    rc = lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (!replace || same_key(src, dst))
             return ST_EEXISTS;
         if ((rc = del_found(t, dst, &d)))
             return rc;
-        if ((rc = st_lookup(t, src, now, &r)))
+        if ((rc = lookup_raw(t, src, now, &r)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;
@@ -544,6 +665,8 @@ int st_flush(st_env *env, int db, uint64_t *version)
     }
     *version = st_txn_version(t);
     if (db < 0 || mine == total) {
+        if (env->cache)
+            shm_cache_flush_all(env->cache, *version);
         if ((rc = drop_all(t))) {
             st_txn_abort(&t);
             return rc;

@@ -30,6 +30,9 @@
 #define SIM_KEY_MAX 32
 #define SIM_WARMUP_DIV 10     /* first ops/10 accesses are not counted */
 #define SIM_PCT 100.0
+#define SIM_MIB (1024.0 * 1024.0)
+#define SIM_TWO_POW_53 9007199254740992.0  /* doubles hold 53-bit ints */
+#define SIM_FOOTPRINT_BUDGET (1024 * 1024)
 
 typedef struct sim_opts {
 	unsigned keys;
@@ -67,7 +70,7 @@ static double
 rand01(void)
 {
 	g_rng += UINT64_C(0x9e3779b97f4a7c15);
-	return (double)(mix64(g_rng) >> 11) * (1.0 / 9007199254740992.0);
+	return (double)(mix64(g_rng) >> 11) / SIM_TWO_POW_53;
 }
 
 /* cdf[i] = P(rank <= i) for Zipf(s) over n ranks. */
@@ -150,7 +153,7 @@ entry_footprint(const sim_opts *o, const char *val)
 	sim_result r;
 
 	memset(&co, 0, sizeof(co));
-	co.budget_bytes = 1024 * 1024;
+	co.budget_bytes = SIM_FOOTPRINT_BUDGET;
 	co.nstripes = 1;
 	if (shm_cache_create(&co, &c) != 0)
 		return 0;
@@ -329,7 +332,7 @@ main(int argc, char **argv)
 	foot = entry_footprint(&o, val);
 	printf("# keys=%u ops=%lu scan_every=%lu zipf=%.2f vlen=%zu "
 	    "entry=%zuB working_set=%.1fMiB\n", o.keys, o.ops, o.scan_every,
-	    o.zipf, o.vlen, foot, (double)foot * o.keys / (1024.0 * 1024.0));
+	    o.zipf, o.vlen, foot, (double)foot * o.keys / SIM_MIB);
 	printf("| policy | cache %% of WS | stripes | hit %% all | hit %% zipf "
 	    "| hit %% scan |\n|---|---|---|---|---|---|\n");
 	for (si = 0; si < o.nsizes; si++) {
