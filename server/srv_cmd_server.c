@@ -212,6 +212,12 @@ static void info_persistence(srv_buf *b)
     add(b, "aof_enabled:0\r\n");
     add(b, "sync:%s\r\n", sync_names[srv_her.cfg->sync]);
     add(b, "last_sync_time_ms:%lld\r\n", (long long)last_sync);
+    add(b, "last_sync_duration_us:%lld\r\n",
+        (long long)atomic_load(&srv_her.stats->last_sync_us));
+    add(b, "syncs:%lld\r\n", (long long)SRV_STATS_SUM(srv_her.stats, syncs));
+    add(b, "durable_txnid:%lld\r\n",
+        (long long)atomic_load(&srv_her.stats->durable_txn));
+    add(b, "committed_txnid:%llu\r\n", (unsigned long long)st.last_txn);
     add(b, "lmdb_last_txnid:%llu\r\n", (unsigned long long)st.last_txn);
     add(b, "lmdb_map_size:%llu\r\n", (unsigned long long)st.map_size);
     add(b, "lmdb_used_bytes:%llu\r\n", (unsigned long long)st.used_bytes);
@@ -241,6 +247,8 @@ static void info_stats(srv_buf *b)
     add(b, "evicted_keys:0\r\n");
     add(b, "lazyfree_pending_objects:%lld\r\n",
         (long long)atomic_load(&s->lazyfree_pending));
+    add(b, "reaper_ticks:%lld\r\n", (long long)SRV_STATS_SUM(s, ticks));
+    add(b, "reaper_time_us:%lld\r\n", (long long)SRV_STATS_SUM(s, busy_us));
     add(b, "keyspace_hits:%lld\r\n", (long long)SRV_STATS_SUM(s, keyspace_hits));
     add(b, "keyspace_misses:%lld\r\n",
         (long long)SRV_STATS_SUM(s, keyspace_misses));

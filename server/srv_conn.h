@@ -43,6 +43,8 @@ typedef struct srv_conn {
     int in_group;
     int single;                 /* replaying: one transaction per command */
     size_t replay_until;        /* input offset where the replay ends */
+    int64_t hold_ver;           /* sync always: output waits until this
+                                 * transaction id is durable (0: none) */
     /* the command being executed */
     int argc;
     srv_slice *argv;

@@ -25,6 +25,8 @@ typedef struct srv_heritage {
     int unix_fd;                /* shared by all workers; -1 if none */
     srv_stats *stats;
     struct shm_cache *cache;    /* shared cache; NULL when cache-mb is 0 */
+    int sync_efd;               /* eventfd: workers poke the syncer */
+    int *worker_efd;            /* eventfd per worker: the syncer wakes it */
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];

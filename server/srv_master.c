@@ -12,6 +12,8 @@
  */
 #include "server/srv_master.h"
 #include "server/srv_config.h"
+#include "server/srv_duty.h"
+#include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_stats.h"
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -56,7 +59,8 @@ typedef struct child {
     int64_t backoff_ms;
 } child;
 
-static child *workers;
+static child *workers;     /* nworkers workers, then the duty children */
+static int nchildren;
 
 static void on_signal(int sig)
 {
@@ -327,13 +331,34 @@ static void notify_systemd(const char *state)
     close(fd);
 }
 
-static void spawn_worker(int i)
+/* "worker#2", "reaper", "syncer": the log name of child slot i. */
+static void child_name(int i, char *buf, size_t size)
+{
+    if (i < srv_her.nworkers)
+        snprintf(buf, size, "worker#%d", i);
+    else
+        snprintf(buf, size, "%s",
+                 i - srv_her.nworkers == SRV_SLOT_REAPER ? "reaper" : "syncer");
+}
+
+static int child_main(int i)
+{
+    if (i < srv_her.nworkers)
+        return srv_worker_main(i);
+    if (i - srv_her.nworkers == SRV_SLOT_REAPER)
+        return srv_reaper_main();
+    return srv_syncer_main();
+}
+
+static void spawn_child(int i)
 {
     sigset_t none;
+    char name[SRV_CONN_NAME_MAX];
     pid_t pid = fork();
 
     if (pid < 0) {
-        srv_log(SRV_LOG_WARNING, errno, "fork() of worker#%d failed", i);
+        child_name(i, name, sizeof name);
+        srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
         workers[i].respawn_at_ms = srv_monotonic_ms() + RESPAWN_MAX_MS;
         return;
     }
@@ -347,7 +372,7 @@ static void spawn_worker(int i)
         sigaction(SIGINT, &sa, NULL);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        _exit(srv_worker_main(i));
+        _exit(child_main(i));
     }
     workers[i].pid = pid;
     workers[i].started_ms = srv_monotonic_ms();
@@ -360,20 +385,22 @@ static void reap_children(void)
     pid_t pid;
 
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        for (int i = 0; i < srv_her.nworkers; i++) {
+        for (int i = 0; i < nchildren; i++) {
             child *w = &workers[i];
+            char name[SRV_CONN_NAME_MAX];
             if (w->pid != pid)
                 continue;
             int64_t now = srv_monotonic_ms();
             w->pid = 0;
             if (got_term)
                 break;
+            child_name(i, name, sizeof name);
             if (WIFSIGNALED(status))
-                srv_log(SRV_LOG_WARNING, 0, "worker#%d[%d] killed by signal %d",
-                        i, (int)pid, WTERMSIG(status));
+                srv_log(SRV_LOG_WARNING, 0, "%s[%d] killed by signal %d",
+                        name, (int)pid, WTERMSIG(status));
             else
-                srv_log(SRV_LOG_WARNING, 0, "worker#%d[%d] exited with status %d",
-                        i, (int)pid, WEXITSTATUS(status));
+                srv_log(SRV_LOG_WARNING, 0, "%s[%d] exited with status %d",
+                        name, (int)pid, WEXITSTATUS(status));
             if (now - w->started_ms < YOUNG_DEATH_MS)
                 w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : RESPAWN_MIN_MS;
             else
@@ -389,37 +416,58 @@ static void reap_children(void)
     }
 }
 
-static int children_alive(void)
+static int children_alive(int from, int to)
 {
     int n = 0;
 
-    for (int i = 0; i < srv_her.nworkers; i++)
+    for (int i = from; i < to; i++)
         n += workers[i].pid != 0;
     return n;
 }
 
-/* Ask every child to stop, wait for them (bounded), then force it. */
-static void stop_children(const sigset_t *waitmask)
+/* Stop children [from, to): ask, wait (bounded), then force. */
+static void stop_range(int from, int to, const sigset_t *waitmask)
 {
     int64_t deadline = srv_monotonic_ms() + STOP_WAIT_MS;
 
-    for (int i = 0; i < srv_her.nworkers; i++)
+    for (int i = from; i < to; i++)
         if (workers[i].pid)
             kill(workers[i].pid, SIGTERM);
-    while (children_alive() && srv_monotonic_ms() < deadline) {
+    while (children_alive(from, to) && srv_monotonic_ms() < deadline) {
         struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
         ppoll(NULL, 0, &ts, waitmask);
         got_chld = 0;
         reap_children();
     }
-    for (int i = 0; i < srv_her.nworkers; i++)
+    for (int i = from; i < to; i++)
         if (workers[i].pid) {
-            srv_log(SRV_LOG_WARNING, 0, "worker#%d[%d] did not stop: SIGKILL",
-                    i, (int)workers[i].pid);
+            char name[SRV_CONN_NAME_MAX];
+            child_name(i, name, sizeof name);
+            srv_log(SRV_LOG_WARNING, 0, "%s[%d] did not stop: SIGKILL", name,
+                    (int)workers[i].pid);
             kill(workers[i].pid, SIGKILL);
             waitpid(workers[i].pid, NULL, 0);
             workers[i].pid = 0;
         }
+}
+
+/* Workers first (their held replies need the syncer), then the duties. */
+static void stop_children(const sigset_t *waitmask)
+{
+    stop_range(0, srv_her.nworkers, waitmask);
+    stop_range(srv_her.nworkers, nchildren, waitmask);
+}
+
+/* Eventfds between workers and the syncer, made before any fork. */
+static void create_eventfds(void)
+{
+    srv_her.sync_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    srv_her.worker_efd = calloc((size_t)srv_her.nworkers, sizeof(int));
+    if (srv_her.sync_efd < 0 || !srv_her.worker_efd)
+        die("eventfd() failed: %s", strerror(errno));
+    for (int i = 0; i < srv_her.nworkers; i++)
+        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+            die("eventfd() failed: %s", strerror(errno));
 }
 
 static void install_signals(sigset_t *waitmask)
@@ -477,13 +525,15 @@ int srv_master_main(int argc, char **argv)
     if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
-    if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
+    nchildren = srv_her.nworkers + SRV_DUTY_SLOTS;
+    if (!(srv_her.stats = srv_stats_create((unsigned)nchildren)))
         die("mmap() of the stats region failed: %s", strerror(errno));
-    if (!(workers = calloc((size_t)srv_her.nworkers, sizeof *workers)))
+    if (!(workers = calloc((size_t)nchildren, sizeof *workers)))
         die("%s", "out of memory");
+    create_eventfds();
     install_signals(&waitmask);
-    for (int i = 0; i < srv_her.nworkers; i++)
-        spawn_worker(i);
+    for (int i = 0; i < nchildren; i++)
+        spawn_child(i);
     write_pidfile();
     srv_log(SRV_LOG_NOTICE, 0,
             "larder %s (Redis %s protocol) ready: port %lld%s%s, %d workers, "
@@ -507,13 +557,13 @@ int srv_master_main(int argc, char **argv)
             srv_log(SRV_LOG_NOTICE, 0, "SIGHUP: log reopened");
         }
         int64_t now = srv_monotonic_ms();
-        for (int i = 0; i < srv_her.nworkers && !got_term; i++)
+        for (int i = 0; i < nchildren && !got_term; i++)
             if (!workers[i].pid && now >= workers[i].respawn_at_ms)
-                spawn_worker(i);
+                spawn_child(i);
     }
     notify_systemd("STOPPING=1");
     srv_log(SRV_LOG_NOTICE, 0, "shutting down: stopping %d workers",
-            children_alive());
+            children_alive(0, srv_her.nworkers));
     stop_children(&waitmask);
     if (srv_her.cfg->pidfile[0])
         unlink(srv_her.cfg->pidfile);

@@ -29,6 +29,9 @@ typedef struct srv_stats_slot {
     _Atomic int64_t commits;
     _Atomic int64_t respawns;
     _Atomic int64_t ops_per_sec;        /* gauge, sampled by the worker */
+    _Atomic int64_t ticks;              /* reaper */
+    _Atomic int64_t busy_us;            /* reaper: time spent in ticks */
+    _Atomic int64_t syncs;              /* syncer */
 } __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
 
 typedef struct srv_stats {
@@ -39,8 +42,16 @@ typedef struct srv_stats {
     _Atomic int64_t clients;            /* atomic: across workers */
     _Atomic int64_t last_sync_ms;       /* atomic */
     _Atomic int64_t lazyfree_pending;   /* atomic: detached collections */
+    _Atomic int64_t durable_txn;        /* atomic: flushed to disk */
+    _Atomic int64_t committed_txn;      /* atomic: newest seen by syncer */
+    _Atomic int64_t last_sync_us;       /* atomic: duration of last flush */
     srv_stats_slot slot[];
 } srv_stats;
+
+/* Slots after the workers' ones. */
+#define SRV_SLOT_REAPER 0
+#define SRV_SLOT_SYNCER 1
+#define SRV_DUTY_SLOTS 2
 
 /* Map the region for `nslots` workers (master, before fork). NULL: errno. */
 srv_stats *srv_stats_create(unsigned nslots);

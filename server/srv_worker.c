@@ -14,6 +14,7 @@
  */
 #include "server/srv_worker.h"
 #include "server/srv_cmd.h"
+#include "server/srv_duty.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
@@ -43,9 +44,6 @@
 #define BUF_KEEP (64 * 1024)
 #define MS_PER_S 1000
 #define STOP_DEADLINE_S 10
-#define EXPIRE_BATCH 1000
-/* Elements of deleted collections freed per tick, in one transaction. */
-#define LAZYFREE_CHUNK 10000
 #define KEEPALIVE_PROBES 3
 #define KEEPALIVE_DIVISOR 3
 #define US_PER_MS 1000
@@ -229,6 +227,16 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
  * connection was closed. */
 static int flush_output(srv_conn *c)
 {
+    if (c->hold_ver) {
+        if (c->hold_ver > atomic_load(&srv_her.stats->durable_txn)) {
+            if (c->writing) {
+                event_del(c->ev_write);
+                c->writing = 0;
+            }
+            return 0;                   /* the syncer will wake us */
+        }
+        c->hold_ver = 0;
+    }
     while (c->out_sent < c->out.len) {
         ssize_t n = write(c->fd, c->out.data + c->out_sent,
                           c->out.len - c->out_sent);
@@ -351,8 +359,17 @@ static int group_commit(srv_worker *w)
     srv_group *g = &w->group;
     int rc = 0;
 
-    if (g->rtxn)
+    if (g->rtxn) {
+        int64_t v = (int64_t)st_txn_version(g->rtxn);
+        if (v > g->hold_ver)
+            g->hold_ver = v;
         st_txn_commit(&g->rtxn);
+    }
+    if (g->wtxn && !g->failed) {
+        int64_t v = (int64_t)st_txn_version(g->wtxn);
+        if (v > g->hold_ver)
+            g->hold_ver = v;
+    }
     if (g->wtxn && g->failed) {
         st_txn_abort(&g->wtxn);
     } else if (g->wtxn) {
@@ -482,6 +499,15 @@ static void group_finish(srv_worker *w)
                 !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
                 process_input(g->conns[i]);
     } while (group_commit(w));
+    if (srv_her.cfg->sync == SRV_SYNC_ALWAYS && g->hold_ver >
+                                                    atomic_load(&srv_her.stats->durable_txn)) {
+        /* Replies wait until what they show is on disk. */
+        for (unsigned i = 0; i < g->nconns; i++)
+            if (g->conns[i]->hold_ver < g->hold_ver)
+                g->conns[i]->hold_ver = g->hold_ver;
+        srv_syncer_poke();
+    }
+    g->hold_ver = 0;
     while (g->nconns) {
         srv_conn *m = g->conns[--g->nconns];
         m->in_group = 0;
@@ -567,9 +593,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     srv_worker *w = arg;
     int64_t now = srv_mstime();
     int64_t mono = srv_monotonic_ms();
-    size_t n;
-    uint64_t version;
-    int dead, rc;
 
     group_finish(w);                    /* its own txns below need the slot */
     close_idle(w, now);
@@ -581,31 +604,20 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         w->last_sample_cmds = cmds;
         w->last_sample_ms = mono;
     }
-    /* Until the reaper process exists (issue #5), worker 0 does its
-     * duties: active expiry, lazy freeing, the everysec flush, the reader
-     * check. */
-    if (w->index != 0)
-        return;
-    if ((rc = st_expire_due(w->env, now, EXPIRE_BATCH, &n, &version)))
-        srv_log(SRV_LOG_WARNING, 0, "active expiry failed: %s",
-                st_strerror(rc));
-    else if (n)
-        SRV_STAT_ADD(w->stats, expired_keys, (int64_t)n);
-    size_t freed;
-    uint64_t pending;
-    if ((rc = st_coll_free_chunk(w->env, LAZYFREE_CHUNK, &freed, &pending)))
-        srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s", st_strerror(rc));
-    else
-        atomic_store(&srv_her.stats->lazyfree_pending, (int64_t)pending);
-    if (srv_her.cfg->sync == SRV_SYNC_EVERYSEC &&
-        mono - w->last_sync_ms >= MS_PER_S) {
-        if ((rc = st_env_sync(w->env)))
-            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "mdb_env_sync() failed");
-        else
-            atomic_store(&srv_her.stats->last_sync_ms, now);
-        w->last_sync_ms = mono;
-        if (st_env_reader_check(w->env, &dead) == 0 && dead)
-            srv_log(SRV_LOG_NOTICE, 0, "cleared %d stale reader slots", dead);
+}
+
+/* The syncer published a new durable id: release the replies it covers. */
+static void on_durable(evutil_socket_t fd, short what, void *arg)
+{
+    srv_worker *w = arg;
+    uint64_t n;
+
+    if (read(fd, &n, sizeof n) < 0 && errno != EAGAIN)
+        srv_log(SRV_LOG_WARNING, errno, "read() of the worker eventfd");
+    for (srv_conn *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        if (c->hold_ver && !c->in_group)
+            flush_output(c);
     }
 }
 
@@ -684,7 +696,7 @@ static int open_env(srv_worker *w)
         .dir = srv_her.cfg->dir,
         .map_size = (uint64_t)srv_her.cfg->maxdisk,
         .databases = (unsigned)srv_her.cfg->databases,
-        .nosync = srv_her.cfg->sync != SRV_SYNC_ALWAYS,
+        .nosync = 1,                    /* the syncer flushes */
         .writemap = (int)srv_her.cfg->lmdb_writemap,
         .cache = srv_her.cache,
         .compress_threshold = (size_t)srv_her.cfg->compress_threshold,
@@ -722,7 +734,6 @@ int srv_worker_main(int index)
     atomic_store(&w->stats->connected, 0);
     w->last_sample_ms = srv_monotonic_ms();
     w->last_sample_cmds = atomic_load(&w->stats->total_commands);
-    w->last_sync_ms = srv_monotonic_ms();
     srv_cmd_init();
     if (open_env(w))
         return 1;
@@ -744,6 +755,10 @@ int srv_worker_main(int index)
     w->ev_tick = new_event(w, -1, EV_PERSIST, on_tick, w);
     w->ev_term = new_event(w, SIGTERM, EV_SIGNAL | EV_PERSIST, on_term, w);
     ev_check = new_event(w, -1, EV_PERSIST, on_check_finish, w);
+    w->ev_durable = new_event(w, srv_her.worker_efd[index], EV_READ | EV_PERSIST,
+                              on_durable, w);
+    if (!w->ev_durable || event_add(w->ev_durable, NULL))
+        goto out;
     if (!w->ev_tick || !w->ev_term || !ev_check || event_add(w->ev_tick, &tick) ||
         event_add(w->ev_term, NULL) || event_add(ev_check, &check))
         goto out;
@@ -779,6 +794,7 @@ int srv_worker_embed_open(const char *dir)
     srv_her.cfg = &cfg;
     srv_her.nworkers = 1;
     srv_her.unix_fd = -1;
+    srv_her.sync_efd = -1;
     srv_her.master_pid = getpid();
     srv_her.start_ms = srv_mstime();
     if (!srv_her.stats && !(srv_her.stats = srv_stats_create(1)))

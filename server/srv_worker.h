@@ -39,6 +39,7 @@ typedef struct srv_group {
     int cmd_wrote;              /* the running command used the wtxn */
     int poisoned;               /* the running command's write failed */
     size_t cmd_out_mark;        /* output length before the running cmd */
+    int64_t hold_ver;           /* newest txn id the group's replies show */
     struct event *ev_commit;    /* low priority: runs after all reads */
 } srv_group;
 
@@ -54,10 +55,10 @@ typedef struct srv_worker {
     struct event *ev_tick;
     struct event *ev_term;
     struct event *ev_deadline;
+    struct event *ev_durable;   /* the syncer published a durable id */
     int stopping;
     srv_group group;
     int64_t now_ms;             /* clock of the current command */
-    int64_t last_sync_ms;
     int64_t last_sample_ms;
     int64_t last_sample_cmds;
 } srv_worker;

@@ -1,0 +1,576 @@
+/*
+ * srv_cmd_hash.c - hash commands. Families share one generic function
+ * each: set (HSET HMSET), keys/values (HGETALL HKEYS HVALS). Whole-hash
+ * replies stream from a storage cursor into the output buffer.
+ */
+#include "server/srv_cmd.h"
+#include "server/srv_conn.h"
+#include "server/srv_keyspace.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "storage/st_err.h"
+#include "storage/st_hash.h"
+#include "storage/st_keys.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCAN_DEFAULT_COUNT 10
+
+static const char ERR_HASH_NOT_INT[] = "ERR hash value is not an integer";
+static const char ERR_HASH_NOT_FLOAT[] = "ERR hash value is not a float";
+
+/* Open argv[i] as a hash: 1 found, 0 absent, -1 after an error reply. */
+static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
+                         st_obj *o)
+{
+    int rc;
+
+    srv_key(c, i, k);
+    rc = st_obj_open(t, k, ST_TYPE_HASH, srv_cmd_now(), o);
+    if (rc == 0)
+        return 1;
+    if (rc == ST_ENOTFOUND)
+        return 0;
+    srv_storage_error(c, rc);
+    return -1;
+}
+
+/* Open argv[1] for writing, creating it when absent; -1 after a reply. */
+static int open_write_or_reply(srv_conn *c, struct st_txn *t, st_keyref *k,
+                               st_obj *o)
+{
+    int rc = open_or_reply(c, t, 1, k, o);
+
+    if (rc == 0 && (rc = st_obj_create(t, o))) {
+        srv_storage_error(c, rc);
+        return -1;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+static int save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
+{
+    int rc = st_obj_save(t, o, srv_cmd_now());
+
+    if (rc)
+        srv_storage_error(c, rc);
+    return rc ? -1 : 0;
+}
+
+static uint64_t rand64(void)
+{
+    return ((uint64_t)random() << 33) ^ ((uint64_t)random() << 2) ^
+           (uint64_t)random();
+}
+
+/* HSET / HMSET: field-value pairs from argv[2]. */
+static void set_generic(srv_conn *c, int reply_ok)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    long long added = 0;
+    int rc;
+
+    if (c->argc % 2) {
+        srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
+                         c->cmd->name);
+        return;
+    }
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        open_write_or_reply(c, t, &k, &o))
+        return;
+    for (int j = 2; j < c->argc; j += 2) {
+        int created;
+        rc = st_hash_set(t, &o, c->argv[j].ptr, c->argv[j].len,
+                         c->argv[j + 1].ptr, c->argv[j + 1].len, 0, &created);
+        if (rc) {
+            srv_storage_error(c, rc);
+            return;
+        }
+        added += created;
+    }
+    if (save_or_reply(c, t, &o))
+        return;
+    if (reply_ok)
+        srv_reply_ok(c);
+    else
+        srv_reply_int(c, added);
+}
+
+void srv_cmd_hset(srv_conn *c) { set_generic(c, 0); }
+void srv_cmd_hmset(srv_conn *c) { set_generic(c, 1); }
+
+void srv_cmd_hsetnx(srv_conn *c)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    int rc, created;
+
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        open_write_or_reply(c, t, &k, &o))
+        return;
+    rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr,
+                     c->argv[3].len, 1, &created);
+    if (rc == ST_EEXISTS) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    if (rc) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    if (save_or_reply(c, t, &o) == 0)
+        srv_reply_int(c, 1);
+}
+
+/* Reply the value of field argv[i] of `o` (nil when absent). */
+static int reply_field(srv_conn *c, struct st_txn *t, const st_obj *o,
+                       int i)
+{
+    const uint8_t *v;
+    size_t vl;
+    int rc = o->exists ? st_hash_get(t, o, c->argv[i].ptr, c->argv[i].len,
+                                     &v, &vl)
+                       : ST_ENOTFOUND;
+
+    if (rc == ST_ENOTFOUND)
+        srv_reply_null(c);
+    else if (rc)
+        return rc;
+    else
+        srv_reply_bulk(c, v, vl);
+    return 0;
+}
+
+void srv_cmd_hget(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    if ((rc = reply_field(c, t, &o, 2)))
+        srv_storage_error(c, rc);
+}
+
+void srv_cmd_hmget(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+    size_t mark;
+    int rc;
+
+    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    mark = c->out.len;
+    srv_reply_array(c, c->argc - 2);
+    for (int j = 2; j < c->argc; j++) {
+        if ((rc = reply_field(c, t, &o, j))) {
+            c->out.len = mark;
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+}
+
+void srv_cmd_hexists(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+    const uint8_t *v;
+    size_t vl;
+    int rc;
+
+    if (!t || (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    rc = st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl);
+    if (rc && rc != ST_ENOTFOUND)
+        srv_storage_error(c, rc);
+    else
+        srv_reply_int(c, rc == 0);
+}
+
+void srv_cmd_hstrlen(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+    const uint8_t *v;
+    size_t vl = 0;
+    int rc;
+
+    if (!t || (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    rc = st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl);
+    if (rc && rc != ST_ENOTFOUND)
+        srv_storage_error(c, rc);
+    else
+        srv_reply_int(c, rc ? 0 : (long long)vl);
+}
+
+void srv_cmd_hlen(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+
+    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    srv_reply_int(c, (long long)o.c.card);
+}
+
+void srv_cmd_hdel(srv_conn *c)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    long long n = 0;
+    int rc;
+
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    for (int j = 2; rc && j < c->argc; j++) {
+        int r = st_hash_del(t, &o, c->argv[j].ptr, c->argv[j].len);
+        if (r == 0)
+            n++;
+        else if (r != ST_ENOTFOUND) {
+            srv_storage_error(c, r);
+            return;
+        }
+    }
+    if (n && save_or_reply(c, t, &o))
+        return;
+    srv_reply_int(c, n);
+}
+
+/* What HGETALL, HKEYS and HVALS reply per field. */
+#define WANT_FIELDS 0x1u
+#define WANT_VALUES 0x2u
+
+typedef struct emit_ctx {
+    srv_conn *c;
+    unsigned want;
+    const srv_slice *match;     /* HSCAN MATCH, or NULL */
+    long long n;                /* elements replied */
+} emit_ctx;
+
+static int emit_pair(void *ctx, const uint8_t *f, size_t fl,
+                     const uint8_t *v, size_t vl)
+{
+    emit_ctx *e = ctx;
+
+    if (e->match && !srv_glob_match(e->match->ptr, e->match->len,
+                                    (const char *)f, fl, 0))
+        return 0;
+    if (e->want & WANT_FIELDS) {
+        srv_reply_bulk(e->c, f, fl);
+        e->n++;
+    }
+    if (e->want & WANT_VALUES) {
+        srv_reply_bulk(e->c, v, vl);
+        e->n++;
+    }
+    return 0;
+}
+
+static void getall_generic(srv_conn *c, unsigned want)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    emit_ctx e = { c, want, NULL, 0 };
+    st_keyref k;
+    st_obj o;
+    uint64_t next;
+    size_t mark;
+    int rc;
+
+    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    mark = c->out.len;
+    if (want == (WANT_FIELDS | WANT_VALUES))
+        srv_reply_map(c, (long long)o.c.card);
+    else
+        srv_reply_array(c, (long long)o.c.card);
+    if (!o.exists)
+        return;
+    rc = st_hash_scan(t, &o, 0, SIZE_MAX, emit_pair, &e, &next);
+    if (rc) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+    }
+}
+
+void srv_cmd_hgetall(srv_conn *c) { getall_generic(c, WANT_FIELDS | WANT_VALUES); }
+void srv_cmd_hkeys(srv_conn *c) { getall_generic(c, WANT_FIELDS); }
+void srv_cmd_hvals(srv_conn *c) { getall_generic(c, WANT_VALUES); }
+
+void srv_cmd_hincrby(srv_conn *c)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    const uint8_t *v;
+    size_t vl;
+    long long by, cur = 0;
+    char buf[SRV_LLSTR_SIZE];
+    int rc, created;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[3], &by) ||
+        !(t = srv_txn_write_or_reply(c)) ||
+        open_write_or_reply(c, t, &k, &o))
+        return;
+    rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v,
+                                &vl)
+                  : ST_ENOTFOUND;
+    if (rc == 0 && !srv_str2ll((const char *)v, vl, &cur)) {
+        srv_reply_error(c, ERR_HASH_NOT_INT);
+        return;
+    }
+    if (rc && rc != ST_ENOTFOUND) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) ||
+        (by > 0 && cur > 0 && by > LLONG_MAX - cur)) {
+        srv_reply_error(c, "ERR increment or decrement would overflow");
+        return;
+    }
+    cur += by;
+    int n = srv_ll2str(buf, cur);
+    if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
+                          (size_t)n, 0, &created)) ||
+        (rc = st_obj_save(t, &o, srv_cmd_now()))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_int(c, cur);
+}
+
+void srv_cmd_hincrbyfloat(srv_conn *c)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    const uint8_t *v;
+    size_t vl;
+    long double by, cur = 0;
+    char buf[SRV_LDSTR_SIZE];
+    int rc, created;
+
+    if (!srv_str2ld(c->argv[3].ptr, c->argv[3].len, &by)) {
+        srv_reply_error(c, SRV_ERR_NOT_FLOAT);
+        return;
+    }
+    if (isnan(by) || isinf(by)) {
+        srv_reply_error(c, "ERR value is NaN or Infinity");
+        return;
+    }
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        open_write_or_reply(c, t, &k, &o))
+        return;
+    rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v,
+                                &vl)
+                  : ST_ENOTFOUND;
+    if (rc == 0 && !srv_str2ld((const char *)v, vl, &cur)) {
+        srv_reply_error(c, ERR_HASH_NOT_FLOAT);
+        return;
+    }
+    if (rc && rc != ST_ENOTFOUND) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    cur += by;
+    if (isnan(cur) || isinf(cur)) {
+        srv_reply_error(c, "ERR increment would produce NaN or Infinity");
+        return;
+    }
+    int n = srv_ld2str(buf, sizeof buf, cur);
+    if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
+                          (size_t)n, 0, &created)) ||
+        (rc = st_obj_save(t, &o, srv_cmd_now()))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_bulk(c, buf, (size_t)n);
+}
+
+/* HRANDFIELD with a count: the pairs of WITHVALUES are nested arrays in
+ * RESP3 and flat in RESP2. */
+typedef struct rand_ctx {
+    srv_conn *c;
+    int withvalues;
+} rand_ctx;
+
+static int emit_rand(void *ctx, const uint8_t *f, size_t fl,
+                     const uint8_t *v, size_t vl)
+{
+    rand_ctx *r = ctx;
+
+    if (r->withvalues && r->c->resp == 3)
+        srv_reply_array(r->c, 2);
+    srv_reply_bulk(r->c, f, fl);
+    if (r->withvalues)
+        srv_reply_bulk(r->c, v, vl);
+    return 0;
+}
+
+void srv_cmd_hrandfield(srv_conn *c)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    long long count = 1;
+    rand_ctx r = { c, 0 };
+    size_t mark;
+    int rc;
+
+    if (c->argc > 4 || (c->argc == 4 && !srv_streq(c->argv[3].ptr,
+                                                   c->argv[3].len,
+                                                   "withvalues"))) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    r.withvalues = c->argc == 4;
+    if (c->argc >= 3) {
+        if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
+            return;
+        if (count < -LLONG_MAX / 2 && r.withvalues) {
+            srv_reply_error(c, "ERR value is out of range, value must "
+                               "between -9223372036854775807 and "
+                               "9223372036854775807");
+            return;
+        }
+    }
+    if (!(t = srv_txn_read_or_reply(c)) ||
+        open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    if (c->argc == 2) {
+        if (!o.exists) {
+            srv_reply_null(c);
+            return;
+        }
+        rc = st_hash_sample(t, &o, rand64(), 1, emit_rand, &r);
+        if (rc)
+            srv_storage_error(c, rc);
+        return;
+    }
+    if (!o.exists || count == 0) {
+        srv_reply_array(c, 0);
+        return;
+    }
+    mark = c->out.len;
+    if (count > 0) {
+        uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
+        if (r.withvalues && c->resp == 2)
+            srv_reply_array(c, (long long)n * 2);
+        else
+            srv_reply_array(c, (long long)n);
+        rc = st_hash_sample(t, &o, rand64(), n, emit_rand, &r);
+    } else {
+        unsigned long long n = 0ull - (unsigned long long)count;
+        if (r.withvalues && c->resp == 2)
+            srv_reply_array(c, (long long)n * 2);
+        else
+            srv_reply_array(c, (long long)n);
+        rc = 0;
+        for (unsigned long long i = 0; i < n && !rc; i++)
+            rc = st_hash_sample(t, &o, rand64(), 1, emit_rand, &r);
+    }
+    if (rc) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+    }
+}
+
+/* Parse a SCAN cursor (an unsigned decimal). */
+static int parse_cursor_or_reply(srv_conn *c, const srv_slice *a,
+                                 uint64_t *cursor)
+{
+    char buf[SRV_LLSTR_SIZE + 1], *end;
+
+    if (a->len == 0 || a->len >= sizeof buf || a->ptr[0] == '-' ||
+        a->ptr[0] == ' ' || a->ptr[0] == '+')
+        goto bad;
+    memcpy(buf, a->ptr, a->len);
+    buf[a->len] = '\0';
+    errno = 0;
+    *cursor = strtoull(buf, &end, 10);
+    if (*end == '\0' && errno == 0)
+        return 0;
+bad:
+    srv_reply_error(c, "ERR invalid cursor");
+    return -1;
+}
+
+void srv_cmd_hscan(srv_conn *c)
+{
+    struct st_txn *t;
+    emit_ctx e = { c, WANT_FIELDS | WANT_VALUES, NULL, 0 };
+    long long count = SCAN_DEFAULT_COUNT;
+    uint64_t cursor, next = 0;
+    st_keyref k;
+    st_obj o;
+    size_t mark;
+    int rc;
+
+    if (parse_cursor_or_reply(c, &c->argv[2], &cursor))
+        return;
+    for (int j = 3; j < c->argc; j += 2) {
+        const srv_slice *a = &c->argv[j];
+        if (j + 1 >= c->argc) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+        if (srv_streq(a->ptr, a->len, "count")) {
+            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
+                return;
+            if (count < 1) {
+                srv_reply_error(c, SRV_ERR_SYNTAX);
+                return;
+            }
+        } else if (srv_streq(a->ptr, a->len, "match")) {
+            e.match = &c->argv[j + 1];
+            if (e.match->len == 1 && e.match->ptr[0] == '*')
+                e.match = NULL;
+        } else {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (!(t = srv_txn_read_or_reply(c)) ||
+        open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    mark = srv_reply_defer(c);
+    if (o.exists &&
+        (rc = st_hash_scan(t, &o, cursor, (size_t)count, emit_pair, &e,
+                           &next))) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+        return;
+    }
+    char cur[SRV_LLSTR_SIZE + 1], head[SRV_REPLY_DEFER_MAX];
+    int n = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
+    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n", n,
+                      cur, e.n);
+    srv_reply_defer_fill(c, mark, head, (size_t)hn);
+}
