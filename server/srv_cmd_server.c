@@ -15,6 +15,8 @@
 #include "storage/st_err.h"
 #include "storage/st_keys.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,9 +90,94 @@ void srv_cmd_role(srv_conn *c)
 
 static int64_t last_save_s(void)
 {
-    int64_t ms = atomic_load(&srv_her.stats->last_sync_ms);
+    int64_t ms = atomic_load(&srv_her.stats->last_save_ms);
 
     return (ms ? ms : srv_her.start_ms) / MS_PER_S;
+}
+
+/* ---- SAVE / BGSAVE: a compacted LMDB copy at dir/dbfilename ---- */
+
+static int backup_path(char *buf, size_t size)
+{
+    const char *f = srv_her.cfg->dbfilename;
+
+    return (size_t)snprintf(buf, size, "%s%s%s", f[0] == '/' ? "" : srv_her.cfg->dir,
+                            f[0] == '/' ? "" : "/", f) < size ? 0 : -1;
+}
+
+/* Run the copy and record its outcome for LASTSAVE and INFO. */
+static int do_save(void)
+{
+    char path[SRV_PATH_MAX + SRV_PATH_MAX];
+    int64_t t0 = srv_ustime();
+    int rc = backup_path(path, sizeof path) ? ENAMETOOLONG
+                                            : st_env_backup(srv_w->env, path);
+
+    atomic_store(&srv_her.stats->last_save_status, rc);
+    atomic_store(&srv_her.stats->last_save_us, srv_ustime() - t0);
+    if (rc == 0) {
+        atomic_store(&srv_her.stats->last_save_ms, srv_mstime());
+        srv_log(SRV_LOG_NOTICE, 0, "DB saved on disk: %s", path);
+    } else {
+        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "saving %s failed: %s", path,
+                st_strerror(rc));
+    }
+    return rc;
+}
+
+void srv_cmd_save(srv_conn *c)
+{
+    int64_t none = 0;
+
+    if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress,
+                                        &none, getpid())) {
+        srv_reply_error(c, "ERR Background save already in progress");
+        return;
+    }
+    int rc = do_save();
+    atomic_store(&srv_her.stats->save_in_progress, 0);
+    if (rc)
+        srv_reply_errorf(c, "ERR save failed: %s", st_strerror(rc));
+    else
+        srv_reply_ok(c);
+}
+
+static void *bgsave_thread(void *arg)
+{
+    do_save();
+    atomic_store(&srv_her.stats->save_in_progress, 0);
+    return NULL;
+}
+
+void srv_cmd_bgsave(srv_conn *c)
+{
+    pthread_attr_t attr;
+    pthread_t tid;
+    int64_t none = 0;
+
+    if (c->argc > 2 || (c->argc == 2 &&
+                        !srv_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress,
+                                        &none, getpid())) {
+        srv_reply_error(c, "ERR Background save already in progress");
+        return;
+    }
+    /* A thread of this worker: LMDB lets it read in its own transaction
+     * while this thread goes on serving. */
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&tid, &attr, bgsave_thread, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        atomic_store(&srv_her.stats->save_in_progress, 0);
+        srv_reply_errorf(c, "ERR can't start the background save: %s",
+                         strerror(rc));
+        return;
+    }
+    srv_reply_simple(c, "Background saving started");
 }
 
 void srv_cmd_lastsave(srv_conn *c) { srv_reply_int(c, last_save_s()); }
@@ -206,9 +293,15 @@ static void info_persistence(srv_buf *b)
     add(b, "# Persistence\r\n");
     add(b, "loading:0\r\n");
     add(b, "rdb_changes_since_last_save:0\r\n");
-    add(b, "rdb_bgsave_in_progress:0\r\n");
+    add(b, "rdb_bgsave_in_progress:%d\r\n",
+        atomic_load(&srv_her.stats->save_in_progress) != 0);
     add(b, "rdb_last_save_time:%lld\r\n", (long long)last_save_s());
-    add(b, "rdb_last_bgsave_status:ok\r\n");
+    add(b, "rdb_last_bgsave_status:%s\r\n",
+        atomic_load(&srv_her.stats->last_save_status) ? "err" : "ok");
+    add(b, "rdb_last_bgsave_time_sec:%lld\r\n",
+        (long long)(atomic_load(&srv_her.stats->last_save_us) / US_PER_S));
+    add(b, "rdb_saves:%d\r\n", atomic_load(&srv_her.stats->last_save_ms) != 0);
+    add(b, "backup_file:%s/%s\r\n", srv_her.cfg->dir, srv_her.cfg->dbfilename);
     add(b, "aof_enabled:0\r\n");
     add(b, "sync:%s\r\n", sync_names[srv_her.cfg->sync]);
     add(b, "last_sync_time_ms:%lld\r\n", (long long)last_sync);
@@ -358,7 +451,7 @@ void srv_cmd_info(srv_conn *c)
 /* ---- CONFIG ---- */
 
 /* Settings clients and tools ask about that larder answers with fixed
- * values (it has no RDB/AOF or maxmemory). */
+ * values (no RDB snapshots or AOF: LMDB is the store; no maxmemory). */
 static const struct {
     const char *name;
     const char *value;

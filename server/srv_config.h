@@ -60,6 +60,7 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     X("maxdisk", maxdisk, SRV_CFG_BYTES, "64gb", 1024 * 1024,                \
       0x7fffffffffffffffll, 0)                                               \
     X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                       \
+    X("dbfilename", dbfilename, SRV_CFG_STRING, "backup.mdb", 0, 0, 0)      \
     X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)          \
     X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
     X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                \
@@ -91,6 +92,7 @@ typedef struct srv_config {
     long long maxdisk;
     long long sync;
     long long lmdb_writemap;
+    char dbfilename[SRV_PATH_MAX];
     long long hz;
     long long reaper_batch;
     long long cache_mb;

@@ -45,6 +45,10 @@ typedef struct srv_stats {
     _Atomic int64_t durable_txn;        /* atomic: flushed to disk */
     _Atomic int64_t committed_txn;      /* atomic: newest seen by syncer */
     _Atomic int64_t last_sync_us;       /* atomic: duration of last flush */
+    _Atomic int64_t last_save_ms;       /* atomic: last good SAVE/BGSAVE */
+    _Atomic int64_t save_in_progress;   /* atomic: pid doing a BGSAVE, 0 */
+    _Atomic int64_t last_save_status;   /* atomic: 0 ok, else error code */
+    _Atomic int64_t last_save_us;       /* atomic: its duration */
     srv_stats_slot slot[];
 } srv_stats;
 

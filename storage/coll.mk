@@ -1,1 +1,7 @@
 # storage/coll.mk: typed storage of the collection types.
+libstorage_a_SOURCES += \
+	storage/st_elem.c storage/st_elem.h \
+	storage/st_hash.c storage/st_hash.h \
+	storage/st_set.c storage/st_set.h \
+	storage/st_list.c storage/st_list.h \
+	storage/st_zset.c storage/st_zset.h

@@ -96,11 +96,16 @@ int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
 
 /*
  * Visit up to `count` distinct elements starting at the random position
- * `r` and wrapping around (random samples: SRANDMEMBER, SPOP ...):
- * O(log n + count). ST_ENOTFOUND if the collection is empty.
+ * `r` and wrapping around (random samples: SRANDMEMBER, SPOP ...) of a
+ * collection of `card` elements: O(log n + count). ST_ENOTFOUND if the
+ * collection is empty.
  */
-int st_elem_sample(st_txn *t, int kind, uint64_t id, uint64_t r,
-                   size_t count, st_elem_fn fn, void *ctx);
+int st_elem_sample(st_txn *t, int kind, uint64_t id, uint64_t card,
+                   uint64_t r, size_t count, st_elem_fn fn, void *ctx);
+
+/* Up to this many elements, samples start at a uniformly chosen index
+ * (O(n)); above, at a random hash (O(log n), weighted by hash gaps). */
+#define ST_ELEM_SMALL 128
 
 /* The scan hash of an element name (its order in the collection). */
 uint64_t st_elem_hash(const void *name, size_t len);

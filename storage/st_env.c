@@ -6,6 +6,9 @@
 #include "storage/st_err.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +200,31 @@ void st_env_close(st_env **envp)
 }
 
 int st_env_sync(st_env *env) { return st_map_err(mdb_env_sync(env->env, 1)); }
+
+#define ST_BACKUP_SUFFIX ".tmp"
+
+int st_env_backup(st_env *env, const char *path)
+{
+    char tmp[PATH_MAX];
+    int fd, rc;
+
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s%s", path, ST_BACKUP_SUFFIX) >=
+        sizeof tmp)
+        return ENAMETOOLONG;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ST_FILE_MODE);
+    if (fd < 0)
+        return errno;
+    rc = st_map_err(mdb_env_copyfd2(env->env, fd, MDB_CP_COMPACT));
+    if (rc == 0 && fsync(fd))
+        rc = errno;
+    if (close(fd) && rc == 0)
+        rc = errno;
+    if (rc == 0 && rename(tmp, path))
+        rc = errno;
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
 
 int st_env_reader_check(st_env *env, int *dead)
 {

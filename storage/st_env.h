@@ -50,6 +50,14 @@ void st_env_close(st_env **env);
 /* Flush committed transactions to disk (fdatasync). Returns 0 or errno. */
 int st_env_sync(st_env *env);
 
+/*
+ * Write a compacted, consistent copy of the environment to `path` (a file;
+ * written to path.tmp, flushed, then renamed, so `path` is always whole).
+ * Runs in a read transaction of its own: writers go on meanwhile. Any
+ * thread of a process that has the environment open. 0 or an error code.
+ */
+int st_env_backup(st_env *env, const char *path);
+
 /* Clear reader slots of dead processes; *dead gets how many. */
 int st_env_reader_check(st_env *env, int *dead);
 

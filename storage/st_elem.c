@@ -1,0 +1,324 @@
+/*
+ * st_elem.c - collection records (open, create, save) and the element
+ * keys of the hash-ordered databases shared by hashes, sets and zsets.
+ */
+#include "storage/st_elem.h"
+#include "storage/st_err.h"
+#include "storage/st_internal.h"
+#include "storage/st_keys.h"
+
+#include <string.h>
+
+#define ELEM_SEED_DIGEST 0x6c61726465720003ull
+#define ELEM_NLEN_BYTES 4
+#define SCAN_HASH_MAX 0x7fffffffffffffffull
+
+static MDB_dbi kind_dbi(const st_txn *t, int kind)
+{
+    switch (kind) {
+    case ST_ELEM_HASH: return t->env->dbi[ST_DBI_HASHES];
+    case ST_ELEM_SET: return t->env->dbi[ST_DBI_SETS];
+    default: return t->env->dbi[ST_DBI_ZMEMBERS];
+    }
+}
+
+int st_obj_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o)
+{
+    st_rec r;
+    int rc = st_lookup(t, k, now, &r);
+
+    memset(o, 0, sizeof *o);
+    o->k = k;
+    o->type = type;
+    if (rc)
+        return rc;
+    if (r.type != type)
+        return ST_EWRONGTYPE;
+    o->exists = 1;
+    o->expire_at = r.expire_at;
+    st_coll_decode(&r, &o->c);
+    return 0;
+}
+
+int st_obj_create(st_txn *t, st_obj *o)
+{
+    memset(&o->c, 0, sizeof o->c);
+    return st_coll_new_id(t, &o->c.id);
+}
+
+/* Rewrite the record of `o` in place (or create it, without a TTL). */
+static int rec_write(st_txn *t, st_obj *o)
+{
+    MDB_val key = { o->k->enc_len, o->k->enc }, v;
+    uint8_t *p;
+    int rc;
+
+    v.mv_size = st_rec_size(o->k, ST_COLL_PAYLOAD);
+    v.mv_data = NULL;
+    rc = mdb_put(t->txn, t->env->dbi[ST_DBI_KEYS], &key, &v, MDB_RESERVE);
+    if (rc)
+        return st_map_err(rc);
+    p = st_rec_encode_head(v.mv_data, o->k, o->type, 0, st_txn_version(t),
+                           o->expire_at);
+    st_coll_encode(p, &o->c);
+    if (!o->exists) {
+        st_count_keys(t, o->k->db, 1, o->expire_at ? 1 : 0);
+        o->exists = 1;
+    }
+    return 0;
+}
+
+int st_obj_save(st_txn *t, st_obj *o, int64_t now)
+{
+    int rc;
+
+    if (o->c.card > 0)
+        return rec_write(t, o);
+    if (!o->exists)
+        return 0;
+    rc = st_delete(t, o->k, now);
+    o->exists = 0;
+    return rc == ST_ENOTFOUND ? 0 : rc;
+}
+
+uint64_t st_elem_hash(const void *name, size_t len)
+{
+    return st_scan_hash(name, len);
+}
+
+/* Build the element key of `name` in `buf` (ST_LMDB_MAXKEY bytes). */
+static size_t elem_key(uint8_t *buf, uint64_t id, const void *name,
+                       size_t len)
+{
+    st_put_be64(buf, id);
+    st_put_be64(buf + ST_COLL_ID_BYTES, st_elem_hash(name, len));
+    if (len <= ST_ELEM_INLINE_MAX) {
+        if (len)
+            memcpy(buf + ST_ELEM_HEAD, name, len);
+        return ST_ELEM_HEAD + len;
+    }
+    st_put_be64(buf + ST_ELEM_HEAD, st_hash64(name, len, ELEM_SEED_DIGEST));
+    memcpy(buf + ST_ELEM_HEAD + ST_KEY_HASH_BYTES, name, ST_ELEM_LONG_PREFIX);
+    return ST_LMDB_MAXKEY;
+}
+
+/* Name and payload of the element at (key, val). */
+static void elem_decode(const MDB_val *key, const MDB_val *val,
+                        const uint8_t **name, size_t *nlen,
+                        const uint8_t **pay, size_t *plen)
+{
+    if (key->mv_size == ST_LMDB_MAXKEY) {
+        uint32_t n;
+        memcpy(&n, val->mv_data, sizeof n);
+        *name = (const uint8_t *)val->mv_data + ELEM_NLEN_BYTES;
+        *nlen = n;
+        *pay = *name + n;
+        *plen = val->mv_size - ELEM_NLEN_BYTES - n;
+    } else {
+        *name = (const uint8_t *)key->mv_data + ST_ELEM_HEAD;
+        *nlen = key->mv_size - ST_ELEM_HEAD;
+        *pay = val->mv_data;
+        *plen = val->mv_size;
+    }
+}
+
+/* Does the long element at `val` hold exactly `name`? */
+static int long_matches(const MDB_val *val, const void *name, size_t len)
+{
+    uint32_t n;
+
+    if (val->mv_size < ELEM_NLEN_BYTES)
+        return 0;
+    memcpy(&n, val->mv_data, sizeof n);
+    return n == len && val->mv_size >= ELEM_NLEN_BYTES + n &&
+           memcmp((const uint8_t *)val->mv_data + ELEM_NLEN_BYTES, name,
+                  len) == 0;
+}
+
+int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
+                size_t len, const uint8_t **val, size_t *vlen)
+{
+    uint8_t buf[ST_LMDB_MAXKEY];
+    MDB_val k, v;
+    const uint8_t *nm;
+    size_t nl;
+    int rc;
+
+    k.mv_size = elem_key(buf, id, name, len);
+    k.mv_data = buf;
+    if ((rc = mdb_get(t->txn, kind_dbi(t, kind), &k, &v)))
+        return st_map_err(rc);
+    if (k.mv_size == ST_LMDB_MAXKEY && !long_matches(&v, name, len))
+        return ST_ENOTFOUND;
+    elem_decode(&k, &v, &nm, &nl, val, vlen);
+    return 0;
+}
+
+int st_elem_put(st_txn *t, int kind, uint64_t id, const void *name,
+                size_t len, const void *val, size_t vlen, int nx,
+                int *created)
+{
+    uint8_t buf[ST_LMDB_MAXKEY];
+    MDB_val k, v;
+    MDB_dbi dbi = kind_dbi(t, kind);
+    int rc, is_long;
+
+    k.mv_size = elem_key(buf, id, name, len);
+    k.mv_data = buf;
+    is_long = k.mv_size == ST_LMDB_MAXKEY;
+    rc = mdb_get(t->txn, dbi, &k, &v);
+    if (rc && rc != MDB_NOTFOUND)
+        return st_map_err(rc);
+    *created = rc == MDB_NOTFOUND;
+    if (!*created) {
+        if (is_long && !long_matches(&v, name, len))
+            return ST_ECOLLISION;
+        if (nx)
+            return ST_EEXISTS;
+    }
+    if (!is_long) {
+        v.mv_size = vlen;
+        v.mv_data = (void *)val;
+        return st_map_err(mdb_put(t->txn, dbi, &k, &v, 0));
+    }
+    uint32_t n = (uint32_t)len;
+    v.mv_size = ELEM_NLEN_BYTES + len + vlen;
+    v.mv_data = NULL;
+    if ((rc = mdb_put(t->txn, dbi, &k, &v, MDB_RESERVE)))
+        return st_map_err(rc);
+    uint8_t *p = v.mv_data;
+    memcpy(p, &n, sizeof n);
+    memcpy(p + ELEM_NLEN_BYTES, name, len);
+    if (vlen)
+        memcpy(p + ELEM_NLEN_BYTES + len, val, vlen);
+    return 0;
+}
+
+int st_elem_del(st_txn *t, int kind, uint64_t id, const void *name,
+                size_t len)
+{
+    uint8_t buf[ST_LMDB_MAXKEY];
+    MDB_val k, v;
+    MDB_dbi dbi = kind_dbi(t, kind);
+    int rc;
+
+    k.mv_size = elem_key(buf, id, name, len);
+    k.mv_data = buf;
+    if (k.mv_size == ST_LMDB_MAXKEY) {
+        if ((rc = mdb_get(t->txn, dbi, &k, &v)))
+            return st_map_err(rc);
+        if (!long_matches(&v, name, len))
+            return ST_ENOTFOUND;
+    }
+    return st_map_err(mdb_del(t->txn, dbi, &k, NULL));
+}
+
+/* Position `cur` on the first element of `id` with hash >= h. */
+static int seek(MDB_cursor *cur, uint64_t id, uint64_t h, MDB_val *k,
+                MDB_val *v)
+{
+    uint8_t pos[ST_ELEM_HEAD];
+    int rc;
+
+    st_put_be64(pos, id);
+    st_put_be64(pos + ST_COLL_ID_BYTES, h);
+    k->mv_size = sizeof pos;
+    k->mv_data = pos;
+    rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    if (rc == 0 && (k->mv_size < ST_ELEM_HEAD ||
+                    st_get_be64(k->mv_data) != id))
+        rc = MDB_NOTFOUND;
+    return rc;
+}
+
+static int in_coll(const MDB_val *k, uint64_t id)
+{
+    return k->mv_size >= ST_ELEM_HEAD && st_get_be64(k->mv_data) == id;
+}
+
+static uint64_t key_hash(const MDB_val *k)
+{
+    return st_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES);
+}
+
+int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
+                 size_t count, st_elem_fn fn, void *ctx, uint64_t *next)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    size_t seen = 0;
+    uint64_t last = 0;
+    int rc, stop = 0;
+
+    *next = 0;
+    if ((rc = mdb_cursor_open(t->txn, kind_dbi(t, kind), &cur)))
+        return st_map_err(rc);
+    for (rc = seek(cur, id, cursor, &k, &v); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (!in_coll(&k, id))
+            break;
+        uint64_t h = key_hash(&k);
+        if (stop || (seen >= count && h != last)) {
+            *next = h;
+            break;
+        }
+        const uint8_t *nm, *pay;
+        size_t nl, pl;
+        elem_decode(&k, &v, &nm, &nl, &pay, &pl);
+        last = h;
+        seen++;
+        stop = fn(ctx, nm, nl, pay, pl);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+}
+
+int st_elem_sample(st_txn *t, int kind, uint64_t id, uint64_t card,
+                   uint64_t r, size_t count, st_elem_fn fn, void *ctx)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uint64_t start = (r & SCAN_HASH_MAX) | 1u, first = 0;
+    size_t seen = 0;
+    int rc, wrapped = 0;
+
+    if ((rc = mdb_cursor_open(t->txn, kind_dbi(t, kind), &cur)))
+        return st_map_err(rc);
+    if (card && card <= ST_ELEM_SMALL) {
+        /* Few elements: hash gaps are too uneven; pick by position. */
+        rc = seek(cur, id, 0, &k, &v);
+        for (uint64_t skip = r % card; skip && rc == 0; skip--)
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    } else {
+        rc = seek(cur, id, start, &k, &v);
+    }
+    while (seen < count) {
+        if (rc == 0 && !in_coll(&k, id))
+            rc = MDB_NOTFOUND;
+        if (rc == MDB_NOTFOUND && !wrapped) {
+            wrapped = 1;
+            rc = seek(cur, id, 0, &k, &v);
+            continue;
+        }
+        if (rc)
+            break;
+        uint64_t h = key_hash(&k);
+        if (seen == 0)
+            first = h;
+        else if (wrapped && h >= first)
+            break;
+        const uint8_t *nm, *pay;
+        size_t nl, pl;
+        elem_decode(&k, &v, &nm, &nl, &pay, &pl);
+        seen++;
+        if (fn(ctx, nm, nl, pay, pl))
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc == MDB_NOTFOUND)
+        rc = 0;
+    if (rc == 0 && seen == 0)
+        return ST_ENOTFOUND;
+    return st_map_err(rc);
+}
