@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MS_PER_S 1000
@@ -609,4 +610,76 @@ void srv_cmd_shutdown(srv_conn *c)
     kill(srv_her.master_pid, SIGTERM);
     /* As Redis: no reply; the connection closes with the server. */
     c->flags |= SRV_CONN_CLOSE_ASAP;
+}
+
+/* ---- DEBUG (tests and diagnosis; off unless enable-debug-command) ---- */
+
+static int debug_allowed(srv_conn *c)
+{
+    long long mode = srv_her.cfg->enable_debug_command;
+
+    if (mode == SRV_DEBUG_YES)
+        return 1;
+    if (mode == SRV_DEBUG_LOCAL)
+        return (c->flags & SRV_CONN_UNIX) ||
+               strncmp(c->addr, "127.", strlen("127.")) == 0 ||
+               strncmp(c->addr, "::1:", strlen("::1:")) == 0;
+    return 0;
+}
+
+static void sleep_us(int64_t us)
+{
+    struct timespec ts = { us / US_PER_S, (us % US_PER_S) * 1000 };
+
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+        ;
+}
+
+/*
+ * DEBUG SLEEP <seconds>: block this worker (as Redis blocks its server).
+ * DEBUG TXN-SLEEP <ms>: hold the LMDB write transaction (with one write
+ * in it) for ms, then commit; crash tests kill the worker meanwhile.
+ */
+void srv_cmd_debug(srv_conn *c)
+{
+    const srv_slice *sub = &c->argv[1];
+
+    if (!debug_allowed(c)) {
+        srv_reply_error(c, "ERR DEBUG command not allowed. If the "
+                           "enable-debug-command option is set to \"local\", "
+                           "you can run it from a local connection, otherwise "
+                           "you need to set this option in the configuration "
+                           "file, and then restart the server.");
+        return;
+    }
+    if (srv_streq(sub->ptr, sub->len, "sleep") && c->argc == 3) {
+        double s;
+        if (!srv_str2d(c->argv[2].ptr, c->argv[2].len, &s) || s < 0) {
+            srv_reply_error(c, SRV_ERR_NOT_FLOAT);
+            return;
+        }
+        sleep_us((int64_t)(s * US_PER_S));
+        srv_reply_ok(c);
+    } else if (srv_streq(sub->ptr, sub->len, "txn-sleep") && c->argc == 3) {
+        long long ms;
+        struct st_txn *t;
+        st_keyref k;
+        if (srv_arg_ll_or_reply(c, &c->argv[2], &ms))
+            return;
+        if (!(t = srv_txn_write_or_reply(c)))
+            return;
+        st_keyref_init(&k, c->db, "__debug_txn_sleep__",
+                       strlen("__debug_txn_sleep__"));
+        int rc = st_string_set(t, &k, "1", 1, 0);
+        if (rc) {
+            srv_storage_error(c, rc);
+            return;
+        }
+        srv_log(SRV_LOG_NOTICE, 0, "DEBUG TXN-SLEEP: holding the write "
+                                   "transaction for %lld ms", ms);
+        sleep_us(ms * 1000);
+        srv_reply_ok(c);
+    } else {
+        srv_reply_subcommand_error(c);
+    }
 }

@@ -34,6 +34,7 @@ static const directive directives[] = { SRV_CONFIG_DIRECTIVES(X) };
 #define NDIRECTIVES (sizeof directives / sizeof directives[0])
 
 static const char *const sync_names[] = {"no", "everysec", "always"};
+static const char *const debug_names[] = {"no", "yes", "local"};
 
 static const directive *find(const char *name)
 {
@@ -134,6 +135,15 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
                 return 0;
             }
         snprintf(err, errlen, "'%s' must be always, everysec or no, got '%s'",
+                 d->name, args[0]);
+        return -1;
+    case SRV_CFG_DEBUGMODE:
+        for (v = SRV_DEBUG_NO; v <= SRV_DEBUG_LOCAL; v++)
+            if (strcasecmp(args[0], debug_names[v]) == 0) {
+                *num = v;
+                return 0;
+            }
+        snprintf(err, errlen, "'%s' must be no, yes or local, got '%s'",
                  d->name, args[0]);
         return -1;
     case SRV_CFG_YESNO:
@@ -297,6 +307,7 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
     case SRV_CFG_LOGLEVEL: snprintf(out, size, "%s", srv_log_level_name((int)v)); break;
     case SRV_CFG_SYNC: snprintf(out, size, "%s", sync_names[v]); break;
     case SRV_CFG_YESNO: snprintf(out, size, "%s", v ? "yes" : "no"); break;
+    case SRV_CFG_DEBUGMODE: snprintf(out, size, "%s", debug_names[v]); break;
     default: snprintf(out, size, "%lld", v); break;
     }
 }

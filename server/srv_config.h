@@ -23,7 +23,10 @@ enum srv_cfg_kind {
     SRV_CFG_LOGLEVEL,
     SRV_CFG_SYNC,       /* always | everysec | no */
     SRV_CFG_YESNO,
+    SRV_CFG_DEBUGMODE,  /* no | yes | local */
 };
+
+enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
 
 enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
 
@@ -60,6 +63,8 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     X("maxdisk", maxdisk, SRV_CFG_BYTES, "64gb", 1024 * 1024,                \
       0x7fffffffffffffffll, 0)                                               \
     X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                       \
+    X("enable-debug-command", enable_debug_command, SRV_CFG_DEBUGMODE, "no",  \
+      0, 0, 0)                                                               \
     X("dbfilename", dbfilename, SRV_CFG_STRING, "backup.mdb", 0, 0, 0)      \
     X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)          \
     X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
@@ -93,6 +98,7 @@ typedef struct srv_config {
     long long sync;
     long long lmdb_writemap;
     char dbfilename[SRV_PATH_MAX];
+    long long enable_debug_command;
     long long hz;
     long long reaper_batch;
     long long cache_mb;

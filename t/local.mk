@@ -2,3 +2,4 @@
 include t/unit/local.mk
 include t/integ/local.mk
 include t/fuzz/local.mk
+include t/fault/local.mk

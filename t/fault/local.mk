@@ -1,0 +1,1 @@
+# t/fault/: fsync-aware fault injection (power-cut images) for crash tests.
