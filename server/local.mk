@@ -3,7 +3,7 @@ noinst_LIBRARIES += libserver.a
 libserver_a_SOURCES = \
 	server/srv_buf.c server/srv_buf.h \
 	server/srv_cmd.c server/srv_cmd.h server/srv_commands.def \
-	server/srv_commands_coll.def \
+	server/srv_commands_coll.def server/srv_command_docs.def \
 	server/srv_cmd_conn.c server/srv_cmd_keys.c \
 	server/srv_cmd_server.c server/srv_cmd_string.c \
 	server/srv_duty.c server/srv_duty.h \

@@ -217,46 +217,106 @@ void srv_reply_subcommand_arity(srv_conn *c)
 
 /* ---- COMMAND ---- */
 
+/* Flags in the order Redis lists them. */
 static const struct {
     unsigned flag;
     const char *name;
 } flag_names[] = {
-    { F_WRITE, "write" },   { F_READONLY, "readonly" },
-    { F_FAST, "fast" },     { F_ADMIN, "admin" },
-    { F_PUBSUB, "pubsub" }, { F_BLOCKING, "blocking" },
-    { F_NOAUTH, "no_auth" },
+    { F_WRITE, "write" },     { F_READONLY, "readonly" },
+    { F_DENYOOM, "denyoom" }, { F_ADMIN, "admin" },
+    { F_PUBSUB, "pubsub" },   { F_BLOCKING, "blocking" },
+    { F_FAST, "fast" },       { F_NOAUTH, "no_auth" },
 };
+#define NFLAGS (sizeof flag_names / sizeof flag_names[0])
+
+/* ACL categories, derived from flags and group, in Redis's order. */
+#define MAX_CATEGORIES 8
+
+static int categories(const srv_command *cmd, const char **out)
+{
+    static const char *const groups[][2] = {
+        {"set", "@set"}, {"sorted-set", "@sortedset"}, {"list", "@list"},
+        {"hash", "@hash"}, {"string", "@string"},
+    };
+    int n = 0;
+
+    if (!strcmp(cmd->group, "generic"))
+        out[n++] = "@keyspace";
+    if (cmd->flags & F_READONLY)
+        out[n++] = "@read";
+    if (cmd->flags & F_WRITE)
+        out[n++] = "@write";
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (!strcmp(cmd->group, groups[i][0]))
+            out[n++] = groups[i][1];
+    if (cmd->flags & F_PUBSUB)
+        out[n++] = "@pubsub";
+    if (cmd->flags & F_ADMIN) {
+        out[n++] = "@admin";
+    }
+    out[n++] = cmd->flags & F_FAST ? "@fast" : "@slow";
+    if (cmd->flags & F_BLOCKING)
+        out[n++] = "@blocking";
+    if (cmd->flags & F_ADMIN)
+        out[n++] = "@dangerous";
+    if (!strcmp(cmd->group, "connection"))
+        out[n++] = "@connection";
+    return n;
+}
 
 static void reply_command_info(srv_conn *c, const srv_command *cmd)
 {
-    int nflags = 0;
+    const char *cats[MAX_CATEGORIES];
+    int nflags = 0, ncats = categories(cmd, cats);
 
     srv_reply_array(c, COMMAND_INFO_FIELDS);
     srv_reply_bulk_cstr(c, cmd->name);
     srv_reply_int(c, cmd->arity);
-    for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
+    for (size_t i = 0; i < NFLAGS; i++)
         nflags += (cmd->flags & flag_names[i].flag) != 0;
     srv_reply_set(c, nflags);
-    for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
+    for (size_t i = 0; i < NFLAGS; i++)
         if (cmd->flags & flag_names[i].flag)
             srv_reply_simple(c, flag_names[i].name);
     srv_reply_int(c, cmd->first_key);
     srv_reply_int(c, cmd->last_key);
     srv_reply_int(c, cmd->key_step);
-    srv_reply_set(c, 1);
-    char cat[NAME_MAX_LEN + 2];
-    snprintf(cat, sizeof cat, "@%s", strcmp(cmd->group, "generic") == 0
-                                         ? "keyspace" : cmd->group);
-    srv_reply_simple(c, cat);
+    srv_reply_set(c, ncats);
+    for (int i = 0; i < ncats; i++)
+        srv_reply_simple(c, cats[i]);
     srv_reply_array(c, 0);      /* tips */
     srv_reply_array(c, 0);      /* key specs */
     srv_reply_array(c, 0);      /* subcommands */
 }
 
+/* Time complexity for COMMAND DOCS, as Redis documents it. */
+static const struct {
+    const char *name;
+    const char *complexity;
+} complexities[] = {
+#define DOC(name, text) { name, text },
+#include "server/srv_command_docs.def"
+#undef DOC
+};
+
+static const char *complexity_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof complexities / sizeof complexities[0]; i++)
+        if (!strcmp(complexities[i].name, name))
+            return complexities[i].complexity;
+    return NULL;
+}
+
 static void reply_command_docs(srv_conn *c, const srv_command *cmd)
 {
+    const char *complexity = complexity_of(cmd->name);
+
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS);
+    srv_reply_map(c, DOCS_FIELDS + (complexity != NULL));
+    if (complexity) {
+        srv_reply_bulk_cstr(c, "complexity");
+        srv_reply_bulk_cstr(c, complexity);
+    }
     srv_reply_bulk_cstr(c, "summary");
     srv_reply_bulk_cstr(c, cmd->summary);
     srv_reply_bulk_cstr(c, "since");

@@ -23,6 +23,7 @@ struct st_txn;
 #define F_ADMIN 0x040u
 #define F_PUBSUB 0x080u
 #define F_BLOCKING 0x100u
+#define F_DENYOOM 0x200u    /* may grow the data set */
 
 typedef void srv_cmd_proc(srv_conn *c);
 

@@ -109,7 +109,7 @@ void srv_cmd_hello(srv_conn *c)
     }
     if (!c->authed) {
         srv_reply_error(c, "NOAUTH HELLO must be called with the client already "
-                           "authenticated, otherwise the HELLO <proto> AUTH "
+                           "authenticated, otherwise the HELLO AUTH "
                            "<user> <pass> option can be used to authenticate "
                            "the client and select the RESP protocol version "
                            "at the same time");

@@ -41,11 +41,12 @@ static int check_length_or_reply(srv_conn *c, unsigned long long len)
 
 /*
  * Parse SET/GETEX options from argv[first..]. `allowed` limits them to the
- * command's own. On success *flags and, for expire options, *at (absolute
- * ms) are set; else the error was replied and -1 returned.
+ * command's own. On success *flags and *expire_arg (the expire option's
+ * value, NULL if none; parsed later by expire_value_or_reply, as Redis
+ * does) are set; else the syntax error was replied and -1 returned.
  */
 static int parse_set_options(srv_conn *c, int first, unsigned allowed,
-                             unsigned *flags, int64_t *at)
+                             unsigned *flags, const srv_slice **expire_arg)
 {
     const srv_slice *expire = NULL;
     unsigned f = 0;
@@ -67,11 +68,16 @@ static int parse_set_options(srv_conn *c, int first, unsigned allowed,
         else if (srv_streq(o->ptr, o->len, "persist") &&
                  !(f & (SET_KEEPTTL | SET_ANY_EXPIRE)))
             add = SET_PERSIST;
-        else if (has_next && !(f & (SET_KEEPTTL | SET_PERSIST | SET_ANY_EXPIRE))) {
+        else if (has_next) {
             if (srv_streq(o->ptr, o->len, "ex")) add = SET_EX;
             else if (srv_streq(o->ptr, o->len, "px")) add = SET_PX;
             else if (srv_streq(o->ptr, o->len, "exat")) add = SET_EXAT;
             else if (srv_streq(o->ptr, o->len, "pxat")) add = SET_PXAT;
+            /* The same expire option may repeat (the last wins), as in
+             * Redis; a different one conflicts. */
+            if (add && (f & (SET_KEEPTTL | SET_PERSIST |
+                             (SET_ANY_EXPIRE & ~add))))
+                add = 0;
             if (add)
                 expire = &c->argv[++j];
         }
@@ -81,14 +87,22 @@ static int parse_set_options(srv_conn *c, int first, unsigned allowed,
         }
         f |= add;
     }
-    if (expire &&
-        srv_parse_expire_or_reply(c, expire,
-                                  f & (SET_EX | SET_EXAT) ? SRV_UNIT_S
-                                                          : SRV_UNIT_MS,
-                                  (f & (SET_EXAT | SET_PXAT)) != 0, 0, at))
-        return -1;
     *flags = f;
+    *expire_arg = expire;
     return 0;
+}
+
+/* The absolute expiry of a parsed expire option (none: *at = 0). */
+static int expire_value_or_reply(srv_conn *c, unsigned f,
+                                 const srv_slice *expire, int64_t *at)
+{
+    *at = 0;
+    if (!expire)
+        return 0;
+    return srv_parse_expire_or_reply(c, expire,
+                                     f & (SET_EX | SET_EXAT) ? SRV_UNIT_S
+                                                             : SRV_UNIT_MS,
+                                     (f & (SET_EXAT | SET_PXAT)) != 0, 0, at);
 }
 
 /*
@@ -148,11 +162,13 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
 
 void srv_cmd_set(srv_conn *c)
 {
+    const srv_slice *expire;
     unsigned flags;
-    int64_t at = 0;
+    int64_t at;
 
     if (parse_set_options(c, 3, SET_NX | SET_XX | SET_GET | SET_KEEPTTL |
-                                    SET_ANY_EXPIRE, &flags, &at) == 0)
+                                    SET_ANY_EXPIRE, &flags, &expire) == 0 &&
+        expire_value_or_reply(c, flags, expire, &at) == 0)
         set_generic(c, 2, flags, at, 0);
 }
 
@@ -175,15 +191,18 @@ enum get_then { GET_ONLY, GET_DELETE, GET_EXPIRE };
 
 /*
  * GET, GETDEL, GETEX: reply the value, then delete it or change its
- * expiry (at = 0 with `persist` removes it). The reply is built before the
- * write, which may move the value.
+ * expiry. GETEX's expire value is parsed only once the key is found, as
+ * Redis does. The reply is built before the write, which may move the
+ * value.
  */
-static void get_generic(srv_conn *c, int then, int64_t at, int persist)
+static void get_generic(srv_conn *c, int then, unsigned flags,
+                        const srv_slice *expire)
 {
     struct st_txn *t = then == GET_ONLY ? srv_txn_read_or_reply(c)
                                         : srv_txn_write_or_reply(c);
     st_keyref k;
     st_rec r;
+    int64_t at = 0;
     int rc;
 
     if (!t)
@@ -194,28 +213,29 @@ static void get_generic(srv_conn *c, int then, int64_t at, int persist)
             srv_reply_null(c);
         return;
     }
+    if (expire_value_or_reply(c, flags, expire, &at))
+        return;
     srv_reply_bulk(c, r.payload, r.payload_len);
     rc = 0;
     if (then == GET_DELETE || (then == GET_EXPIRE && at && at <= srv_cmd_now()))
         rc = st_delete(t, &k, srv_cmd_now());
-    else if (then == GET_EXPIRE && (at || persist))
+    else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST)))
         rc = st_expire_set(t, &k, srv_cmd_now(), at);
     if (rc)
         srv_storage_error(c, rc);   /* poisons: the group is replayed */
 }
 
-void srv_cmd_get(srv_conn *c) { get_generic(c, GET_ONLY, 0, 0); }
-void srv_cmd_getdel(srv_conn *c) { get_generic(c, GET_DELETE, 0, 0); }
+void srv_cmd_get(srv_conn *c) { get_generic(c, GET_ONLY, 0, NULL); }
+void srv_cmd_getdel(srv_conn *c) { get_generic(c, GET_DELETE, 0, NULL); }
 
 void srv_cmd_getex(srv_conn *c)
 {
+    const srv_slice *expire;
     unsigned flags;
-    int64_t at = 0;
 
-    if (parse_set_options(c, 2, SET_ANY_EXPIRE | SET_PERSIST, &flags, &at))
+    if (parse_set_options(c, 2, SET_ANY_EXPIRE | SET_PERSIST, &flags, &expire))
         return;
-    get_generic(c, flags ? GET_EXPIRE : GET_ONLY, at,
-                (flags & SET_PERSIST) != 0);
+    get_generic(c, flags ? GET_EXPIRE : GET_ONLY, flags, expire);
 }
 
 void srv_cmd_mget(srv_conn *c)

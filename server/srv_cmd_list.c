@@ -1,0 +1,596 @@
+/*
+ * srv_cmd_list.c - list commands. Families share one generic function
+ * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP), move (LMOVE
+ * RPOPLPUSH). LRANGE streams from a storage cursor.
+ */
+#include "server/srv_cmd.h"
+#include "server/srv_conn.h"
+#include "server/srv_keyspace.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "storage/st_err.h"
+#include "storage/st_keys.h"
+#include "storage/st_list.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Open argv[i] as a list: 1 found, 0 absent, -1 after an error reply. */
+static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
+                         st_obj *o)
+{
+    int rc;
+
+    srv_key(c, i, k);
+    rc = st_obj_open(t, k, ST_TYPE_LIST, srv_cmd_now(), o);
+    if (rc == 0)
+        return 1;
+    if (rc == ST_ENOTFOUND)
+        return 0;
+    srv_storage_error(c, rc);
+    return -1;
+}
+
+static int save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
+{
+    int rc = st_obj_save(t, o, srv_cmd_now());
+
+    if (rc)
+        srv_storage_error(c, rc);
+    return rc ? -1 : 0;
+}
+
+/* Parse LEFT / RIGHT: 1 left, 0 right, -1 neither. */
+static int parse_where(const srv_slice *a)
+{
+    if (srv_streq(a->ptr, a->len, "left"))
+        return 1;
+    if (srv_streq(a->ptr, a->len, "right"))
+        return 0;
+    return -1;
+}
+
+static void push_generic(srv_conn *c, int left, int only_existing)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    if (!t || (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        if (only_existing) {
+            srv_reply_int(c, 0);
+            return;
+        }
+        if ((rc = st_obj_create(t, &o))) {
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    for (int j = 2; j < c->argc; j++) {
+        if ((rc = st_list_push(t, &o, left, c->argv[j].ptr,
+                               c->argv[j].len))) {
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    if (save_or_reply(c, t, &o) == 0)
+        srv_reply_int(c, (long long)o.c.card);
+}
+
+void srv_cmd_lpush(srv_conn *c) { push_generic(c, 1, 0); }
+void srv_cmd_rpush(srv_conn *c) { push_generic(c, 0, 0); }
+void srv_cmd_lpushx(srv_conn *c) { push_generic(c, 1, 1); }
+void srv_cmd_rpushx(srv_conn *c) { push_generic(c, 0, 1); }
+
+static int emit_elem(void *ctx, const uint8_t *v, size_t len)
+{
+    srv_reply_bulk(ctx, v, len);
+    return 0;
+}
+
+/* Pop up to `count` elements of `o` from one end into the reply. */
+static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
+                          uint64_t count)
+{
+    int rc = 0;
+
+    for (uint64_t i = 0; i < count && !rc; i++)
+        rc = st_list_pop(t, o, left, emit_elem, c);
+    return rc ? rc : st_obj_save(t, o, srv_cmd_now());
+}
+
+static void pop_generic(srv_conn *c, int left)
+{
+    struct st_txn *t;
+    long long count = 0;
+    st_keyref k;
+    st_obj o;
+    size_t mark;
+    int rc;
+
+    if (c->argc > 3) {
+        srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
+                         c->cmd->name);
+        return;
+    }
+    if (c->argc == 3) {
+        if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
+            return;
+        if (count < 0) {
+            srv_reply_error(c, "ERR value is out of range, must be "
+                               "positive");
+            return;
+        }
+    }
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        if (c->argc == 3)
+            srv_reply_null_array(c);
+        else
+            srv_reply_null(c);
+        return;
+    }
+    mark = c->out.len;
+    if (c->argc == 3) {
+        uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
+        srv_reply_array(c, (long long)n);
+        rc = pop_into_reply(c, t, &o, left, n);
+    } else {
+        rc = pop_into_reply(c, t, &o, left, 1);
+    }
+    if (rc) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+    }
+}
+
+void srv_cmd_lpop(srv_conn *c) { pop_generic(c, 1); }
+void srv_cmd_rpop(srv_conn *c) { pop_generic(c, 0); }
+
+void srv_cmd_llen(srv_conn *c)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+
+    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
+        return;
+    srv_reply_int(c, (long long)o.c.card);
+}
+
+/* Normalise a Redis index against length n: -1 when out of range. */
+static long long norm_index(long long i, uint64_t n)
+{
+    if (i < 0)
+        i += (long long)n;
+    return i < 0 || (uint64_t)i >= n ? -1 : i;
+}
+
+void srv_cmd_lindex(srv_conn *c)
+{
+    struct st_txn *t;
+    long long i;
+    st_keyref k;
+    st_obj o;
+    const uint8_t *v;
+    size_t len;
+    int rc;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &i) ||
+        !(t = srv_txn_read_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0 || (i = norm_index(i, o.c.card)) < 0) {
+        srv_reply_null(c);
+        return;
+    }
+    if ((rc = st_list_get(t, &o, (uint64_t)i, &v, &len)))
+        srv_storage_error(c, rc);
+    else
+        srv_reply_bulk(c, v, len);
+}
+
+void srv_cmd_lset(srv_conn *c)
+{
+    struct st_txn *t;
+    long long i;
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &i) ||
+        !(t = srv_txn_write_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_error(c, SRV_ERR_NO_KEY);
+        return;
+    }
+    if ((i = norm_index(i, o.c.card)) < 0) {
+        srv_reply_error(c, "ERR index out of range");
+        return;
+    }
+    if ((rc = st_list_set(t, &o, (uint64_t)i, c->argv[3].ptr,
+                          c->argv[3].len)) ||
+        (rc = st_obj_save(t, &o, srv_cmd_now())))
+        srv_storage_error(c, rc);
+    else
+        srv_reply_ok(c);
+}
+
+/* Clamp LRANGE/LTRIM bounds: 0 when the range is empty. */
+static int clamp_range(long long start, long long stop, uint64_t n,
+                       uint64_t *s, uint64_t *e)
+{
+    long long len = (long long)n;
+
+    if (start < 0)
+        start += len;
+    if (stop < 0)
+        stop += len;
+    if (start < 0)
+        start = 0;
+    if (start > stop || start >= len)
+        return 0;
+    if (stop >= len)
+        stop = len - 1;
+    *s = (uint64_t)start;
+    *e = (uint64_t)stop;
+    return 1;
+}
+
+void srv_cmd_lrange(srv_conn *c)
+{
+    struct st_txn *t;
+    long long start, stop;
+    uint64_t s, e;
+    st_keyref k;
+    st_obj o;
+    size_t mark;
+    int rc;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &start) ||
+        srv_arg_ll_or_reply(c, &c->argv[3], &stop) ||
+        !(t = srv_txn_read_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0 || !clamp_range(start, stop, o.c.card, &s, &e)) {
+        srv_reply_array(c, 0);
+        return;
+    }
+    mark = c->out.len;
+    srv_reply_array(c, (long long)(e - s + 1));
+    if ((rc = st_list_range(t, &o, s, e - s + 1, 0, emit_elem, c))) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+    }
+}
+
+void srv_cmd_ltrim(srv_conn *c)
+{
+    struct st_txn *t;
+    long long start, stop;
+    uint64_t s, e;
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &start) ||
+        srv_arg_ll_or_reply(c, &c->argv[3], &stop) ||
+        !(t = srv_txn_write_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_ok(c);
+        return;
+    }
+    if (!clamp_range(start, stop, o.c.card, &s, &e))
+        rc = st_delete(t, &k, srv_cmd_now());   /* O(1): lazy free */
+    else if (!(rc = st_list_trim(t, &o, s, e)))
+        rc = st_obj_save(t, &o, srv_cmd_now());
+    if (rc)
+        srv_storage_error(c, rc);
+    else
+        srv_reply_ok(c);
+}
+
+void srv_cmd_lrem(srv_conn *c)
+{
+    struct st_txn *t;
+    long long count, removed;
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[2], &count) ||
+        !(t = srv_txn_write_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    if ((rc = st_list_rem(t, &o, count, c->argv[3].ptr, c->argv[3].len,
+                          &removed)) ||
+        (removed && (rc = st_obj_save(t, &o, srv_cmd_now())))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_int(c, removed);
+}
+
+void srv_cmd_linsert(srv_conn *c)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    int after, rc;
+
+    if (srv_streq(c->argv[2].ptr, c->argv[2].len, "after"))
+        after = 1;
+    else if (srv_streq(c->argv[2].ptr, c->argv[2].len, "before"))
+        after = 0;
+    else {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        srv_reply_int(c, 0);
+        return;
+    }
+    rc = st_list_insert(t, &o, after, c->argv[3].ptr, c->argv[3].len,
+                        c->argv[4].ptr, c->argv[4].len);
+    if (rc == ST_ENOTFOUND) {
+        srv_reply_int(c, -1);
+        return;
+    }
+    if (rc || (rc = st_obj_save(t, &o, srv_cmd_now()))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_int(c, (long long)o.c.card);
+}
+
+typedef struct lpos_ctx {
+    srv_conn *c;
+    const srv_slice *elem;
+    long long rank;         /* matches still to skip, plus one */
+    long long want;         /* matches to reply; 0: all */
+    long long found;
+    long long index;        /* of the element being visited */
+    int rev;
+    uint64_t card;
+} lpos_ctx;
+
+static int lpos_visit(void *ctx, const uint8_t *v, size_t len)
+{
+    lpos_ctx *p = ctx;
+    long long i = p->index++;
+
+    if (len != p->elem->len || (len && memcmp(v, p->elem->ptr, len)))
+        return 0;
+    if (p->rank > 1) {
+        p->rank--;
+        return 0;
+    }
+    srv_reply_int(p->c, p->rev ? (long long)p->card - 1 - i : i);
+    p->found++;
+    return p->want && p->found >= p->want;
+}
+
+void srv_cmd_lpos(srv_conn *c)
+{
+    struct st_txn *t;
+    long long rank = 1, count = -1, maxlen = 0;
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    for (int j = 3; j < c->argc; j += 2) {
+        const srv_slice *a = &c->argv[j];
+        long long v;
+        if (j + 1 >= c->argc) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+        if (!srv_streq(a->ptr, a->len, "rank") &&
+            !srv_streq(a->ptr, a->len, "count") &&
+            !srv_streq(a->ptr, a->len, "maxlen")) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+        if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &v))
+            return;
+        if (srv_streq(a->ptr, a->len, "rank")) {
+            if (v == 0) {
+                srv_reply_error(c, "ERR RANK can't be zero: use 1 to start "
+                                   "from the first match, 2 from the second "
+                                   "... or use negative to start from the "
+                                   "end of the list");
+                return;
+            }
+            rank = v;
+        } else if (srv_streq(a->ptr, a->len, "count")) {
+            if (v < 0) {
+                srv_reply_error(c, "ERR COUNT can't be negative");
+                return;
+            }
+            count = v;
+        } else {
+            if (v < 0) {
+                srv_reply_error(c, "ERR MAXLEN can't be negative");
+                return;
+            }
+            maxlen = v;
+        }
+    }
+    if (!(t = srv_txn_read_or_reply(c)) ||
+        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
+        return;
+    if (rc == 0) {
+        if (count >= 0)
+            srv_reply_array(c, 0);
+        else
+            srv_reply_null(c);
+        return;
+    }
+    lpos_ctx p = { c, &c->argv[2], rank < 0 ? (rank == LLONG_MIN ? LLONG_MAX
+                                                                 : -rank)
+                                            : rank,
+                   count < 0 ? 1 : count, 0, 0, rank < 0, o.c.card };
+    uint64_t n = maxlen && (uint64_t)maxlen < o.c.card ? (uint64_t)maxlen
+                                                       : o.c.card;
+    size_t mark = count >= 0 ? srv_reply_defer(c) : c->out.len;
+    rc = st_list_range(t, &o, p.rev ? o.c.card - 1 : 0, n, p.rev, lpos_visit,
+                       &p);
+    if (rc) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+        return;
+    }
+    if (count >= 0)
+        srv_reply_defer_array(c, mark, p.found);
+    else if (!p.found)
+        srv_reply_null(c);
+}
+
+/* Copy of a popped element (storage memory dies at the next write). */
+typedef struct held {
+    char *p;
+    size_t len;
+} held;
+
+static int hold_elem(void *ctx, const uint8_t *v, size_t len)
+{
+    held *h = ctx;
+
+    h->p = srv_scratch(len ? len : 1);
+    if (!h->p)
+        return 1;
+    if (len)
+        memcpy(h->p, v, len);
+    h->len = len;
+    return 0;
+}
+
+/* LMOVE / RPOPLPUSH: pop from argv[1] at `from_left`, push to argv[2]. */
+static void move_generic(srv_conn *c, int from_left, int to_left)
+{
+    struct st_txn *t = srv_txn_write_or_reply(c);
+    st_keyref sk, dk;
+    st_obj so, dobj, *dst = &dobj;
+    held h = { NULL, 0 };
+    int rc, drc;
+
+    if (!t)
+        return;
+    srv_key(c, 1, &sk);
+    rc = st_obj_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(), &so);
+    if (rc == ST_ENOTFOUND) {
+        srv_reply_null(c);
+        return;
+    }
+    if (rc) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    if (sk.len == c->argv[2].len &&
+        memcmp(sk.name, c->argv[2].ptr, sk.len) == 0) {
+        dst = &so;
+    } else {
+        if ((drc = open_or_reply(c, t, 2, &dk, &dobj)) < 0)
+            return;
+        if (drc == 0 && (rc = st_obj_create(t, &dobj))) {
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+    if ((rc = st_list_pop(t, &so, from_left, hold_elem, &h)) ||
+        (!h.p && (rc = ENOMEM)) ||
+        (dst != &so && (rc = st_obj_save(t, &so, srv_cmd_now()))) ||
+        (rc = st_list_push(t, dst, to_left, h.p, h.len)) ||
+        (rc = st_obj_save(t, dst, srv_cmd_now()))) {
+        srv_storage_error(c, rc);
+        return;
+    }
+    srv_reply_bulk(c, h.p, h.len);
+}
+
+void srv_cmd_rpoplpush(srv_conn *c) { move_generic(c, 0, 1); }
+
+void srv_cmd_lmove(srv_conn *c)
+{
+    int from = parse_where(&c->argv[3]), to = parse_where(&c->argv[4]);
+
+    if (from < 0 || to < 0) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    move_generic(c, from, to);
+}
+
+void srv_cmd_lmpop(srv_conn *c)
+{
+    struct st_txn *t;
+    long long numkeys, count = 1;
+    int where, j, seen_count = 0;
+
+    if (srv_arg_ll_or_reply(c, &c->argv[1], &numkeys))
+        return;
+    if (numkeys <= 0 || numkeys > INT_MAX) {
+        srv_reply_error(c, "ERR numkeys should be greater than 0");
+        return;
+    }
+    j = 2 + (int)numkeys;
+    if (j >= c->argc || (where = parse_where(&c->argv[j])) < 0) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    for (j++; j < c->argc; j += 2) {
+        if (seen_count || j + 1 >= c->argc ||
+            !srv_streq(c->argv[j].ptr, c->argv[j].len, "count")) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+        if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
+            return;
+        if (count <= 0) {
+            srv_reply_error(c, "ERR count should be greater than 0");
+            return;
+        }
+        seen_count = 1;
+    }
+    if (!(t = srv_txn_write_or_reply(c)))
+        return;
+    for (j = 2; j < 2 + numkeys; j++) {
+        st_keyref k;
+        st_obj o;
+        int rc = open_or_reply(c, t, j, &k, &o);
+        if (rc < 0)
+            return;
+        if (rc == 0)
+            continue;
+        uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
+        size_t mark = c->out.len;
+        srv_reply_array(c, 2);
+        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
+        srv_reply_array(c, (long long)n);
+        if ((rc = pop_into_reply(c, t, &o, where, n))) {
+            c->out.len = mark;
+            srv_storage_error(c, rc);
+        }
+        return;
+    }
+    srv_reply_null_array(c);
+}
