@@ -14,7 +14,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define CFG_LINE_MAX 65536
 #define CFG_ARGS_MAX 64
 #define CFG_VALUE_SIZE 64
 
@@ -211,7 +210,9 @@ int srv_config_load_file(srv_config *cfg, const char *path, char *err,
                          size_t errlen)
 {
     FILE *f = fopen(path, "r");
-    char *line, *buf;
+    char *line = NULL, *buf = NULL;
+    size_t line_cap = 0, buf_cap = 0;
+    ssize_t got;
     srv_slice argv[CFG_ARGS_MAX];
     const char *args[CFG_ARGS_MAX];
     char msg[SRV_CONFIG_ERR_SIZE];
@@ -222,16 +223,21 @@ int srv_config_load_file(srv_config *cfg, const char *path, char *err,
                  strerror(errno));
         return -1;
     }
-    line = malloc(CFG_LINE_MAX);
-    buf = malloc(CFG_LINE_MAX);
-    if (!line || !buf) {
-        snprintf(err, errlen, "out of memory reading '%s'", path);
-        rc = -1;
-    }
-    while (rc == 0 && fgets(line, CFG_LINE_MAX, f)) {
-        size_t len = strlen(line);
+    /* getline: a line of any length is one line (Redis has no limit). */
+    while (rc == 0 && (got = getline(&line, &line_cap, f)) >= 0) {
+        size_t len = (size_t)got;
         int argc;
         lineno++;
+        if (len + 1 > buf_cap) {
+            char *n = realloc(buf, len + 1);
+            if (!n) {
+                snprintf(err, errlen, "out of memory reading '%s'", path);
+                rc = -1;
+                break;
+            }
+            buf = n;
+            buf_cap = len + 1;
+        }
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         const char *p = line;
@@ -239,7 +245,8 @@ int srv_config_load_file(srv_config *cfg, const char *path, char *err,
             p++;
         if (*p == '#' || *p == '\0')
             continue;
-        argc = srv_split_args(p, strlen(p), buf, argv, CFG_ARGS_MAX);
+        argc = srv_split_args(p, len - (size_t)(p - line), buf, argv,
+                              CFG_ARGS_MAX);
         if (argc < 0) {
             snprintf(err, errlen, "file '%s', line %d: %s", path, lineno,
                      argc == SRV_SPLIT_EQUOTES ? "unbalanced quotes"

@@ -225,9 +225,7 @@ int srv_split_args(const char *line, size_t len, char *out, srv_slice *argv,
         if (argc == maxargs)
             return SRV_SPLIT_ETOOMANY;
         char *start = out + o;
-        char q = (line[i] == '"' || line[i] == '\'') ? line[i] : 0;
-        if (q)
-            i++;
+        char q = 0;             /* the open quote, or 0 outside quotes */
         for (;;) {
             if (i >= len) {
                 if (q)
@@ -238,6 +236,11 @@ int srv_split_args(const char *line, size_t len, char *out, srv_slice *argv,
             if (!q) {
                 if (isspace((unsigned char)c))
                     break;
+                if (c == '"' || c == '\'') {
+                    q = c;      /* quotes may start mid-word, as Redis */
+                    i++;
+                    continue;
+                }
                 out[o++] = c;
                 i++;
             } else if (q == '"' && c == '\\' && i + 3 < len &&

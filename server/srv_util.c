@@ -17,7 +17,6 @@
 #define US_PER_S 1000000
 #define NS_PER_MS 1000000
 #define NS_PER_US 1000
-#define NUMBUF_SIZE 128
 
 int srv_str2ll(const char *s, size_t len, long long *out)
 {
@@ -81,23 +80,29 @@ int srv_ll2str(char *buf, long long v)
 /* Copy a slice into a NUL-terminated buffer if it can be a number. */
 static int numbuf(const char *s, size_t len, char *buf)
 {
-    if (len == 0 || len >= NUMBUF_SIZE || isspace((unsigned char)s[0]))
+    if (len == 0 || len >= SRV_LDSTR_SIZE || isspace((unsigned char)s[0]))
         return 0;
     memcpy(buf, s, len);
     buf[len] = '\0';
     return strlen(buf) == len;          /* no embedded NUL */
 }
 
+/*
+ * Redis's rule for both: the whole text is the number, no leading space,
+ * not NaN, and no overflow or underflow (ERANGE to infinity or to zero);
+ * an explicit "inf" is fine.
+ */
 int srv_str2ld(const char *s, size_t len, long double *out)
 {
-    char buf[NUMBUF_SIZE], *end;
+    char buf[SRV_LDSTR_SIZE], *end;
     long double v;
 
     if (!numbuf(s, len, buf))
         return 0;
     errno = 0;
     v = strtold(buf, &end);
-    if (*end != '\0' || isnan(v) || (errno == ERANGE && isinf(v)))
+    if (*end != '\0' || isnan(v) ||
+        (errno == ERANGE && (isinf(v) || fpclassify(v) == FP_ZERO)))
         return 0;
     *out = v;
     return 1;
@@ -105,15 +110,15 @@ int srv_str2ld(const char *s, size_t len, long double *out)
 
 int srv_str2d(const char *s, size_t len, double *out)
 {
-    char buf[NUMBUF_SIZE], *end;
+    char buf[SRV_LDSTR_SIZE], *end;
     double v;
 
     if (!numbuf(s, len, buf))
         return 0;
     errno = 0;
     v = strtod(buf, &end);
-    if (*end != '\0' || isnan(v) || (errno == ERANGE && !isinf(v) &&
-                                     fabs(v) >= 1.0))
+    if (*end != '\0' || isnan(v) ||
+        (errno == ERANGE && (isinf(v) || fpclassify(v) == FP_ZERO)))
         return 0;
     *out = v;
     return 1;

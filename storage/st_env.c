@@ -83,6 +83,54 @@ int st_grow(uint8_t **buf, size_t *cap, size_t len)
     return 0;
 }
 
+uint8_t *st_arena_alloc(st_env *env, size_t len)
+{
+    st_arena_chunk *c = env->arena;
+
+    if (!c || c->cap - c->used < len) {
+        size_t cap = len > ST_ARENA_CHUNK ? len : ST_ARENA_CHUNK;
+        if (!(c = malloc(sizeof *c + cap)))
+            return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = env->arena;
+        env->arena = c;
+    }
+    c->used += len;
+    return c->data + c->used - len;
+}
+
+size_t st_arena_room(const st_env *env, uint8_t **at)
+{
+    const st_arena_chunk *c = env->arena;
+
+    if (!c) {
+        *at = NULL;
+        return 0;
+    }
+    *at = (uint8_t *)c->data + c->used;
+    return c->cap - c->used;
+}
+
+void st_arena_reset(st_env *env)
+{
+    st_arena_chunk *c = env->arena, *keep = NULL;
+
+    /* Keep one ordinary chunk for the next transaction. */
+    while (c) {
+        st_arena_chunk *next = c->next;
+        if (!keep && c->cap == ST_ARENA_CHUNK) {
+            keep = c;
+            keep->used = 0;
+            keep->next = NULL;
+        } else {
+            free(c);
+        }
+        c = next;
+    }
+    env->arena = keep;
+}
+
 int st_scratch(st_env *env, size_t len, uint8_t **out)
 {
     int rc = st_grow(&env->scratch, &env->scratch_cap, len);
@@ -193,8 +241,8 @@ void st_env_close(st_env **envp)
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
-    free(e->cbuf);
-    free(e->zbuf);
+    st_arena_reset(e);
+    free(e->arena);
     free(e);
     *envp = NULL;
 }
@@ -286,32 +334,37 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
     return 0;
 }
 
-/* Fold the transaction's count deltas into the meta record. */
+/*
+ * Fold the transaction's count deltas into the meta record. The record may
+ * be longer than this open's databases (an earlier open had more): its
+ * tail is kept as it is.
+ */
 static int apply_counts(st_txn *t)
 {
     st_env *e = t->env;
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
-    size_t n = (size_t)e->databases * 2;
+    size_t n = (size_t)e->databases * 2 * sizeof(int64_t), len = n;
     int64_t *c;
     uint8_t *buf;
-    int rc;
+    int rc = mdb_get(t->txn, e->dbi[ST_DBI_META], &k, &v);
+    int found = rc == 0;
 
-    if ((rc = st_scratch(e, n * sizeof *c, &buf)))
+    if (rc && rc != MDB_NOTFOUND)
+        return st_map_err(rc);
+    if (found && v.mv_size > len)
+        len = v.mv_size;
+    if ((rc = st_scratch(e, len, &buf)))
         return rc;
     c = (int64_t *)(void *)buf;
-    memset(c, 0, n * sizeof *c);
-    rc = mdb_get(t->txn, e->dbi[ST_DBI_META], &k, &v);
-    if (rc == 0)
-        memcpy(c, v.mv_data, v.mv_size < n * sizeof *c ? v.mv_size
-                                                        : n * sizeof *c);
-    else if (rc != MDB_NOTFOUND)
-        return st_map_err(rc);
+    memset(c, 0, len);
+    if (found)
+        memcpy(c, v.mv_data, v.mv_size);
     for (unsigned db = 0; db < e->databases; db++) {
         c[db * 2] += t->dkeys[db];
         c[db * 2 + 1] += t->dexpires[db];
         t->dkeys[db] = t->dexpires[db] = 0;
     }
-    v.mv_size = n * sizeof *c;
+    v.mv_size = len;
     v.mv_data = c;
     return st_map_err(mdb_put(t->txn, e->dbi[ST_DBI_META], &k, &v, 0));
 }
@@ -329,6 +382,7 @@ int st_txn_commit(st_txn **tp)
     int rc = 0;
 
     *tp = NULL;
+    st_arena_reset(t->env);
     if (!t->write) {
         mdb_txn_reset(t->txn);
         t->env->rtxn_parked = t->txn;
@@ -350,6 +404,7 @@ void st_txn_abort(st_txn **tp)
     st_txn *t = *tp;
 
     *tp = NULL;
+    st_arena_reset(t->env);
     if (!t->write) {
         mdb_txn_reset(t->txn);
         t->env->rtxn_parked = t->txn;

@@ -44,6 +44,17 @@ struct st_seen {
     uint8_t enc[ST_LMDB_MAXKEY];
 };
 
+/* Memory for values handed out by lookups (cache copies, decompressed
+ * strings): valid until the transaction that produced them ends. */
+typedef struct st_arena_chunk {
+    struct st_arena_chunk *next;
+    size_t cap;
+    size_t used;
+    uint8_t data[];
+} st_arena_chunk;
+
+#define ST_ARENA_CHUNK 65536
+
 struct st_env {
     MDB_env *env;
     MDB_dbi dbi[ST_DBI_COUNT];
@@ -56,13 +67,17 @@ struct st_env {
     uint8_t *scratch;       /* grow-only buffer for record rewrites */
     size_t scratch_cap;
     struct shm_cache *cache;    /* NULL: no cache */
-    uint8_t *cbuf;          /* values copied out of the cache */
-    size_t cbuf_cap;
-    uint8_t *zbuf;          /* decompressed values */
-    size_t zbuf_cap;
+    st_arena_chunk *arena;  /* newest chunk first */
     size_t compress_threshold;
     int compress_level;
 };
+
+/* `len` bytes valid until the current transaction ends; NULL if out of
+ * memory. st_arena_room() is what the newest chunk still has. */
+uint8_t *st_arena_alloc(st_env *env, size_t len);
+size_t st_arena_room(const st_env *env, uint8_t **at);
+/* Give back what the arena handed out (a transaction ended). */
+void st_arena_reset(st_env *env);
 
 /* Grow-only buffer *buf of *cap bytes to at least len. 0 or ENOMEM. */
 int st_grow(uint8_t **buf, size_t *cap, size_t len);

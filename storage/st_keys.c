@@ -190,10 +190,12 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     return rc ? rc : ST_ENOTFOUND;
 }
 
-/* Replace a compressed payload by its decompressed bytes (env buffer). */
+/* Replace a compressed payload by its decompressed bytes (in the arena:
+ * valid until the transaction ends, like LMDB's own pointers). */
 static int inflate(st_env *e, st_rec *r)
 {
     unsigned long long n;
+    uint8_t *dst;
     size_t got;
 
     if (!(r->flags & ST_REC_ZSTD))
@@ -201,12 +203,12 @@ static int inflate(st_env *e, st_rec *r)
     n = ZSTD_getFrameContentSize(r->payload, r->payload_len);
     if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN)
         return ST_ECORRUPT;
-    if (st_grow(&e->zbuf, &e->zbuf_cap, n ? (size_t)n : 1))
+    if (!(dst = st_arena_alloc(e, n ? (size_t)n : 1)))
         return ENOMEM;
-    got = ZSTD_decompress(e->zbuf, e->zbuf_cap, r->payload, r->payload_len);
+    got = ZSTD_decompress(dst, (size_t)n, r->payload, r->payload_len);
     if (ZSTD_isError(got) || got != n)
         return ST_ECORRUPT;
-    r->payload = e->zbuf;
+    r->payload = dst;
     r->payload_len = got;
     r->flags &= ~ST_REC_ZSTD;
     return 0;
@@ -233,27 +235,39 @@ static void cache_fill(st_txn *t, const st_keyref *k, const st_rec *r)
         shm_cache_fill(t->env->cache, &e, mdb_txn_id(t->txn));
 }
 
-/* 1 and *out filled on a cache hit, 0 on a miss. */
+/*
+ * 1 and *out filled on a usable cache hit, 0 otherwise. An entry is
+ * usable only if its version is within the reader's snapshot: a present
+ * entry is the key's newest committed state (every write invalidates
+ * before it commits), so with version <= snapshot it is also the state
+ * the snapshot sees; a newer one must not mix with this transaction's
+ * older reads of other keys (MGET must see one snapshot).
+ */
 static int cache_get(st_txn *t, const st_keyref *k, int64_t now, st_rec *out)
 {
     st_env *e = t->env;
-    shm_cache_value_t v = { .buf = e->cbuf, .cap = e->cbuf_cap };
-    int rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
+    shm_cache_value_t v;
+    int rc;
 
-    if (rc == SHM_ETOOSMALL && st_grow(&e->cbuf, &e->cbuf_cap, v.len) == 0) {
-        v.buf = e->cbuf;
-        v.cap = e->cbuf_cap;
+    v.cap = st_arena_room(e, (uint8_t **)&v.buf);
+    rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
+    if (rc == SHM_ETOOSMALL) {
+        size_t need = v.len;
+        if (!(v.buf = st_arena_alloc(e, need)))
+            return 0;
+        e->arena->used -= need;         /* claimed below if it is a hit */
+        v.cap = need;
         rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
     }
-    if (rc)
+    if (rc || v.version > mdb_txn_id(t->txn))
         return 0;
+    out->payload = st_arena_alloc(e, v.len);   /* claims the bytes in place */
     out->type = v.type;
     out->flags = v.flags;
     out->version = v.version;
     out->expire_at = v.expire_at;
     out->name = NULL;
     out->name_len = 0;
-    out->payload = e->cbuf;
     out->payload_len = v.len;
     return 1;
 }
@@ -614,6 +628,19 @@ static int drop_all(st_txn *t)
     return st_map_err(rc);
 }
 
+/* A keyref for a key known only by its LMDB key (iterators, expiry):
+ * enough to delete it and to invalidate it in the cache. */
+static void keyref_from_enc(st_keyref *k, const void *enc, size_t len)
+{
+    memcpy(k->enc, enc, len);
+    k->enc_len = len;
+    k->db = st_get_be16(k->enc);
+    k->hash = st_get_be64(k->enc + ST_KEY_DB_BYTES);
+    k->is_long = len == ST_LMDB_MAXKEY;
+    k->name = NULL;
+    k->len = 0;
+}
+
 /* Delete up to ST_CHUNK_KEYS keys of `db`; *more when some remain. */
 static int flush_chunk(st_txn *t, unsigned db, int *more)
 {
@@ -635,10 +662,7 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
         st_keyref k;
         if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
             break;
-        k.db = db;
-        k.is_long = (r.flags & ST_REC_LONGNAME) != 0;
-        k.enc_len = key.mv_size;
-        memcpy(k.enc, key.mv_data, key.mv_size);
+        keyref_from_enc(&k, key.mv_data, key.mv_size);
         if ((rc = del_found(t, &k, &r)))
             break;
     }
@@ -646,22 +670,38 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
     return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
 }
 
+/* Keys in every database the counts record knows, this open's or not. */
+static int total_keys(st_txn *t, uint64_t *total)
+{
+    MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
+    int rc = mdb_get(t->txn, DBI(t, ST_DBI_META), &k, &v);
+    int64_t c;
+
+    *total = 0;
+    if (rc == MDB_NOTFOUND)
+        rc = 0;
+    else if (rc == 0)
+        for (size_t off = 0; off + 2 * sizeof c <= v.mv_size; off += 2 * sizeof c) {
+            memcpy(&c, (const uint8_t *)v.mv_data + off, sizeof c);
+            *total += c > 0 ? (uint64_t)c : 0;
+        }
+    for (unsigned d = 0; d < t->env->databases; d++)
+        *total += (uint64_t)t->dkeys[d];
+    return st_map_err(rc);
+}
+
 int st_flush(st_env *env, int db, uint64_t *version)
 {
     st_txn *t;
-    uint64_t keys, exp, total = 0, mine = 0;
+    uint64_t total = 0, mine = 0, exp;
     int rc, more = 1;
 
     if ((rc = st_txn_begin(env, 1, &t)))
         return rc;
-    for (unsigned d = 0; d < env->databases; d++) {
-        if ((rc = st_dbsize(t, d, &keys, &exp))) {
-            st_txn_abort(&t);
-            return rc;
-        }
-        total += keys;
-        if ((int)d == db)
-            mine = keys;
+    if ((rc = total_keys(t, &total)) ||
+        (db >= 0 && (rc = st_dbsize(t, (unsigned)db, &mine, &exp)))) {
+        st_txn_abort(&t);
+        return rc;
     }
     *version = st_txn_version(t);
     if (db < 0 || mine == total) {
@@ -696,12 +736,11 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
     st_rec r;
     int rc;
 
-    k.enc_len = ev->mv_size ? ev->mv_size : ek->mv_size - EXP_AT_BYTES;
-    memcpy(k.enc, ev->mv_size ? ev->mv_data
-                              : (const uint8_t *)ek->mv_data + EXP_AT_BYTES,
-           k.enc_len);
-    k.db = st_get_be16(k.enc);
-    k.is_long = k.enc_len == ST_LMDB_MAXKEY;
+    if (ev->mv_size)
+        keyref_from_enc(&k, ev->mv_data, ev->mv_size);
+    else
+        keyref_from_enc(&k, (const uint8_t *)ek->mv_data + EXP_AT_BYTES,
+                        ek->mv_size - EXP_AT_BYTES);
     key.mv_size = k.enc_len;
     key.mv_data = k.enc;
     rc = mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, &val);
@@ -730,6 +769,8 @@ int st_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
     int rc;
 
     *done = 0;
+    if (max > ST_CHUNK_KEYS)
+        max = ST_CHUNK_KEYS;            /* no transaction grows unbounded */
     if ((rc = st_txn_begin(env, 1, &t)))
         return rc;
     *version = st_txn_version(t);
@@ -781,10 +822,7 @@ int st_reap_seen(st_env *env, int64_t now, size_t *done)
             break;
         if (!is_expired(&r, now))
             continue;
-        k.db = st_get_be16(env->seen[i].enc);
-        k.is_long = env->seen[i].len == ST_LMDB_MAXKEY;
-        k.enc_len = env->seen[i].len;
-        memcpy(k.enc, env->seen[i].enc, k.enc_len);
+        keyref_from_enc(&k, env->seen[i].enc, env->seen[i].len);
         if ((rc = del_found(t, &k, &r)) == 0)
             (*done)++;
     }
