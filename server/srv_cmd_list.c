@@ -120,9 +120,8 @@ static void pop_generic(srv_conn *c, int left)
         return;
     }
     if (c->argc == 3) {
-        if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
-            return;
-        if (count < 0) {
+        if (!srv_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
+            count < 0) {
             srv_reply_error(c, "ERR value is out of range, must be "
                                "positive");
             return;
@@ -546,9 +545,8 @@ void srv_cmd_lmpop(srv_conn *c)
     long long numkeys, count = 1;
     int where, j, seen_count = 0;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[1], &numkeys))
-        return;
-    if (numkeys <= 0 || numkeys > INT_MAX) {
+    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
+        numkeys <= 0 || numkeys > INT_MAX) {
         srv_reply_error(c, "ERR numkeys should be greater than 0");
         return;
     }
@@ -563,9 +561,8 @@ void srv_cmd_lmpop(srv_conn *c)
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-        if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
-            return;
-        if (count <= 0) {
+        if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &count) ||
+            count <= 0) {
             srv_reply_error(c, "ERR count should be greater than 0");
             return;
         }

@@ -606,6 +606,10 @@ void srv_cmd_shutdown(srv_conn *c)
             srv_reply_error(c, "ERR No shutdown in progress.");
         return;
     }
+    if (srv_her.master_pid <= 0) {
+        srv_reply_error(c, "ERR Errors trying to SHUTDOWN. Check logs.");
+        return;                         /* an embedded worker: no master */
+    }
     srv_log(SRV_LOG_NOTICE, 0, "SHUTDOWN requested by client %s", c->addr);
     kill(srv_her.master_pid, SIGTERM);
     /* As Redis: no reply; the connection closes with the server. */

@@ -293,9 +293,7 @@ void srv_cmd_spop(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
-        return;
-    if (count < 0) {
+    if (!srv_str2ll(c->argv[2].ptr, c->argv[2].len, &count) || count < 0) {
         srv_reply_error(c, "ERR value is out of range, must be positive");
         return;
     }
@@ -643,9 +641,8 @@ void srv_cmd_sintercard(srv_conn *c)
     struct st_txn *t;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[1], &numkeys))
-        return;
-    if (numkeys <= 0) {
+    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
+        numkeys <= 0) {
         srv_reply_error(c, "ERR numkeys should be greater than 0");
         return;
     }
@@ -657,9 +654,8 @@ void srv_cmd_sintercard(srv_conn *c)
     for (int j = 2 + (int)numkeys; j < c->argc; j += 2) {
         if (j + 1 < c->argc &&
             srv_streq(c->argv[j].ptr, c->argv[j].len, "limit")) {
-            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &limit))
-                return;
-            if (limit < 0) {
+            if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len,
+                            &limit) || limit < 0) {
                 srv_reply_error(c, "ERR LIMIT can't be negative");
                 return;
             }

@@ -390,6 +390,10 @@ static int rank_window(long long start, long long end, uint64_t n,
 
 /* ---- replies of members with scores ---- */
 
+/* emit_ctx.withscores: scores as RESP3 doubles, or as bulk strings in
+ * every protocol (ZSCAN, like Redis). */
+#define SCORES_BULK 2
+
 typedef struct emit_ctx {
     srv_conn *c;
     int withscores;
@@ -415,7 +419,12 @@ static int emit_member(void *ctx, const uint8_t *m, size_t ml, double s)
     srv_reply_bulk(e->c, m, ml);
     if (!e->nested)
         e->n++;
-    if (e->withscores) {
+    if (e->withscores == SCORES_BULK) {
+        char buf[SRV_DSTR_SIZE];
+        int n = srv_d2str(buf, sizeof buf, s);
+        srv_reply_bulk(e->c, buf, (size_t)n);
+        e->n++;
+    } else if (e->withscores) {
         srv_reply_double(e->c, s);
         if (!e->nested)
             e->n++;
@@ -752,9 +761,8 @@ static void pop_generic(srv_conn *c, int max)
         return;
     }
     if (c->argc == 3) {
-        if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
-            return;
-        if (count < 0) {
+        if (!srv_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
+            count < 0) {
             srv_reply_error(c, "ERR value is out of range, must be "
                                "positive");
             return;
@@ -786,9 +794,8 @@ void srv_cmd_zmpop(srv_conn *c)
     long long numkeys, count = 1;
     int j, max, seen_count = 0;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[1], &numkeys))
-        return;
-    if (numkeys <= 0 || numkeys > INT_MAX) {
+    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
+        numkeys <= 0 || numkeys > INT_MAX) {
         srv_reply_error(c, "ERR numkeys should be greater than 0");
         return;
     }
@@ -811,9 +818,8 @@ void srv_cmd_zmpop(srv_conn *c)
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-        if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
-            return;
-        if (count <= 0) {
+        if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &count) ||
+            count <= 0) {
             srv_reply_error(c, "ERR count should be greater than 0");
             return;
         }
@@ -910,7 +916,7 @@ void srv_cmd_zrandmember(srv_conn *c)
 void srv_cmd_zscan(srv_conn *c)
 {
     struct st_txn *t;
-    emit_ctx e = { c, 1, 0, NULL, 0, NULL, NULL, 0 };
+    emit_ctx e = { c, SCORES_BULK, 0, NULL, 0, NULL, NULL, 0 };
     long long count = SCAN_DEFAULT_COUNT;
     uint64_t cursor, next = 0;
     st_keyref k;
