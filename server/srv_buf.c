@@ -31,6 +31,8 @@ int srv_buf_reserve(srv_buf *b, size_t extra)
 
 int srv_buf_append(srv_buf *b, const void *p, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (srv_buf_reserve(b, n))
         return ENOMEM;
     memcpy(b->data + b->len, p, n);

@@ -12,6 +12,7 @@
 #include "storage/st_err.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -213,6 +214,22 @@ void srv_reply_subcommand_arity(srv_conn *c)
     sub[n] = '\0';
     srv_reply_errorf(c, "ERR wrong number of arguments for '%s|%s' command",
                      c->cmd->name, sub);
+}
+
+int srv_arg_int_or_reply(srv_conn *c, const srv_slice *a, int *out)
+{
+    long long v;
+
+    if (srv_arg_ll_or_reply(c, a, &v))
+        return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        /* Redis's text, its typo included: clients match on it. */
+        srv_reply_error(c, "ERR value is out of range, value must between "
+                           "-2147483648 and 2147483647");
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
 }
 
 /* ---- COMMAND ---- */

@@ -84,5 +84,7 @@ void srv_reply_subcommand_arity(srv_conn *c);
 
 /* Helpers shared by handlers. */
 int srv_arg_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
+/* An argument that must fit an int, with Redis's two error texts. */
+int srv_arg_int_or_reply(srv_conn *c, const srv_slice *a, int *out);
 
 #endif

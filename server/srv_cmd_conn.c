@@ -165,9 +165,9 @@ void srv_cmd_auth(srv_conn *c)
 
 void srv_cmd_select(srv_conn *c)
 {
-    long long db;
+    int db;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[1], &db))
+    if (srv_arg_int_or_reply(c, &c->argv[1], &db))
         return;
     if (db < 0 || db >= srv_her.cfg->databases) {
         srv_reply_error(c, "ERR DB index is out of range");

@@ -12,6 +12,7 @@
 #include "storage/st_err.h"
 #include "storage/st_keys.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -289,13 +290,14 @@ void srv_cmd_keys(srv_conn *c)
     srv_reply_defer_array(c, mark, f.n);
 }
 
+/* Redis's rule (strtoul): no leading space, all digits used, in range;
+ * a sign is accepted ("-1" wraps to the largest cursor). */
 static int parse_cursor_or_reply(srv_conn *c, const srv_slice *a,
                                  uint64_t *cursor)
 {
-    char buf[SRV_LLSTR_SIZE + 1], *end;
+    char buf[SRV_LLSTR_SIZE + 2], *end;
 
-    if (a->len == 0 || a->len >= sizeof buf || a->ptr[0] == '-' ||
-        a->ptr[0] == ' ' || a->ptr[0] == '+')
+    if (a->len == 0 || a->len >= sizeof buf || isspace((unsigned char)a->ptr[0]))
         goto bad;
     memcpy(buf, a->ptr, a->len);
     buf[a->len] = '\0';
@@ -427,7 +429,7 @@ void srv_cmd_randomkey(srv_conn *c)
 void srv_cmd_copy(srv_conn *c)
 {
     struct st_txn *t;
-    long long db = c->db;
+    int db = (int)c->db;
     int replace = 0, rc;
     st_keyref src, dst;
 
@@ -436,12 +438,8 @@ void srv_cmd_copy(srv_conn *c)
         if (srv_streq(o->ptr, o->len, "replace")) {
             replace = 1;
         } else if (srv_streq(o->ptr, o->len, "db") && j + 1 < c->argc) {
-            if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &db) ||
-                db < INT_MIN || db > INT_MAX) {
-                srv_reply_error(c, SRV_ERR_NOT_INT);
+            if (srv_arg_int_or_reply(c, &c->argv[++j], &db))
                 return;
-            }
-            j++;
         } else {
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
