@@ -676,7 +676,11 @@ static void count_generic(srv_conn *c, int by)
         !(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
-    if (rc && (rc = st_zset_walk(t, &o, &r, 0, NULL, NULL, &n))) {
+    if (rc && by == ST_ZBY_SCORE)
+        rc = st_zset_count_score(t, &o, r.min, r.minex, r.max, r.maxex, &n);
+    else if (rc)
+        rc = st_zset_count_lex(t, &o, &r, &n);
+    if (rc) {
         srv_storage_error(c, rc);
         return;
     }

@@ -10,7 +10,7 @@ int st_set_has(st_txn *t, const st_obj *o, const void *member, size_t len)
     size_t vl;
     int rc;
 
-    if (!o->exists)
+    if (!o->c.id)
         return 0;
     rc = st_elem_get(t, ST_ELEM_SET, o->c.id, member, len, &v, &vl);
     return rc == 0 ? 1 : rc == ST_ENOTFOUND ? 0 : rc;

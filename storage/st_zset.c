@@ -71,17 +71,312 @@ static void zs_decode(const MDB_val *k, const MDB_val *v, const uint8_t **m,
     }
 }
 
+/*
+ * Rank blocks: counts that make ranks cheap. The elements of a zset are
+ * cut, in key order, into blocks of at most BLOCK_MAX elements; a block
+ * is a record of zscores under the same collection id, keyed by id, the
+ * BLOCK_MARK score slot (no score encodes to it, so block records sort
+ * after every element) and the key suffix (score and member) of its
+ * first element, the first block's being empty; its value is its element
+ * count. A rank is then the counts of the blocks before the element's
+ * plus a walk inside one block: O(n / BLOCK_MAX + BLOCK_MAX) instead of
+ * O(n). Inserts split a block that grows past BLOCK_MAX, deletes merge a
+ * block that shrinks below BLOCK_MIN into the next one. Copies and the
+ * lazy freer treat block records as elements of the collection.
+ */
+#define BLOCK_MARK UINT64_MAX
+#define BLOCK_MAX 1024
+#define BLOCK_MIN (BLOCK_MAX / 4)
+#define BLOCK_SUFFIX_MAX (ST_LMDB_MAXKEY - ST_ZSET_HEAD)
+#define COUNT_BYTES 8
+
+static int is_block(const MDB_val *k, uint64_t id)
+{
+    return k->mv_size >= ST_ZSET_HEAD && st_get_be64(k->mv_data) == id &&
+           st_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES) ==
+               BLOCK_MARK;
+}
+
+/* An element (not a block record) of collection `id`. */
+static int in_coll(const MDB_val *k, uint64_t id)
+{
+    return k->mv_size >= ST_ZSET_HEAD && st_get_be64(k->mv_data) == id &&
+           st_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES) !=
+               BLOCK_MARK;
+}
+
+/* Block key with first-element suffix `sf` (cut to fit: see blk_find). */
+static size_t blk_key(uint8_t *buf, uint64_t id, const uint8_t *sf,
+                      size_t sl)
+{
+    st_put_be64(buf, id);
+    st_put_be64(buf + ST_COLL_ID_BYTES, BLOCK_MARK);
+    if (sl > BLOCK_SUFFIX_MAX)
+        sl = BLOCK_SUFFIX_MAX;
+    if (sl)
+        memcpy(buf + ST_ZSET_HEAD, sf, sl);
+    return ST_ZSET_HEAD + sl;
+}
+
+static uint64_t blk_count(const MDB_val *v)
+{
+    uint64_t n = 0;
+
+    if (v->mv_size == COUNT_BYTES)
+        memcpy(&n, v->mv_data, sizeof n);
+    return n;
+}
+
+static int blk_put(st_txn *t, const uint8_t *key, size_t kl, uint64_t n)
+{
+    MDB_val k = { kl, (void *)key }, v = { sizeof n, &n };
+
+    return mdb_put(t->txn, ZSCORES(t), &k, &v, 0);
+}
+
+/*
+ * Put `bc` on the block holding element key `ek`: the block with the
+ * greatest first-element suffix <= the element's. Boundaries are never
+ * cut (splits only pick elements whose suffix fits), so cutting the
+ * looked-up suffix cannot skip a block. MDB_NOTFOUND: no block yet.
+ */
+static int blk_find(MDB_cursor *bc, uint64_t id, const uint8_t *ek,
+                    size_t eklen, MDB_val *k, MDB_val *v)
+{
+    uint8_t key[ST_LMDB_MAXKEY];
+    size_t kl = blk_key(key, id, ek + ST_COLL_ID_BYTES,
+                        eklen - ST_COLL_ID_BYTES);
+    int rc;
+
+    k->mv_size = kl;
+    k->mv_data = key;
+    rc = mdb_cursor_get(bc, k, v, MDB_SET_RANGE);
+    if (rc == 0 && k->mv_size == kl && memcmp(k->mv_data, key, kl) == 0)
+        return 0;
+    if (rc == MDB_NOTFOUND)
+        rc = mdb_cursor_get(bc, k, v, MDB_LAST);
+    else if (rc == 0)
+        rc = mdb_cursor_get(bc, k, v, MDB_PREV);
+    if (rc == 0 && !is_block(k, id))
+        rc = MDB_NOTFOUND;
+    return rc;
+}
+
+/* Position `cur` on the first element of the block keyed `bkey`. */
+static int blk_first_elem(MDB_cursor *cur, uint64_t id, const uint8_t *bkey,
+                          size_t bl, MDB_val *k, MDB_val *v)
+{
+    uint8_t start[ST_LMDB_MAXKEY];
+    int rc;
+
+    st_put_be64(start, id);
+    memcpy(start + ST_COLL_ID_BYTES, bkey + ST_ZSET_HEAD, bl - ST_ZSET_HEAD);
+    k->mv_size = ST_COLL_ID_BYTES + bl - ST_ZSET_HEAD;
+    k->mv_data = start;
+    rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    if (rc == 0 && !in_coll(k, id))
+        rc = MDB_NOTFOUND;
+    return rc;
+}
+
+/* Split the block `bkey` of n elements near its middle (if some element
+ * past the middle has a suffix that fits a block key). */
+static int blk_split(st_txn *t, MDB_cursor *bc, uint64_t id,
+                     const uint8_t *bkey, size_t bl, uint64_t n)
+{
+    uint8_t nkey[ST_LMDB_MAXKEY];
+    size_t nl = 0;
+    uint64_t i;
+    MDB_val k, v;
+    int rc = blk_first_elem(bc, id, bkey, bl, &k, &v);
+
+    for (i = 0; rc == 0 && i < n && in_coll(&k, id); i++) {
+        if (i >= n / 2 && k.mv_size - ST_COLL_ID_BYTES <= BLOCK_SUFFIX_MAX) {
+            nl = blk_key(nkey, id, (const uint8_t *)k.mv_data +
+                                       ST_COLL_ID_BYTES,
+                         k.mv_size - ST_COLL_ID_BYTES);
+            break;
+        }
+        rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT);
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    if (!nl)
+        return blk_put(t, bkey, bl, n);     /* no usable boundary */
+    if ((rc = blk_put(t, bkey, bl, i)))
+        return rc;
+    return blk_put(t, nkey, nl, n - i);
+}
+
+/* Count a new element (already stored) with key ek. */
+static int blk_insert(st_txn *t, uint64_t id, const uint8_t *ek,
+                      size_t eklen)
+{
+    uint8_t bkey[ST_LMDB_MAXKEY];
+    size_t bl;
+    uint64_t n = 0;
+    MDB_cursor *bc;
+    MDB_val k, v;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
+        return rc;
+    rc = blk_find(bc, id, ek, eklen, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        bl = blk_key(bkey, id, NULL, 0);
+        rc = 0;
+    } else if (rc == 0) {
+        bl = k.mv_size;
+        memcpy(bkey, k.mv_data, bl);
+        n = blk_count(&v);
+    }
+    if (rc == 0) {
+        n++;
+        rc = n > BLOCK_MAX ? blk_split(t, bc, id, bkey, bl, n)
+                           : blk_put(t, bkey, bl, n);
+    }
+    mdb_cursor_close(bc);
+    return rc;
+}
+
+/* Uncount a deleted element with key ek. */
+static int blk_remove(st_txn *t, uint64_t id, const uint8_t *ek,
+                      size_t eklen)
+{
+    uint8_t bkey[ST_LMDB_MAXKEY], next[ST_LMDB_MAXKEY];
+    size_t bl;
+    uint64_t n;
+    MDB_cursor *bc;
+    MDB_val k, v;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
+        return rc;
+    if ((rc = blk_find(bc, id, ek, eklen, &k, &v)))
+        goto out;
+    bl = k.mv_size;
+    memcpy(bkey, k.mv_data, bl);
+    n = blk_count(&v);
+    if (n)
+        n--;
+    if (n == 0 && bl > ST_ZSET_HEAD) {
+        k.mv_size = bl;
+        k.mv_data = bkey;
+        rc = mdb_del(t->txn, ZSCORES(t), &k, NULL);
+        goto out;
+    }
+    if (n < BLOCK_MIN &&
+        (rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT)) == 0 &&
+        is_block(&k, id) && n + blk_count(&v) <= BLOCK_MAX) {
+        /* Merge the next block into this one. */
+        size_t nl = k.mv_size;
+        n += blk_count(&v);
+        memcpy(next, k.mv_data, nl);
+        k.mv_data = next;
+        if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)))
+            goto out;
+    }
+    rc = blk_put(t, bkey, bl, n);
+out:
+    mdb_cursor_close(bc);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Key-order position of the element with key ek among the elements. */
+static int blk_position(st_txn *t, uint64_t id, const uint8_t *ek,
+                        size_t eklen, uint64_t *pos)
+{
+    uint8_t bkey[ST_LMDB_MAXKEY], first[ST_ZSET_HEAD];
+    MDB_val target = { eklen, (void *)ek };
+    size_t bl;
+    MDB_cursor *bc;
+    MDB_val k, v;
+    int rc;
+
+    *pos = 0;
+    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
+        return rc;
+    if ((rc = blk_find(bc, id, ek, eklen, &k, &v)))
+        goto out;
+    bl = k.mv_size;
+    memcpy(bkey, k.mv_data, bl);
+    blk_key(first, id, NULL, 0);
+    k.mv_size = sizeof first;
+    k.mv_data = first;
+    for (rc = mdb_cursor_get(bc, &k, &v, MDB_SET_RANGE);
+         rc == 0 && is_block(&k, id);
+         rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT)) {
+        if (k.mv_size == bl && memcmp(k.mv_data, bkey, bl) == 0)
+            break;
+        *pos += blk_count(&v);
+    }
+    if (rc)
+        goto out;
+    for (rc = blk_first_elem(bc, id, bkey, bl, &k, &v);
+         rc == 0 && in_coll(&k, id) &&
+         mdb_cmp(t->txn, ZSCORES(t), &k, &target) < 0;
+         rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT))
+        (*pos)++;
+out:
+    mdb_cursor_close(bc);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Put `cur` on the element at key-order position `pos` (< card). */
+static int blk_seek_position(st_txn *t, MDB_cursor *cur, uint64_t id,
+                             uint64_t pos, MDB_val *k, MDB_val *v)
+{
+    uint8_t bkey[ST_LMDB_MAXKEY], first[ST_ZSET_HEAD];
+    size_t bl = 0;
+    uint64_t before = 0;
+    MDB_cursor *bc;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
+        return rc;
+    blk_key(first, id, NULL, 0);
+    k->mv_size = sizeof first;
+    k->mv_data = first;
+    for (rc = mdb_cursor_get(bc, k, v, MDB_SET_RANGE);
+         rc == 0 && is_block(k, id);
+         rc = mdb_cursor_get(bc, k, v, MDB_NEXT)) {
+        uint64_t n = blk_count(v);
+        bl = k->mv_size;
+        memcpy(bkey, k->mv_data, bl);
+        if (before + n > pos)
+            break;
+        before += n;
+    }
+    mdb_cursor_close(bc);
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    if (!bl)
+        return MDB_NOTFOUND;
+    rc = blk_first_elem(cur, id, bkey, bl, k, v);
+    for (uint64_t i = before; rc == 0 && i < pos; i++)
+        rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
+    if (rc == 0 && !in_coll(k, id))
+        rc = MDB_NOTFOUND;
+    return rc;
+}
+
 static int zs_put(st_txn *t, uint64_t id, double score, const void *m,
                   size_t len)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
     MDB_val k, v;
+    int rc;
 
     k.mv_size = zs_key(buf, id, score, m, len);
     k.mv_data = buf;
     v.mv_size = k.mv_size == ST_LMDB_MAXKEY ? len : 0;
     v.mv_data = (void *)m;
-    return st_map_err(mdb_put(t->txn, ZSCORES(t), &k, &v, 0));
+    rc = mdb_put(t->txn, ZSCORES(t), &k, &v, MDB_NOOVERWRITE);
+    if (rc == 0)
+        rc = blk_insert(t, id, buf, k.mv_size);
+    else if (rc == MDB_KEYEXIST)
+        rc = 0;
+    return st_map_err(rc);
 }
 
 static int zs_del(st_txn *t, uint64_t id, double score, const void *m,
@@ -89,10 +384,13 @@ static int zs_del(st_txn *t, uint64_t id, double score, const void *m,
 {
     uint8_t buf[ST_LMDB_MAXKEY];
     MDB_val k;
+    int rc;
 
     k.mv_size = zs_key(buf, id, score, m, len);
     k.mv_data = buf;
-    return st_map_err(mdb_del(t->txn, ZSCORES(t), &k, NULL));
+    if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)) == 0)
+        rc = blk_remove(t, id, buf, k.mv_size);
+    return st_map_err(rc);
 }
 
 int st_zset_score(st_txn *t, const st_obj *o, const void *member,
@@ -102,7 +400,7 @@ int st_zset_score(st_txn *t, const st_obj *o, const void *member,
     size_t vl;
     int rc;
 
-    if (!o->exists)
+    if (!o->c.id)
         return ST_ENOTFOUND;
     rc = st_elem_get(t, ST_ELEM_ZMEMBER, o->c.id, member, len, &v, &vl);
     if (rc)
@@ -152,20 +450,17 @@ int st_zset_rem(st_txn *t, st_obj *o, const void *member, size_t len)
     return 0;
 }
 
-static int in_coll(const MDB_val *k, uint64_t id)
-{
-    return k->mv_size >= ST_ZSET_HEAD && st_get_be64(k->mv_data) == id;
-}
-
 /* Position on the first (rev: last) element of `id`. */
 static int zfirst(MDB_cursor *cur, uint64_t id, int rev, MDB_val *k,
                   MDB_val *v)
 {
-    uint8_t pos[ST_COLL_ID_BYTES];
+    uint8_t pos[ST_ZSET_HEAD];
     int rc;
 
-    st_put_be64(pos, rev ? id + 1 : id);
-    k->mv_size = sizeof pos;
+    /* Going down: from the block records, just after the elements. */
+    st_put_be64(pos, id);
+    st_put_be64(pos + ST_COLL_ID_BYTES, rev ? BLOCK_MARK : 0);
+    k->mv_size = rev ? sizeof pos : ST_COLL_ID_BYTES;
     k->mv_data = pos;
     rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
     if (rev) {
@@ -203,52 +498,208 @@ static int zseek(MDB_cursor *cur, uint64_t id, const uint8_t *key, size_t len,
     return rc;
 }
 
+/*
+ * Runs. Keys at least RUN_KEY bytes long may share their first RUN_KEY
+ * bytes with the digest-form key of a long member, and such keys sort by
+ * digest, not by member. Every key sharing those bytes is contiguous in
+ * the database (a "run"), so ordered walks load a run whole and sort it
+ * by member; only members of at least ST_ZSET_LONG_PREFIX bytes with the
+ * same score and prefix ever share a run.
+ */
+#define RUN_KEY (ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX)
+#define RUN_INITIAL 8
+
+typedef struct zrun_ent {
+    const uint8_t *m;       /* into zrun.buf once loaded */
+    size_t off, len;
+    double s;
+    size_t raw;             /* position in key order */
+} zrun_ent;
+
+typedef struct zrun {
+    uint8_t prefix[RUN_KEY];
+    uint8_t first[ST_LMDB_MAXKEY];  /* key of the run's first entry */
+    size_t first_len;
+    zrun_ent *e;
+    size_t n, cap;
+    uint8_t *buf;
+    size_t blen, bcap;
+} zrun;
+
+static int is_run_key(const MDB_val *k) { return k->mv_size >= RUN_KEY; }
+
+static void run_free(zrun *r)
+{
+    free(r->e);
+    free(r->buf);
+}
+
+static int run_cmp(const void *a, const void *b)
+{
+    const zrun_ent *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->m, y->m, n) : 0;
+
+    if (c)
+        return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static int run_add(zrun *r, const uint8_t *m, size_t ml, double s)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : RUN_INITIAL;
+        zrun_ent *e = realloc(r->e, cap * sizeof *e);
+        if (!e)
+            return ENOMEM;
+        r->e = e;
+        r->cap = cap;
+    }
+    if (r->blen + ml > r->bcap) {
+        size_t cap = r->bcap ? r->bcap : ST_LMDB_MAXKEY;
+        while (cap < r->blen + ml)
+            cap *= 2;
+        uint8_t *b = realloc(r->buf, cap);
+        if (!b)
+            return ENOMEM;
+        r->buf = b;
+        r->bcap = cap;
+    }
+    if (ml)
+        memcpy(r->buf + r->blen, m, ml);
+    r->e[r->n] = (zrun_ent){ NULL, r->blen, ml, s, r->n };
+    r->blen += ml;
+    r->n++;
+    return 0;
+}
+
+/*
+ * Load the run holding the cursor's key `k`, sorted by member. *raw_at
+ * gets how many run keys precede `k` in key order, *sorted_at the sorted
+ * index of `k`'s member. The cursor is left anywhere.
+ */
+static int run_load(MDB_cursor *cur, const MDB_val *k, zrun *r,
+                    size_t *raw_at, size_t *sorted_at)
+{
+    uint8_t land[ST_LMDB_MAXKEY];
+    size_t land_len = k->mv_size;
+    MDB_val key = { RUN_KEY, r->prefix }, v;
+    int rc;
+
+    memcpy(land, k->mv_data, land_len);
+    memcpy(r->prefix, k->mv_data, RUN_KEY);
+    r->n = 0;
+    r->blen = 0;
+    *raw_at = 0;
+    for (rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT)) {
+        const uint8_t *m;
+        size_t ml;
+        double s;
+        if (key.mv_size < RUN_KEY || memcmp(key.mv_data, r->prefix, RUN_KEY))
+            break;
+        if (key.mv_size == land_len && !memcmp(key.mv_data, land, land_len))
+            *raw_at = r->n;
+        if (r->n == 0) {
+            r->first_len = key.mv_size;
+            memcpy(r->first, key.mv_data, key.mv_size);
+        }
+        zs_decode(&key, &v, &m, &ml, &s);
+        if ((rc = run_add(r, m, ml, s)))
+            return rc;
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    for (size_t i = 0; i < r->n; i++)
+        r->e[i].m = r->buf + r->e[i].off;
+    qsort(r->e, r->n, sizeof *r->e, run_cmp);
+    *sorted_at = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->e[i].raw == *raw_at)
+            *sorted_at = i;
+    return 0;
+}
+
+/* Put the cursor just past run `r` in walk direction `rev`. */
+static int run_leave(MDB_cursor *cur, uint64_t id, const zrun *r, int rev,
+                     MDB_val *k, MDB_val *v)
+{
+    uint8_t key[RUN_KEY];
+    int i = RUN_KEY - 1;
+
+    memcpy(key, r->prefix, RUN_KEY);
+    if (!rev) {
+        /* The smallest key above every key with this prefix. */
+        while (i >= 0 && key[i] == UINT8_MAX)
+            key[i--] = 0;
+        if (i < 0)
+            return MDB_NOTFOUND;
+        key[i]++;
+    }
+    return zseek(cur, id, key, RUN_KEY, rev, k, v);
+}
+
 int st_zset_rank(st_txn *t, const st_obj *o, const void *member, size_t len,
                  int rev, uint64_t *rank, double *score)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
-    MDB_cursor *back = NULL, *fwd = NULL;
-    MDB_val k, v, k2, v2;
-    uint64_t nb = 0, nf = 0;
-    int rc, rb = 0, rf = 0;
+    MDB_cursor *cur = NULL;
+    MDB_val k;
+    zrun run;
+    uint64_t pos = 0;
+    int rc;
 
+    memset(&run, 0, sizeof run);
     if ((rc = st_zset_score(t, o, member, len, score)))
         return rc;
     k.mv_size = zs_key(buf, o->c.id, *score, member, len);
     k.mv_data = buf;
-    k2 = k;
-    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &back)) ||
-        (rc = mdb_cursor_open(t->txn, ZSCORES(t), &fwd)) ||
-        (rc = mdb_cursor_get(back, &k, &v, MDB_SET_KEY)) ||
-        (rc = mdb_cursor_get(fwd, &k2, &v2, MDB_SET_KEY)))
-        goto out;
-    /* Count towards both ends at once; the nearer end answers. */
-    for (;;) {
-        rb = mdb_cursor_get(back, &k, &v, MDB_PREV);
-        if (rb || !in_coll(&k, o->c.id)) {
-            *rank = nb;
-            break;
-        }
-        nb++;
-        rf = mdb_cursor_get(fwd, &k2, &v2, MDB_NEXT);
-        if (rf || !in_coll(&k2, o->c.id)) {
-            *rank = o->c.card - 1 - nf;
-            break;
-        }
-        nf++;
+    if (is_run_key(&k)) {
+        /* The run's first key by position, plus the sorted index. */
+        size_t raw_at, sorted_at;
+        if (!(rc = mdb_cursor_open(t->txn, ZSCORES(t), &cur)) &&
+            !(rc = run_load(cur, &k, &run, &raw_at, &sorted_at)) &&
+            !(rc = blk_position(t, o->c.id, run.first, run.first_len, &pos)))
+            pos += sorted_at;
+    } else {
+        rc = blk_position(t, o->c.id, buf, k.mv_size, &pos);
     }
-    if (rb && rb != MDB_NOTFOUND)
-        rc = rb;
-    else if (rf && rf != MDB_NOTFOUND)
-        rc = rf;
-    if (rev)
-        *rank = o->c.card - 1 - *rank;
-out:
-    if (back)
-        mdb_cursor_close(back);
-    if (fwd)
-        mdb_cursor_close(fwd);
-    return st_map_err(rc);
+    if (cur)
+        mdb_cursor_close(cur);
+    run_free(&run);
+    if (rc)
+        return st_map_err(rc);
+    *rank = rev ? o->c.card - 1 - pos : pos;
+    return 0;
+}
+
+/* Position of the first element at or after score bound `d` (after
+ * every element scoring d when `past`). */
+static int score_position(st_txn *t, uint64_t id, double d, int past,
+                          uint64_t *pos)
+{
+    uint8_t key[ST_ZSET_HEAD];
+    uint64_t e = st_zset_score_enc(d);
+
+    st_put_be64(key, id);
+    st_put_be64(key + ST_COLL_ID_BYTES, past ? e + 1 : e);
+    return blk_position(t, id, key, sizeof key, pos);
+}
+
+int st_zset_count_score(st_txn *t, const st_obj *o, double min, int minex,
+                        double max, int maxex, uint64_t *n)
+{
+    uint64_t lo, hi;
+    int rc;
+
+    *n = 0;
+    if (!o->c.id || o->c.card == 0)
+        return 0;
+    if ((rc = score_position(t, o->c.id, min, minex, &lo)) ||
+        (rc = score_position(t, o->c.id, max, !maxex, &hi)))
+        return st_map_err(rc);
+    *n = hi > lo ? hi - lo : 0;
+    return 0;
 }
 
 static int lex_cmp(const uint8_t *m, size_t ml, const st_zlex *b)
@@ -305,19 +756,9 @@ static int classify(const st_zrange *r, const uint8_t *m, size_t ml,
     return lo ? POS_PAST : POS_BEFORE;
 }
 
-/* Step `n` times in direction `rev`. */
-static int zskip(MDB_cursor *cur, uint64_t n, int rev, MDB_val *k, MDB_val *v)
-{
-    int rc = 0;
-
-    while (n-- && rc == 0)
-        rc = mdb_cursor_get(cur, k, v, rev ? MDB_PREV : MDB_NEXT);
-    return rc;
-}
-
 /* Put the cursor where walk `r` starts. */
-static int zstart(MDB_cursor *cur, const st_obj *o, const st_zrange *r,
-                  MDB_val *k, MDB_val *v)
+static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
+                  const st_zrange *r, MDB_val *k, MDB_val *v)
 {
     uint8_t key[ST_LMDB_MAXKEY];
     uint64_t id = o->c.id;
@@ -328,20 +769,15 @@ static int zstart(MDB_cursor *cur, const st_obj *o, const st_zrange *r,
     case ST_ZBY_RANK:
         if (r->start >= o->c.card)
             return MDB_NOTFOUND;
-        if (r->start <= o->c.card / 2) {
-            if ((rc = zfirst(cur, id, r->rev, k, v)))
-                return rc;
-            return zskip(cur, r->start, r->rev, k, v);
-        }
-        if ((rc = zfirst(cur, id, !r->rev, k, v)))
-            return rc;
-        return zskip(cur, o->c.card - 1 - r->start, !r->rev, k, v);
+        return blk_seek_position(t, cur, id, r->rev ? o->c.card - 1 -
+                                                      r->start
+                                                    : r->start, k, v);
     case ST_ZBY_SCORE: {
         uint64_t e = st_zset_score_enc(r->rev ? r->max : r->min);
         st_put_be64(key, id);
         if (r->rev && e == UINT64_MAX) {
-            st_put_be64(key, id + 1);
-            len = ST_COLL_ID_BYTES;
+            st_put_be64(key + ST_COLL_ID_BYTES, BLOCK_MARK);
+            len = ST_ZSET_HEAD;
         } else {
             st_put_be64(key + ST_COLL_ID_BYTES, r->rev ? e + 1 : e);
             len = ST_ZSET_HEAD;
@@ -397,6 +833,135 @@ static int zcopy_in(zcopy *b, const void *src, size_t len)
     return 0;
 }
 
+/*
+ * The part of st_zset_walk() inside a run: load it sorted, visit its
+ * members in walk order (from the landing point when a rank walk starts
+ * inside it), deleting as asked. *stop is set when the walk ends here.
+ */
+static int walk_run(st_txn *t, MDB_cursor *cur, st_obj *o,
+                    const st_zrange *r, int del, int first, st_zset_fn fn,
+                    void *ctx, uint64_t *offset, uint64_t *left,
+                    uint64_t *visited, zrun *run, int *stop)
+{
+    MDB_val k, v;
+    size_t raw_at, sorted_at, from;
+    int rc;
+
+    if ((rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT)) ||
+        (rc = run_load(cur, &k, run, &raw_at, &sorted_at)))
+        return rc;
+    if (first && r->by == ST_ZBY_RANK)
+        from = raw_at;          /* ranks count keys, whatever their order */
+    else
+        from = r->rev ? run->n - 1 : 0;
+    for (size_t step = 0; step < run->n; step++) {
+        if (r->rev ? step > from : from + step >= run->n)
+            break;
+        const zrun_ent *e = &run->e[r->rev ? from - step : from + step];
+        int pos = classify(r, e->m, e->len, e->s);
+        if (pos == POS_PAST) {
+            *stop = 1;
+            break;
+        }
+        if (pos == POS_BEFORE)
+            continue;
+        if (*offset) {
+            (*offset)--;
+            continue;
+        }
+        if (*left == 0) {
+            *stop = 1;
+            break;
+        }
+        (*left)--;
+        (*visited)++;
+        int fstop = fn ? fn(ctx, e->m, e->len, e->s) : 0;
+        if (del) {
+            if ((rc = zs_del(t, o->c.id, e->s, e->m, e->len)) ||
+                (rc = st_elem_del(t, ST_ELEM_ZMEMBER, o->c.id, e->m,
+                                  e->len)))
+                return rc;
+            o->c.card--;
+        }
+        if (fstop) {
+            *stop = 1;
+            break;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The key of the first element of lex range `r` in walk direction
+ * r->rev: *found 0 when the range is empty, *in_run 1 when the edge lies
+ * in a run (raw key positions then do not follow member order).
+ */
+static int lex_edge(st_txn *t, const st_obj *o, const st_zrange *r,
+                    uint8_t *key, size_t *klen, int *found, int *in_run)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    *found = *in_run = 0;
+    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &cur)))
+        return rc;
+    for (rc = zstart(t, cur, o, r, &k, &v); rc == 0 && in_coll(&k, o->c.id);
+         rc = mdb_cursor_get(cur, &k, &v, r->rev ? MDB_PREV : MDB_NEXT)) {
+        const uint8_t *m;
+        size_t ml;
+        double s;
+        if (is_run_key(&k)) {
+            *in_run = 1;
+            break;
+        }
+        zs_decode(&k, &v, &m, &ml, &s);
+        int pos = classify(r, m, ml, s);
+        if (pos == POS_BEFORE)
+            continue;
+        if (pos == POS_IN) {
+            *found = 1;
+            *klen = k.mv_size;
+            memcpy(key, k.mv_data, k.mv_size);
+        }
+        break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r, uint64_t *n)
+{
+    uint8_t a[ST_LMDB_MAXKEY], b[ST_LMDB_MAXKEY];
+    size_t al = 0, bl = 0;
+    uint64_t pa, pb;
+    st_zrange back = *r;
+    int found, in_run, rc;
+
+    *n = 0;
+    if (!o->c.id || o->c.card == 0)
+        return 0;
+    back.rev = !r->rev;
+    if ((rc = lex_edge(t, o, r, a, &al, &found, &in_run)))
+        return st_map_err(rc);
+    if (!in_run && !found)
+        return 0;
+    if (!in_run && (rc = lex_edge(t, o, &back, b, &bl, &found, &in_run)))
+        return st_map_err(rc);
+    if (in_run || !found)       /* members order differently: count them */
+        return st_zset_walk(t, o, r, 0, NULL, NULL, n);
+    if ((rc = blk_position(t, o->c.id, a, al, &pa)) ||
+        (rc = blk_position(t, o->c.id, b, bl, &pb)))
+        return st_map_err(rc);
+    if (r->rev) {
+        uint64_t x = pa;
+        pa = pb;
+        pb = x;
+    }
+    *n = pb >= pa ? pb - pa + 1 : 0;
+    return 0;
+}
+
 int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
                  st_zset_fn fn, void *ctx, uint64_t *visited)
 {
@@ -406,19 +971,32 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
     uint64_t left = r->by == ST_ZBY_RANK ? r->count : r->limit;
     uint8_t kbuf[ST_LMDB_MAXKEY];
     zcopy name = { NULL, 0 };
-    int rc;
+    zrun run;
+    int rc, first = 1;
 
     *visited = 0;
-    if (!o->exists || left == 0)
+    memset(&run, 0, sizeof run);
+    if (!o->c.id || left == 0)
         return 0;
     if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &cur)))
         return st_map_err(rc);
-    for (rc = zstart(cur, o, r, &k, &v); rc == 0;) {
+    for (rc = zstart(t, cur, o, r, &k, &v); rc == 0;) {
         const uint8_t *m;
         size_t ml;
         double s;
         if (!in_coll(&k, o->c.id))
             break;
+        if (is_run_key(&k)) {
+            int stop = 0;
+            rc = walk_run(t, cur, o, r, del, first, fn, ctx, &offset, &left,
+                          visited, &run, &stop);
+            first = 0;
+            if (rc || stop)
+                break;
+            rc = run_leave(cur, o->c.id, &run, r->rev, &k, &v);
+            continue;
+        }
+        first = 0;
         zs_decode(&k, &v, &m, &ml, &s);
         int pos = classify(r, m, ml, s);
         if (pos == POS_PAST)
@@ -443,7 +1021,8 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
         /* Delete both records, then find the neighbour again. */
         size_t klen = k.mv_size;
         memcpy(kbuf, k.mv_data, klen);
-        if ((rc = zcopy_in(&name, m, ml)) || (rc = mdb_cursor_del(cur, 0)))
+        if ((rc = zcopy_in(&name, m, ml)) || (rc = mdb_cursor_del(cur, 0)) ||
+            (rc = blk_remove(t, o->c.id, kbuf, klen)))
             break;
         if ((rc = st_elem_del(t, ST_ELEM_ZMEMBER, o->c.id, name.p, ml)))
             break;
@@ -454,6 +1033,7 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
     }
     mdb_cursor_close(cur);
     free(name.p);
+    run_free(&run);
     return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
 }
 

@@ -42,9 +42,15 @@ int st_zset_add(st_txn *t, st_obj *o, const void *member, size_t len,
 int st_zset_rem(st_txn *t, st_obj *o, const void *member, size_t len);
 
 /* 0-based rank of `member` (from the top with `rev`) and its score:
- * O(min(rank, n - rank)). ST_ENOTFOUND when absent. */
+ * O(n / block + block) through the rank blocks (see st_zset.c; blocks
+ * hold at most 1024 elements). ST_ENOTFOUND when absent. */
 int st_zset_rank(st_txn *t, const st_obj *o, const void *member, size_t len,
                  int rev, uint64_t *rank, double *score);
+
+/* ZCOUNT: members scoring within [min, max] (exclusive ends with minex /
+ * maxex), from the rank blocks: O(n / block + block), not O(count). */
+int st_zset_count_score(st_txn *t, const st_obj *o, double min, int minex,
+                        double max, int maxex, uint64_t *n);
 
 /* Lex range bounds: "-", "+", "[x", "(x". */
 enum st_zlex_kind { ST_ZLEX_MIN, ST_ZLEX_MAX, ST_ZLEX_INCL, ST_ZLEX_EXCL };
@@ -71,11 +77,16 @@ typedef struct st_zrange {
 /*
  * Walk range `r`, calling `fn` per element (may be NULL); with `del`
  * each visited element is removed after the call. *visited gets the
- * count. O(log n + offset + visited) for score/lex, O(min(start,
- * n - start) + count) for rank.
+ * count. O(log n + offset + visited) for score/lex; for rank, the start
+ * is found through the rank blocks (O(n / block + block)).
  */
 int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
                  st_zset_fn fn, void *ctx, uint64_t *visited);
+
+/* ZLEXCOUNT of lex range `r` (by == ST_ZBY_LEX): from the rank blocks
+ * when both ends of the range are ordinary keys, else by walking. */
+int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r,
+                      uint64_t *n);
 
 /* ZSCAN step / all members, in hash order; see st_elem_scan. */
 int st_zset_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
