@@ -12,7 +12,6 @@
 #include "storage/st_hash.h"
 #include "storage/st_keys.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -20,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCAN_DEFAULT_COUNT 10
 
 static const char ERR_HASH_NOT_INT[] = "ERR hash value is not an integer";
 static const char ERR_HASH_NOT_FLOAT[] = "ERR hash value is not a float";
@@ -502,75 +500,29 @@ void srv_cmd_hrandfield(srv_conn *c)
     }
 }
 
-/* Parse a SCAN cursor (an unsigned decimal). */
-static int parse_cursor_or_reply(srv_conn *c, const srv_slice *a,
-                                 uint64_t *cursor)
-{
-    char buf[SRV_LLSTR_SIZE + 1], *end;
-
-    if (a->len == 0 || a->len >= sizeof buf || a->ptr[0] == '-' ||
-        a->ptr[0] == ' ' || a->ptr[0] == '+')
-        goto bad;
-    memcpy(buf, a->ptr, a->len);
-    buf[a->len] = '\0';
-    errno = 0;
-    *cursor = strtoull(buf, &end, 10);
-    if (*end == '\0' && errno == 0)
-        return 0;
-bad:
-    srv_reply_error(c, "ERR invalid cursor");
-    return -1;
-}
-
 void srv_cmd_hscan(srv_conn *c)
 {
     struct st_txn *t;
     emit_ctx e = { c, WANT_FIELDS | WANT_VALUES, NULL, 0 };
-    long long count = SCAN_DEFAULT_COUNT;
-    uint64_t cursor, next = 0;
+    srv_scan_args a;
+    uint64_t next = 0;
     st_keyref k;
     st_obj o;
     size_t mark;
     int rc;
 
-    if (parse_cursor_or_reply(c, &c->argv[2], &cursor))
+    if (srv_scan_args_or_reply(c, 2, 0, &a))
         return;
-    for (int j = 3; j < c->argc; j += 2) {
-        const srv_slice *a = &c->argv[j];
-        if (j + 1 >= c->argc) {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-        if (srv_streq(a->ptr, a->len, "count")) {
-            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
-                return;
-            if (count < 1) {
-                srv_reply_error(c, SRV_ERR_SYNTAX);
-                return;
-            }
-        } else if (srv_streq(a->ptr, a->len, "match")) {
-            e.match = &c->argv[j + 1];
-            if (e.match->len == 1 && e.match->ptr[0] == '*')
-                e.match = NULL;
-        } else {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-    }
+    e.match = a.match;
     if (!(t = srv_txn_read_or_reply(c)) ||
         open_or_reply(c, t, 1, &k, &o) < 0)
         return;
     mark = srv_reply_defer(c);
     if (o.exists &&
-        (rc = st_hash_scan(t, &o, cursor, (size_t)count, emit_pair, &e,
-                           &next))) {
+        (rc = st_hash_scan(t, &o, a.cursor, (size_t)a.count, emit_pair, &e, &next))) {
         c->out.len = mark;
         srv_storage_error(c, rc);
         return;
     }
-    char cur[SRV_LLSTR_SIZE + 1], head[SRV_REPLY_DEFER_MAX];
-    int n = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
-    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n", n,
-                      cur, e.n);
-    srv_reply_defer_fill(c, mark, head, (size_t)hn);
+    srv_scan_reply_finish(c, mark, next, e.n);
 }

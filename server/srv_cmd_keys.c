@@ -22,7 +22,6 @@
 
 #define MS_PER_S 1000
 #define HALF_S_MS 500
-#define SCAN_DEFAULT_COUNT 10
 
 static const char *const type_names[] = {
     [ST_TYPE_NONE] = "none",  [ST_TYPE_STRING] = "string",
@@ -264,7 +263,7 @@ static int collect_key(void *ctx, const uint8_t *name, size_t len, int type,
     if (f->match && !(f->match->len == 1 && f->match->ptr[0] == '*') &&
         !srv_glob_match(f->match->ptr, f->match->len, (const char *)name, len,
                         0))
-        return 0;
+        return 0;                       /* KEYS' pattern or SCAN's MATCH */
     srv_reply_bulk(f->c, name, len);
     f->n++;
     return 0;
@@ -290,26 +289,6 @@ void srv_cmd_keys(srv_conn *c)
     srv_reply_defer_array(c, mark, f.n);
 }
 
-/* Redis's rule (strtoul): no leading space, all digits used, in range;
- * a sign is accepted ("-1" wraps to the largest cursor). */
-static int parse_cursor_or_reply(srv_conn *c, const srv_slice *a,
-                                 uint64_t *cursor)
-{
-    char buf[SRV_LLSTR_SIZE + 2], *end;
-
-    if (a->len == 0 || a->len >= sizeof buf || isspace((unsigned char)a->ptr[0]))
-        goto bad;
-    memcpy(buf, a->ptr, a->len);
-    buf[a->len] = '\0';
-    errno = 0;
-    *cursor = strtoull(buf, &end, 10);
-    if (*end == '\0' && errno == 0)
-        return 0;
-bad:
-    srv_reply_error(c, "ERR invalid cursor");
-    return -1;
-}
-
 static int type_by_name(const srv_slice *s)
 {
     for (int i = ST_TYPE_STRING; i <= ST_TYPE_HASH; i++)
@@ -322,58 +301,32 @@ void srv_cmd_scan(srv_conn *c)
 {
     struct st_txn *t;
     key_filter f = { c, NULL, ST_TYPE_NONE, 0 };
-    long long count = SCAN_DEFAULT_COUNT;
-    uint64_t cursor, next;
-    char cur[SRV_LLSTR_SIZE + 1];
+    srv_scan_args a;
+    uint64_t next = 0;
     size_t mark;
-    int rc, no_such_type = 0;
+    int rc;
 
-    if (parse_cursor_or_reply(c, &c->argv[1], &cursor))
+    if (srv_scan_args_or_reply(c, 1, 1, &a))
         return;
-    for (int j = 2; j < c->argc; j += 2) {
-        const srv_slice *o = &c->argv[j];
-        if (j + 1 >= c->argc) {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-        if (srv_streq(o->ptr, o->len, "count")) {
-            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
-                return;
-            if (count < 1) {
-                srv_reply_error(c, SRV_ERR_SYNTAX);
-                return;
-            }
-        } else if (srv_streq(o->ptr, o->len, "match")) {
-            f.match = &c->argv[j + 1];
-        } else if (srv_streq(o->ptr, o->len, "type")) {
-            int ty = type_by_name(&c->argv[j + 1]);
-            if (ty < 0)
-                no_such_type = 1;
-            else
-                f.type = ty;
-        } else {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
+    f.match = a.match;
+    if (a.type && (f.type = type_by_name(a.type)) < 0) {
+        /* No key has an unknown type: an empty, finished iteration. */
+        srv_reply_array(c, 2);
+        srv_reply_bulk(c, "0", 1);
+        srv_reply_array(c, 0);
+        return;
     }
     if (!(t = srv_txn_read_or_reply(c)))
         return;
     mark = srv_reply_defer(c);
-    next = 0;
-    if (!no_such_type) {
-        rc = st_scan(t, c->db, cursor, (size_t)count, srv_cmd_now(),
-                     collect_key, &f, &next);
-        if (rc) {
-            c->out.len = mark;
-            srv_storage_error(c, rc);
-            return;
-        }
+    rc = st_scan(t, c->db, a.cursor, (size_t)a.count, srv_cmd_now(),
+                 collect_key, &f, &next);
+    if (rc) {
+        c->out.len = mark;
+        srv_storage_error(c, rc);
+        return;
     }
-    int n = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
-    char head[SRV_REPLY_DEFER_MAX];
-    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n", n,
-                      cur, f.n);
-    srv_reply_defer_fill(c, mark, head, (size_t)hn);
+    srv_scan_reply_finish(c, mark, next, f.n);
 }
 
 /* RENAME and RENAMENX. */

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCAN_DEFAULT_COUNT 10
 #define BATCH_MEMBERS 512
 
 static const char ERR_MINMAX_FLOAT[] = "ERR min or max is not a float";
@@ -921,66 +920,27 @@ void srv_cmd_zscan(srv_conn *c)
 {
     struct st_txn *t;
     emit_ctx e = { c, SCORES_BULK, 0, NULL, 0, NULL, NULL, 0 };
-    long long count = SCAN_DEFAULT_COUNT;
-    uint64_t cursor, next = 0;
+    srv_scan_args a;
+    uint64_t next = 0;
     st_keyref k;
     st_obj o;
     size_t mark;
-    char buf[SRV_LLSTR_SIZE + 1], *end;
-    const srv_slice *a = &c->argv[2];
     int rc;
 
-    if (a->len == 0 || a->len >= sizeof buf || a->ptr[0] == '-' ||
-        a->ptr[0] == ' ' || a->ptr[0] == '+') {
-        srv_reply_error(c, "ERR invalid cursor");
+    if (srv_scan_args_or_reply(c, 2, 0, &a))
         return;
-    }
-    memcpy(buf, a->ptr, a->len);
-    buf[a->len] = '\0';
-    errno = 0;
-    cursor = strtoull(buf, &end, 10);
-    if (*end != '\0' || errno) {
-        srv_reply_error(c, "ERR invalid cursor");
-        return;
-    }
-    for (int j = 3; j < c->argc; j += 2) {
-        const srv_slice *o2 = &c->argv[j];
-        if (j + 1 >= c->argc) {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-        if (srv_streq(o2->ptr, o2->len, "count")) {
-            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &count))
-                return;
-            if (count < 1) {
-                srv_reply_error(c, SRV_ERR_SYNTAX);
-                return;
-            }
-        } else if (srv_streq(o2->ptr, o2->len, "match")) {
-            e.match = &c->argv[j + 1];
-            if (e.match->len == 1 && e.match->ptr[0] == '*')
-                e.match = NULL;
-        } else {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-    }
+    e.match = a.match;
     if (!(t = srv_txn_read_or_reply(c)) ||
         open_or_reply(c, t, 1, &k, &o) < 0)
         return;
     mark = srv_reply_defer(c);
     if (o.exists &&
-        (rc = st_zset_scan(t, &o, cursor, (size_t)count, emit_member, &e,
-                           &next))) {
+        (rc = st_zset_scan(t, &o, a.cursor, (size_t)a.count, emit_member, &e, &next))) {
         c->out.len = mark;
         srv_storage_error(c, rc);
         return;
     }
-    char cur[SRV_LLSTR_SIZE + 1], head[SRV_REPLY_DEFER_MAX];
-    int n = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
-    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n", n,
-                      cur, e.n);
-    srv_reply_defer_fill(c, mark, head, (size_t)hn);
+    srv_scan_reply_finish(c, mark, next, e.n);
 }
 
 /* ---- ZUNION ZINTER ZDIFF and their STORE forms ---- */

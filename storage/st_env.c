@@ -83,9 +83,9 @@ int st_grow(uint8_t **buf, size_t *cap, size_t len)
     return 0;
 }
 
-uint8_t *st_arena_alloc(st_env *env, size_t len)
+uint8_t *st_arena_alloc(st_txn *t, size_t len)
 {
-    st_arena_chunk *c = env->arena;
+    st_arena_chunk *c = t->arena;
 
     if (!c || c->cap - c->used < len) {
         size_t cap = len > ST_ARENA_CHUNK ? len : ST_ARENA_CHUNK;
@@ -93,16 +93,16 @@ uint8_t *st_arena_alloc(st_env *env, size_t len)
             return NULL;
         c->cap = cap;
         c->used = 0;
-        c->next = env->arena;
-        env->arena = c;
+        c->next = t->arena;
+        t->arena = c;
     }
     c->used += len;
     return c->data + c->used - len;
 }
 
-size_t st_arena_room(const st_env *env, uint8_t **at)
+size_t st_arena_room(const st_txn *t, uint8_t **at)
 {
-    const st_arena_chunk *c = env->arena;
+    const st_arena_chunk *c = t->arena;
 
     if (!c) {
         *at = NULL;
@@ -112,9 +112,9 @@ size_t st_arena_room(const st_env *env, uint8_t **at)
     return c->cap - c->used;
 }
 
-void st_arena_reset(st_env *env)
+void st_arena_reset(st_txn *t)
 {
-    st_arena_chunk *c = env->arena, *keep = NULL;
+    st_arena_chunk *c = t->arena, *keep = NULL;
 
     /* Keep one ordinary chunk for the next transaction. */
     while (c) {
@@ -128,7 +128,7 @@ void st_arena_reset(st_env *env)
         }
         c = next;
     }
-    env->arena = keep;
+    t->arena = keep;
 }
 
 int st_scratch(st_env *env, size_t len, uint8_t **out)
@@ -211,7 +211,7 @@ int st_env_open(const st_env_opts *o, st_env **out)
     mdb_env_set_mapsize(e->env, o->map_size ? o->map_size
                                             : ST_DEFAULT_MAP_SIZE);
     if ((rc = mdb_env_open(e->env, o->dir,
-                           (o->nosync ? MDB_NOSYNC : 0) | MDB_NORDAHEAD |
+                           (o->nosync ? MDB_NOSYNC : 0) | MDB_NORDAHEAD | MDB_NOTLS |
                                (o->writemap ? MDB_WRITEMAP : 0),
                            ST_FILE_MODE)))
         goto fail_map;
@@ -241,8 +241,10 @@ void st_env_close(st_env **envp)
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
-    st_arena_reset(e);
-    free(e->arena);
+    st_arena_reset(&e->rtxn);
+    st_arena_reset(&e->wtxn);
+    free(e->rtxn.arena);
+    free(e->wtxn.arena);
     free(e);
     *envp = NULL;
 }
@@ -382,7 +384,7 @@ int st_txn_commit(st_txn **tp)
     int rc = 0;
 
     *tp = NULL;
-    st_arena_reset(t->env);
+    st_arena_reset(t);
     if (!t->write) {
         mdb_txn_reset(t->txn);
         t->env->rtxn_parked = t->txn;
@@ -404,7 +406,7 @@ void st_txn_abort(st_txn **tp)
     st_txn *t = *tp;
 
     *tp = NULL;
-    st_arena_reset(t->env);
+    st_arena_reset(t);
     if (!t->write) {
         mdb_txn_reset(t->txn);
         t->env->rtxn_parked = t->txn;

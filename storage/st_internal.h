@@ -29,21 +29,6 @@ enum st_dbi {
     ST_DBI_COUNT
 };
 
-struct st_txn {
-    st_env *env;
-    MDB_txn *txn;
-    int write;
-    int active;
-    int counts_dirty;
-    int64_t *dkeys;         /* per db: key count change, not yet in meta */
-    int64_t *dexpires;      /* per db: keys-with-TTL count change */
-};
-
-struct st_seen {
-    size_t len;
-    uint8_t enc[ST_LMDB_MAXKEY];
-};
-
 /* Memory for values handed out by lookups (cache copies, decompressed
  * strings): valid until the transaction that produced them ends. */
 typedef struct st_arena_chunk {
@@ -54,6 +39,23 @@ typedef struct st_arena_chunk {
 } st_arena_chunk;
 
 #define ST_ARENA_CHUNK 65536
+
+struct st_txn {
+    st_env *env;
+    MDB_txn *txn;
+    int write;
+    int active;
+    int counts_dirty;
+    int64_t *dkeys;         /* per db: key count change, not yet in meta */
+    int64_t *dexpires;      /* per db: keys-with-TTL count change */
+    st_arena_chunk *arena;  /* this transaction's values; newest first */
+};
+
+struct st_seen {
+    size_t len;
+    uint8_t enc[ST_LMDB_MAXKEY];
+};
+
 
 struct st_env {
     MDB_env *env;
@@ -67,17 +69,16 @@ struct st_env {
     uint8_t *scratch;       /* grow-only buffer for record rewrites */
     size_t scratch_cap;
     struct shm_cache *cache;    /* NULL: no cache */
-    st_arena_chunk *arena;  /* newest chunk first */
     size_t compress_threshold;
     int compress_level;
 };
 
-/* `len` bytes valid until the current transaction ends; NULL if out of
- * memory. st_arena_room() is what the newest chunk still has. */
-uint8_t *st_arena_alloc(st_env *env, size_t len);
-size_t st_arena_room(const st_env *env, uint8_t **at);
-/* Give back what the arena handed out (a transaction ended). */
-void st_arena_reset(st_env *env);
+/* `len` bytes valid until transaction t ends; NULL if out of memory.
+ * st_arena_room() is what the newest chunk still has. */
+uint8_t *st_arena_alloc(st_txn *t, size_t len);
+size_t st_arena_room(const st_txn *t, uint8_t **at);
+/* Give back what the arena handed out (its transaction ended). */
+void st_arena_reset(st_txn *t);
 
 /* Grow-only buffer *buf of *cap bytes to at least len. 0 or ENOMEM. */
 int st_grow(uint8_t **buf, size_t *cap, size_t len);

@@ -115,6 +115,13 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     return ST_ECOLLISION;
 }
 
+/* The cache's hash of a key: the scan hash mixed with the database, so
+ * every bit varies and equal names in two databases part ways. */
+static uint64_t cache_hash(const st_keyref *k)
+{
+    return st_hash64(&k->hash, sizeof k->hash, k->db);
+}
+
 /*
  * A write to `k` in transaction t: drop it from the cache and leave a
  * tombstone at t's version BEFORE the commit. Until the commit, readers
@@ -127,7 +134,7 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
 static void cache_invalidate(st_txn *t, const st_keyref *k)
 {
     if (t->env->cache && !k->is_long)
-        shm_cache_invalidate(t->env->cache, k->enc, k->enc_len, k->hash,
+        shm_cache_invalidate(t->env->cache, k->enc, k->enc_len, cache_hash(k),
                              st_txn_version(t));
 }
 
@@ -192,7 +199,7 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 
 /* Replace a compressed payload by its decompressed bytes (in the arena:
  * valid until the transaction ends, like LMDB's own pointers). */
-static int inflate(st_env *e, st_rec *r)
+static int inflate(st_txn *t, st_rec *r)
 {
     unsigned long long n;
     uint8_t *dst;
@@ -203,7 +210,7 @@ static int inflate(st_env *e, st_rec *r)
     n = ZSTD_getFrameContentSize(r->payload, r->payload_len);
     if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN)
         return ST_ECORRUPT;
-    if (!(dst = st_arena_alloc(e, n ? (size_t)n : 1)))
+    if (!(dst = st_arena_alloc(t, n ? (size_t)n : 1)))
         return ENOMEM;
     got = ZSTD_decompress(dst, (size_t)n, r->payload, r->payload_len);
     if (ZSTD_isError(got) || got != n)
@@ -225,7 +232,7 @@ static int cacheable(const st_txn *t, const st_keyref *k)
 static void cache_fill(st_txn *t, const st_keyref *k, const st_rec *r)
 {
     shm_cache_entry_t e = {
-        .key = k->enc, .klen = k->enc_len, .hash = k->hash,
+        .key = k->enc, .klen = k->enc_len, .hash = cache_hash(k),
         .val = r->payload, .vlen = r->payload_len,
         .version = r->version, .expire_at = r->expire_at,
         .type = (uint8_t)r->type, .flags = (uint8_t)r->flags,
@@ -249,19 +256,19 @@ static int cache_get(st_txn *t, const st_keyref *k, int64_t now, st_rec *out)
     shm_cache_value_t v;
     int rc;
 
-    v.cap = st_arena_room(e, (uint8_t **)&v.buf);
-    rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
+    v.cap = st_arena_room(t, (uint8_t **)&v.buf);
+    rc = shm_cache_get(e->cache, k->enc, k->enc_len, cache_hash(k), now, &v);
     if (rc == SHM_ETOOSMALL) {
         size_t need = v.len;
-        if (!(v.buf = st_arena_alloc(e, need)))
+        if (!(v.buf = st_arena_alloc(t, need)))
             return 0;
-        e->arena->used -= need;         /* claimed below if it is a hit */
+        t->arena->used -= need;         /* claimed below if it is a hit */
         v.cap = need;
-        rc = shm_cache_get(e->cache, k->enc, k->enc_len, k->hash, now, &v);
+        rc = shm_cache_get(e->cache, k->enc, k->enc_len, cache_hash(k), now, &v);
     }
     if (rc || v.version > mdb_txn_id(t->txn))
         return 0;
-    out->payload = st_arena_alloc(e, v.len);   /* claims the bytes in place */
+    out->payload = st_arena_alloc(t, v.len);   /* claims the bytes in place */
     out->type = v.type;
     out->flags = v.flags;
     out->version = v.version;
@@ -277,12 +284,12 @@ int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     int rc;
 
     if (cacheable(t, k) && cache_get(t, k, now, out))
-        return inflate(t->env, out);
+        return inflate(t, out);
     if ((rc = lookup_raw(t, k, now, out)))
         return rc;
     if (cacheable(t, k))
         cache_fill(t, k, out);
-    return inflate(t->env, out);
+    return inflate(t, out);
 }
 
 /*
@@ -530,6 +537,8 @@ int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
     int rc, stop = 0;
 
     *next = 0;
+    if (count == 0)
+        count = 1;                      /* always progress */
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_map_err(rc);
     for (rc = seek(cur, db, cursor, &key, &val); rc == 0;

@@ -10,28 +10,47 @@
  * all at once); the rest is the byte stream. Every FLUSH_EVERY runs the
  * database is emptied so it stays small.
  */
+#include <ftw.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/srv_conn.h"
 #include "server/srv_worker.h"
 
 #define FLUSH_EVERY 512
-#define TEMPLATE "/tmp/larder-fuzz-dispatch.XXXXXX"
+#define TEMPLATE "larder-fuzz-dispatch.XXXXXX"
+#define PATH_SIZE 4096
+#define NFTW_FDS 16
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[sizeof TEMPLATE];
+static char dir[PATH_SIZE];
 static unsigned long runs;
+
+static int remove_one(const char *path, const struct stat *st, int type,
+                      struct FTW *ftw)
+{
+    return remove(path);
+}
+
+/* The scratch environment goes when the fuzzer exits. */
+static void cleanup(void)
+{
+    srv_worker_embed_close();
+    nftw(dir, remove_one, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    memcpy(dir, TEMPLATE, sizeof TEMPLATE);
-    if (!mkdtemp(dir) || srv_worker_embed_open(dir)) {
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(dir, sizeof dir, "%s/%s", tmp && *tmp ? tmp : "/tmp", TEMPLATE);
+    if (!mkdtemp(dir) || srv_worker_embed_open(dir) || atexit(cleanup)) {
         fprintf(stderr, "fuzz_dispatch: can't open a scratch worker in %s\n",
                 dir);
         abort();

@@ -1,1 +1,81 @@
-# t/fuzz/local.mk: filled by its module.
+# t/fuzz/: libFuzzer targets. `make fuzz` builds them with clang
+# (-fsanitize=fuzzer,address,undefined), compiling the server sources they
+# need directly rather than linking the gcc-built libraries, and runs each
+# for FUZZ_SECONDS. Nothing here is built by `make` or `make check`.
+# New inputs go to t/fuzz/work/ in the build tree; the committed seeds in
+# t/fuzz/corpus/ are only read. Crashes are saved as t/fuzz/crash-*.
+
+FUZZ_SECONDS ?= 60
+# More libFuzzer flags, e.g. FUZZ_FLAGS=-max_len=70000 to reach the 64 KiB
+# line limits, or -jobs=4.
+FUZZ_FLAGS =
+FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_CPPFLAGS = -I$(srcdir) -D_GNU_SOURCE
+
+FUZZ_RESP_SRC = $(srcdir)/t/fuzz/fuzz_resp.c \
+	$(srcdir)/server/srv_resp.c $(srcdir)/server/srv_util.c
+FUZZ_RESP_DEPS = $(FUZZ_RESP_SRC) $(srcdir)/server/srv_resp.h \
+	$(srcdir)/server/srv_util.h
+FUZZ_UTIL_SRC = $(srcdir)/t/fuzz/fuzz_util.c $(srcdir)/server/srv_util.c
+FUZZ_UTIL_DEPS = $(FUZZ_UTIL_SRC) $(srcdir)/server/srv_util.h
+# fuzz_dispatch embeds a whole worker: every library source, by clang.
+FUZZ_DISPATCH_DEPS = $(srcdir)/t/fuzz/fuzz_dispatch.c \
+	$(libserver_a_SOURCES) $(libstorage_a_SOURCES) $(libshm_a_SOURCES)
+FUZZ_DISPATCH_CFLAGS = -I. $(LIBEVENT_CFLAGS) $(LMDB_CFLAGS) $(ZSTD_CFLAGS)
+FUZZ_DISPATCH_LIBS = $(LIBEVENT_LIBS) $(LMDB_LIBS) $(ZSTD_LIBS) -lpthread -lm
+FUZZ_TARGETS = t/fuzz/fuzz_resp t/fuzz/fuzz_util t/fuzz/fuzz_dispatch
+
+EXTRA_DIST += t/fuzz/fuzz_resp.c t/fuzz/fuzz_util.c t/fuzz/fuzz_dispatch.c \
+	t/fuzz/resp.dict t/fuzz/corpus
+
+if HAVE_CLANG
+t/fuzz/fuzz_resp: $(FUZZ_RESP_DEPS)
+	@$(MKDIR_P) t/fuzz
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_CPPFLAGS) $(WARN_CFLAGS) \
+		-o $@ $(FUZZ_RESP_SRC)
+
+t/fuzz/fuzz_util: $(FUZZ_UTIL_DEPS)
+	@$(MKDIR_P) t/fuzz
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_CPPFLAGS) $(WARN_CFLAGS) \
+		-o $@ $(FUZZ_UTIL_SRC)
+
+# The .c files among the library sources (the lists also hold headers).
+t/fuzz/fuzz_dispatch: $(FUZZ_DISPATCH_DEPS)
+	@$(MKDIR_P) t/fuzz
+	$(AM_V_CC)srcs=; \
+	for f in $(libserver_a_SOURCES) $(libstorage_a_SOURCES) \
+	         $(libshm_a_SOURCES); do \
+	  case $$f in *.c) srcs="$$srcs $(srcdir)/$$f";; esac; \
+	done; \
+	$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_CPPFLAGS) $(FUZZ_DISPATCH_CFLAGS) \
+		$(WARN_CFLAGS) -o $@ $(srcdir)/t/fuzz/fuzz_dispatch.c $$srcs \
+		$(FUZZ_DISPATCH_LIBS)
+
+# Each target runs FUZZ_SECONDS; the first failure stops the run.
+fuzz: $(FUZZ_TARGETS)
+	@$(MKDIR_P) t/fuzz/work/resp t/fuzz/work/util t/fuzz/work/dispatch
+	./t/fuzz/fuzz_resp -max_total_time=$(FUZZ_SECONDS) \
+		-artifact_prefix=t/fuzz/ -print_final_stats=1 \
+		-dict=$(srcdir)/t/fuzz/resp.dict $(FUZZ_FLAGS) \
+		t/fuzz/work/resp $(srcdir)/t/fuzz/corpus/resp
+	./t/fuzz/fuzz_util -max_total_time=$(FUZZ_SECONDS) \
+		-artifact_prefix=t/fuzz/ -print_final_stats=1 $(FUZZ_FLAGS) \
+		t/fuzz/work/util $(srcdir)/t/fuzz/corpus/util
+	./t/fuzz/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) \
+		-artifact_prefix=t/fuzz/ -print_final_stats=1 \
+		-dict=$(srcdir)/t/fuzz/resp.dict $(FUZZ_FLAGS) \
+		t/fuzz/work/dispatch $(srcdir)/t/fuzz/corpus/dispatch
+else
+fuzz:
+	@echo "make fuzz: clang not found at configure time (apt-get install clang)" >&2
+	@exit 1
+endif
+
+fuzz-clean:
+	-rm -rf t/fuzz/work
+	-rm -f $(FUZZ_TARGETS) t/fuzz/crash-* t/fuzz/leak-* t/fuzz/timeout-* \
+		t/fuzz/oom-* t/fuzz/slow-unit-*
+
+clean-local: fuzz-clean
+.PHONY: fuzz fuzz-clean
