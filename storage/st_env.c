@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
+#include <zstd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,10 @@ int st_env_open(const st_env_opts *o, st_env **out)
     e->cache = o->cache;
     e->compress_threshold = o->compress_threshold;
     e->compress_level = o->compress_level;
+    if (!(e->zc = ZSTD_createCCtx()) || !(e->zd = ZSTD_createDCtx())) {
+        rc = ENOMEM;
+        goto fail;
+    }
     e->rtxn.env = e->wtxn.env = e;
     e->wtxn.write = 1;
     e->wtxn.dkeys = calloc(e->databases, sizeof *e->wtxn.dkeys);
@@ -241,6 +246,8 @@ void st_env_close(st_env **envp)
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
+    ZSTD_freeCCtx(e->zc);
+    ZSTD_freeDCtx(e->zd);
     st_arena_reset(&e->rtxn);
     st_arena_reset(&e->wtxn);
     free(e->rtxn.arena);

@@ -71,6 +71,8 @@ struct st_env {
     struct shm_cache *cache;    /* NULL: no cache */
     size_t compress_threshold;
     int compress_level;
+    struct ZSTD_CCtx_s *zc;     /* reused contexts: no allocation per value */
+    struct ZSTD_DCtx_s *zd;
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.

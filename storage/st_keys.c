@@ -212,7 +212,8 @@ static int inflate(st_txn *t, st_rec *r)
         return ST_ECORRUPT;
     if (!(dst = st_arena_alloc(t, n ? (size_t)n : 1)))
         return ENOMEM;
-    got = ZSTD_decompress(dst, (size_t)n, r->payload, r->payload_len);
+    got = ZSTD_decompressDCtx(t->env->zd, dst, (size_t)n, r->payload,
+                              r->payload_len);
     if (ZSTD_isError(got) || got != n)
         return ST_ECORRUPT;
     r->payload = dst;
@@ -356,7 +357,8 @@ int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
     /* Compress big values when it saves at least an eighth. */
     if (e->compress_threshold && len >= e->compress_threshold &&
         st_scratch(e, ZSTD_compressBound(len), &z) == 0) {
-        size_t n = ZSTD_compress(z, e->scratch_cap, val, len, e->compress_level);
+        size_t n = ZSTD_compressCCtx(e->zc, z, e->scratch_cap, val, len,
+                                     e->compress_level);
         if (!ZSTD_isError(n) && n <= len - len / ST_COMPRESS_MIN_GAIN) {
             rc = put_record(t, k, ST_TYPE_STRING, ST_REC_ZSTD, expire_at, n, 0,
                             &dst);
