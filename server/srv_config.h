@@ -70,7 +70,7 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
     X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                \
     X("reaper-batch", reaper_batch, SRV_CFG_INT, "1000", 1, 1000000, 0)       \
-    X("cache-mb", cache_mb, SRV_CFG_INT, "0", 0, 1048576, SRV_CFG_RUNTIME)    \
+    X("cache-mb", cache_mb, SRV_CFG_INT, "64", 0, 1048576, SRV_CFG_RUNTIME)   \
     X("cache-stripes", cache_stripes, SRV_CFG_INT, "64", 1, 4096, 0)          \
     X("compress-threshold", compress_threshold, SRV_CFG_BYTES, "0", 0,        \
       0x7fffffffffffffffll, 0)                                               \
