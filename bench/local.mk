@@ -1,1 +1,29 @@
-# bench/local.mk: filled by its module.
+# bench/: larder-bench (load generator), the suite runner, compare, gate,
+# smoke, validate (against redis-benchmark), and the histogram's unit test.
+bin_PROGRAMS += larder-bench
+larder_bench_SOURCES = \
+	bench/larder_bench.c \
+	bench/bench_engine.c bench/bench_engine.h \
+	bench/bench_hist.c bench/bench_hist.h \
+	bench/bench_json.c bench/bench_json.h \
+	bench/bench_opts.c bench/bench_opts.h \
+	bench/bench_rand.c bench/bench_rand.h \
+	bench/bench_report.c bench/bench_report.h \
+	bench/bench_resp.c bench/bench_resp.h \
+	bench/bench_stats.c bench/bench_stats.h \
+	bench/bench_sync.c bench/bench_sync.h \
+	bench/bench_work.c bench/bench_work.h
+# One event_base per thread and no cross-thread libevent calls, so plain
+# libevent_core is enough (no libevent_pthreads).
+larder_bench_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) -pthread
+larder_bench_LDADD = $(LIBEVENT_LIBS) -lpthread -lm
+
+check_PROGRAMS += t/unit/check_bench_hist
+TESTS += t/unit/check_bench_hist
+t_unit_check_bench_hist_SOURCES = t/unit/check_bench_hist.c \
+	bench/bench_hist.c bench/bench_hist.h
+t_unit_check_bench_hist_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_hist_LDADD = $(CHECK_LIBS) -lm
+
+EXTRA_DIST += bench/README.md bench/run bench/compare bench/gate bench/smoke \
+	bench/validate bench/benchlib.py bench/results/README.md
