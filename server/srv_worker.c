@@ -365,16 +365,16 @@ static int group_commit(srv_worker *w)
             g->hold_ver = v;
         st_txn_commit(&g->rtxn);
     }
-    if (g->wtxn && !g->failed) {
-        int64_t v = (int64_t)st_txn_version(g->wtxn);
-        if (v > g->hold_ver)
-            g->hold_ver = v;
-    }
     if (g->wtxn && g->failed) {
         st_txn_abort(&g->wtxn);
     } else if (g->wtxn) {
+        int64_t v = (int64_t)st_txn_version(g->wtxn);
         if ((rc = st_txn_commit(&g->wtxn)) == 0) {
             SRV_STAT_ADD(w->stats, commits, 1);
+            /* Only a committed id may hold replies: a failed one is never
+             * made durable (it is reused by the next transaction). */
+            if (v > g->hold_ver)
+                g->hold_ver = v;
         } else {
             srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "commit failed: %s",
                     st_strerror(rc));

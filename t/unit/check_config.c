@@ -619,7 +619,7 @@ START_TEST(test_storage_directives)
     srv_config_defaults(&cfg);
     ck_assert_int_eq(cfg.lmdb_writemap, 0);
     ck_assert_int_eq(cfg.enable_debug_command, SRV_DEBUG_NO);
-    ck_assert_int_eq(cfg.cache_mb, 0);
+    ck_assert_int_eq(cfg.cache_mb, 64);         /* DESIGN: on by default */
 
     load_ok(&cfg, "lmdb-writemap yes\ncompress-level -7\n"
                   "compress-threshold 0\nenable-debug-command local\n"
