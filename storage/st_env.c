@@ -380,6 +380,8 @@ static int apply_counts(st_txn *t)
 
 void st_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
 {
+    if (!dkeys && !dexpires)
+        return;                 /* an overwrite: no meta page to rewrite */
     t->dkeys[db] += dkeys;
     t->dexpires[db] += dexpires;
     t->counts_dirty = 1;
