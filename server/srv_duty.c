@@ -40,11 +40,17 @@
 #define REAPER_BUDGET_SHARE 4
 /* Elements of deleted collections freed per tick, in one transaction. */
 #define LAZYFREE_CHUNK 10000
-#define SYNC_IDLE_MS 1000
+/* everysec: a flush starts every period (also the idle wake-up). */
+#define SYNC_PERIOD_MS 1000
 
 static volatile sig_atomic_t stop;
+static volatile sig_atomic_t check_readers;
 
 static void on_term(int sig) { stop = 1; }
+
+/* The master saw a child die: its reader slot may pin a snapshot and make
+ * the file grow, so clear it at once rather than within the second. */
+static void on_child_died(int sig) { check_readers = 1; }
 
 /* Common start of a duty child: name, parent death, signals, LMDB. */
 static int duty_start(const char *role, srv_stats_slot *slot, st_env **env)
@@ -85,7 +91,7 @@ static void sleep_ms(int64_t ms)
 {
     struct timespec ts = { ms / MS_PER_S, (ms % MS_PER_S) * NS_PER_MS };
 
-    while (!stop && nanosleep(&ts, &ts) && errno == EINTR)
+    while (!stop && !check_readers && nanosleep(&ts, &ts) && errno == EINTR)
         ;
 }
 
@@ -120,6 +126,10 @@ int srv_reaper_main(void)
 
     if (duty_start("reaper", slot, &env))
         return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_child_died;
+    sigaction(SIGUSR1, &sa, NULL);
     srv_log(SRV_LOG_VERBOSE, 0, "reaping every %lld ms", (long long)tick_ms);
     while (!stop) {
         int64_t t0 = srv_monotonic_ms(), u0 = srv_ustime();
@@ -134,7 +144,8 @@ int srv_reaper_main(void)
             srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s", st_strerror(rc));
         else
             atomic_store(&srv_her.stats->lazyfree_pending, (int64_t)pending);
-        if (t0 - last_check >= MS_PER_S) {
+        if (check_readers || t0 - last_check >= MS_PER_S) {
+            check_readers = 0;
             last_check = t0;
             if (st_env_reader_check(env, &dead) == 0 && dead)
                 srv_log(SRV_LOG_NOTICE, 0, "cleared %d stale reader slots",
@@ -177,13 +188,23 @@ int srv_syncer_main(void)
 
     if (duty_start("syncer", slot, &env))
         return 1;
+    int64_t next_flush = srv_monotonic_ms() + SYNC_PERIOD_MS;
+
     while (!stop) {
         struct pollfd pfd = { srv_her.sync_efd, POLLIN, 0 };
         uint64_t pokes;
         st_env_stat st;
         int rc;
+        int64_t wait = next_flush - srv_monotonic_ms();
 
-        poll(&pfd, 1, SYNC_IDLE_MS);
+        /* everysec: flushes start on a fixed 1 s beat, not 1 s after the
+         * last one ended, so the loss window stays near a second. */
+        poll(&pfd, 1, wait > 0 ? (int)wait : 0);
+        if (srv_monotonic_ms() >= next_flush) {
+            next_flush += SYNC_PERIOD_MS;
+            if (next_flush < srv_monotonic_ms())
+                next_flush = srv_monotonic_ms() + SYNC_PERIOD_MS;
+        }
         if (pfd.revents & POLLIN &&
             read(srv_her.sync_efd, &pokes, sizeof pokes) < 0 && errno != EAGAIN)
             srv_log(SRV_LOG_WARNING, errno, "read() of the sync eventfd");

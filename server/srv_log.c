@@ -27,12 +27,23 @@ static const char *const level_names[] = {"debug", "verbose", "notice",
                                           "warning"};
 static const char level_marks[] = {'.', '-', '*', '#'};
 
-/* Rate limiting, keyed by the format string's address. */
+/* Rate limiting: the same message (same call site and same text) within
+ * the window is counted, not written; different texts (another pid,
+ * another key) always get through. */
 static struct {
     const char *fmt;
+    uint64_t text_hash;
     int64_t window_start;
     unsigned suppressed;
 } rate[LOG_RATE_SLOTS];
+
+static uint64_t text_hash(const char *s, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;          /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
 
 int srv_log_level_parse(const char *name)
 {
@@ -73,58 +84,71 @@ void srv_log_set_role(const char *role, int index)
 }
 
 /* 1 if this line should be written; *suppressed gets the skipped count. */
-static int rate_allow(const char *fmt, unsigned *suppressed)
+static int rate_allow(const char *fmt, uint64_t th, unsigned *suppressed)
 {
     int64_t now = srv_monotonic_ms();
     unsigned slot = (unsigned)(((uintptr_t)fmt >> 4) % LOG_RATE_SLOTS);
+    int same = rate[slot].fmt == fmt && rate[slot].text_hash == th;
 
     *suppressed = 0;
-    if (rate[slot].fmt == fmt &&
-        now - rate[slot].window_start < LOG_RATE_WINDOW_MS) {
+    if (same && now - rate[slot].window_start < LOG_RATE_WINDOW_MS) {
         rate[slot].suppressed++;
         return 0;
     }
-    if (rate[slot].fmt == fmt)
+    if (same)
         *suppressed = rate[slot].suppressed;
     rate[slot].fmt = fmt;
+    rate[slot].text_hash = th;
     rate[slot].window_start = now;
     rate[slot].suppressed = 0;
     return 1;
 }
 
+/* Append to buf[*n..size) what snprintf would, never past the end. */
+static void put(char *buf, size_t size, size_t *n, int wrote)
+{
+    if (wrote > 0)
+        *n += (size_t)wrote;
+    if (*n >= size)
+        *n = size - 1;
+}
+
 void srv_log(int level, int err, const char *fmt, ...)
 {
-    char line[LOG_LINE_MAX];
+    char msg[LOG_LINE_MAX], line[LOG_LINE_MAX];
     unsigned suppressed;
     struct timespec ts;
     struct tm tm;
     va_list ap;
-    size_t n;
+    size_t m = 0, n = 0;
     int saved = errno;
 
-    if (level < log_level || !rate_allow(fmt, &suppressed)) {
+    if (level < log_level) {
+        errno = saved;
+        return;
+    }
+    va_start(ap, fmt);
+    put(msg, sizeof msg, &m, vsnprintf(msg, sizeof msg, fmt, ap));
+    va_end(ap);
+    if (err)
+        put(msg, sizeof msg, &m,
+            snprintf(msg + m, sizeof msg - m, ": %s", strerror(err)));
+    if (!rate_allow(fmt, text_hash(msg, m), &suppressed)) {
         errno = saved;
         return;
     }
     clock_gettime(CLOCK_REALTIME, &ts);
     localtime_r(&ts.tv_sec, &tm);
-    n = (size_t)snprintf(line, sizeof line, "%s[%d] ", log_role,
-                         (int)getpid());
+    put(line, sizeof line, &n,
+        snprintf(line, sizeof line, "%s[%d] ", log_role, (int)getpid()));
     n += strftime(line + n, sizeof line - n, "%d %b %Y %H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, sizeof line - n, ".%03d %c ",
-                          (int)(ts.tv_nsec / 1000000), level_marks[level]);
-    va_start(ap, fmt);
-    if (n < sizeof line)
-        n += (size_t)vsnprintf(line + n, sizeof line - n, fmt, ap);
-    va_end(ap);
-    if (err && n < sizeof line)
-        n += (size_t)snprintf(line + n, sizeof line - n, ": %s",
-                              strerror(err));
-    if (suppressed && n < sizeof line)
-        n += (size_t)snprintf(line + n, sizeof line - n,
-                              " (%u like it suppressed)", suppressed);
-    if (n > sizeof line - 2)
-        n = sizeof line - 2;
+    put(line, sizeof line, &n,
+        snprintf(line + n, sizeof line - n, ".%03d %c %s",
+                 (int)(ts.tv_nsec / 1000000), level_marks[level], msg));
+    if (suppressed)
+        put(line, sizeof line, &n,
+            snprintf(line + n, sizeof line - n,
+                     " (%u like it suppressed)", suppressed));
     line[n++] = '\n';
     if (write(log_fd, line, n) < 0) {
         /* nowhere left to report it */

@@ -409,6 +409,10 @@ static void reap_children(void)
                 w->backoff_ms = RESPAWN_MAX_MS;
             w->respawn_at_ms = now + w->backoff_ms;
             SRV_STAT_ADD(&srv_her.stats->slot[i], respawns, 1);
+            /* Its reader slot may pin a snapshot: have it cleared now. */
+            int reaper = srv_her.nworkers + SRV_SLOT_REAPER;
+            if (i != reaper && workers[reaper].pid)
+                kill(workers[reaper].pid, SIGUSR1);
             /* Its connections are gone: take them off the client count. */
             atomic_fetch_sub(&srv_her.stats->clients,
                              atomic_exchange(&srv_her.stats->slot[i].connected, 0));
@@ -483,6 +487,7 @@ static void install_signals(sigset_t *waitmask)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);   /* inherited: only the reaper handles it */
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
     sigaddset(&block, SIGTERM);

@@ -1,0 +1,551 @@
+"""Checks durability: power-cut images of data.mdb rebuilt from an fsync-aware write journal (t/fault/libfault.so) hold every acknowledged SET under sync always and all but the last ~2 s under everysec; kill -9 of the whole tree loses nothing acknowledged; a full map fails writes cleanly and loses nothing.
+
+Scaling: LARDER_SLOW=1 (the ASan run) halves the write volumes and rounds;
+LARDER_FAULT_SEED fixes the random choices (the seed is printed).
+"""
+
+import bisect
+import os
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+from larder_test import (Server, Client, ConnectionClosed, Skip,
+                         assert_eq, assert_true, assert_error_prefix,
+                         larder_only, main, server_binary, wait_until)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'fault'))
+import powercut  # noqa: E402
+
+SLOW = bool(os.environ.get('LARDER_SLOW'))
+SEED = int(os.environ.get('LARDER_FAULT_SEED') or
+           random.SystemRandom().randrange(1 << 30))
+CRASH_POINTS = 100
+EVERYSEC_WINDOW = 2.0           # issue 5: "only writes of the last ~2 s"
+WRITERS = 4
+MAX_PIPELINE = 8
+
+
+def build_file(rel, env):
+    path = os.environ.get(env) or os.path.join(
+        os.path.dirname(server_binary()), rel)
+    if not os.path.exists(path):
+        raise AssertionError('%s not built (make -C %s check, or '
+                             'make %s; or set %s)'
+                             % (path, os.path.dirname(server_binary()), rel,
+                                env))
+    return path
+
+
+class FaultServer:
+    """A larder-server tree running under libfault.so, journaling into a
+    file outside its dir. Use as a context manager; kill9() is the power
+    cut (its time is returned)."""
+
+    def __init__(self, sync, workers=2, args=()):
+        self.top = tempfile.mkdtemp(prefix='larder-fault-')
+        self.dir = os.path.join(self.top, 'db')
+        os.mkdir(self.dir)
+        self.journal = os.path.join(self.top, 'journal')
+        env = {
+            'LD_PRELOAD': build_file('t/fault/libfault.so', 'FAULT_SHIM'),
+            'FAULT_DIR': self.dir,
+            'FAULT_JOURNAL': self.journal,
+            # An ASan build wants its runtime first in the library list.
+            'ASAN_OPTIONS': ':'.join(filter(None, [
+                os.environ.get('ASAN_OPTIONS'),
+                'verify_asan_link_order=0'])),
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            self.server = Server(workers=workers, dir=self.dir,
+                                 args=['--sync', sync] + list(args))
+        except BaseException:
+            shutil.rmtree(self.top, ignore_errors=True)
+            raise
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def kill9(self):
+        t = time.monotonic()
+        self.server.kill9_tree()
+        return t
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.server.cleanup()
+        finally:
+            shutil.rmtree(self.top, ignore_errors=True)
+
+
+class Writers:
+    """WRITERS threads doing pipelined SETs of unique keys to unique
+    values; every acknowledged one is logged as (monotonic time after the
+    reply was read, key, value). Stop with stop(); errors end a thread
+    (a killed server is expected), other surprises are kept."""
+
+    def __init__(self, port, prefix, rate=None, limit=None, seed=0):
+        self.port, self.prefix = port, prefix
+        self.rate, self.limit = rate, limit
+        self.acks = []
+        self.bad = []
+        self.lock = threading.Lock()
+        self.halt = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(i, seed + i),
+                                         daemon=True)
+                        for i in range(WRITERS)]
+        for t in self.threads:
+            t.start()
+
+    def run(self, tid, seed):
+        rng = random.Random(seed)
+        n = 0
+        interval = WRITERS / self.rate if self.rate else 0
+        nxt = time.monotonic()
+        try:
+            c = Client(self.port)
+        except OSError:
+            return
+        try:
+            while not self.halt.is_set():
+                if self.limit and len(self.acks) >= self.limit:
+                    break
+                if interval:
+                    now = time.monotonic()
+                    if now < nxt:
+                        self.halt.wait(nxt - now)
+                        continue
+                    nxt += interval
+                batch = []
+                for _ in range(rng.randint(1, MAX_PIPELINE)):
+                    n += 1
+                    batch.append(('%s:%d:%d' % (self.prefix, tid, n),
+                                  'v%d.%d.%08x' % (tid, n,
+                                                   rng.getrandbits(32))))
+                c.send_raw(b''.join(powercut_encode(k, v) for k, v in batch))
+                for k, v in batch:
+                    r = c.read_reply()
+                    t = time.monotonic()
+                    if r == 'OK':
+                        with self.lock:
+                            self.acks.append((t, k.encode(), v.encode()))
+                    else:
+                        self.bad.append((k, r))
+        except (OSError, ConnectionClosed, ValueError):
+            pass
+        finally:
+            c.close()
+
+    def stop(self):
+        self.halt.set()
+        for t in self.threads:
+            t.join(15)
+        assert_true(not any(t.is_alive() for t in self.threads),
+                    'writer threads stopped')
+
+
+def powercut_encode(k, v):
+    return b'*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n' % (
+        len(k), k.encode(), len(v), v.encode())
+
+
+def check_crash_points(journal, acks, points, window, what):
+    """For each crash time P: the durable image at P opens, every LMDB
+    page is readable, and every SET acknowledged before P - window is in
+    it with its value (window: seconds, or a function of (journal, P)).
+    Returns (checked images, distinct images)."""
+    dump = build_file('t/fault/fault_dump', 'FAULT_DUMP')
+    work = tempfile.mkdtemp(prefix='larder-powercut-')
+    acks = sorted(acks)
+    try:
+        builder = powercut.ImageBuilder(journal)
+        plan = sorted((journal.durable_idx(p), p) for p in points)
+        cache_idx, cache = None, None
+        for idx, p in plan:
+            w = window(journal, p) if callable(window) else window
+            if idx == 0:
+                # Before the first flush: the file was never made durable
+                # (the database did not exist yet); nothing may have been
+                # acknowledged.
+                early = [k for t, k, v in acks if t < p - w]
+                assert_eq(early, [], '%s: acknowledged before any flush'
+                          % what)
+                continue
+            if idx != cache_idx:
+                ok, txnid, keys, err = powercut.dump_image(
+                    builder.image(idx), work, dump)
+                assert_true(ok, '%s: the power-cut image at journal record '
+                            '%d (crash at +%.3fs) does not open: %s'
+                            % (what, idx, p - journal.first_t(), err))
+                cache_idx, cache = idx, keys
+            required = {k: v for t, k, v in acks if t < p - w}
+            problems = powercut.check_keys(cache, required)
+            if problems:
+                t0 = journal.first_t()
+                missing = sorted(t for t, k, v in acks
+                                 if t < p - w and k not in cache)
+                raise AssertionError(
+                    '%s: crash at +%.3fs (image of journal record %d): %s; '
+                    'missing acks at +%.3f..+%.3fs; flushes (begin, end, '
+                    'journal record) %s' % (
+                        what, p - t0, idx, '; '.join(problems),
+                        (missing or [t0])[0] - t0, (missing or [t0])[-1] - t0,
+                        ', '.join('(+%.3f, +%.3f, %d)' % (
+                            b.begin_t - t0, (b.end_t or t0) - t0, b.begin_idx)
+                            for b in journal.barriers)))
+        return len(plan), len(set(i for i, _ in plan))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def everysec_window(journal, p):
+    """What everysec may lose at a crash at p: writes of the last ~2 s,
+    plus however long the flush in progress at p has taken so far (the
+    server starts a flush every second; how long the disk takes to finish
+    it is the disk's business, and an unfinished flush makes nothing
+    durable)."""
+    extra = 0.0
+    for b in journal.barriers:
+        if b.begin_t < p and (b.end_t is None or b.end_t >= p):
+            extra = max(extra, p - b.begin_t)
+    return EVERYSEC_WINDOW + extra
+
+
+def open_with_server(journal, p, acks, window):
+    """End to end: larder-server itself starts on the image at crash time
+    p and answers every SET acknowledged before p - window."""
+    d = tempfile.mkdtemp(prefix='larder-powercut-srv-')
+    try:
+        img = powercut.ImageBuilder(journal).image(journal.durable_idx(p))
+        with open(os.path.join(d, 'data.mdb'), 'wb') as f:
+            f.write(img)
+        required = [(k, v) for t, k, v in acks if t < p - window]
+        with Server(workers=1, dir=d) as s, s.client() as c:
+            for i in range(0, len(required), 500):
+                chunk = required[i:i + 500]
+                got = c.call('MGET', *[k for k, v in chunk])
+                for (k, v), g in zip(chunk, got):
+                    assert_eq(g, v, 'GET %s on the restarted image' % k)
+        return len(required)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def pick_points(journal, rng, kill_t, n):
+    """n crash times: just before the end of randomly chosen barriers (the
+    sharpest moments: that flush has not completed) and uniformly random
+    moments, always including the kill itself."""
+    ends = [b.end_t - 1e-9 for b in journal.complete_barriers()]
+    t0 = journal.first_t()
+    half = min(len(ends), n // 2)
+    pts = rng.sample(ends, half)
+    pts += [rng.uniform(t0, kill_t) for _ in range(n - half - 1)]
+    return pts + [kill_t]
+
+
+def powercut_run(sync, seconds, rate, limit, rng):
+    with FaultServer(sync) as fs:
+        w = Writers(fs.server.port, 'pc', rate=rate, limit=limit,
+                    seed=rng.randrange(1 << 30))
+        end = time.monotonic() + seconds
+        try:
+            wait_until(lambda: time.monotonic() >= end or
+                       (limit and len(w.acks) >= limit),
+                       seconds + 5, 'writers to run')
+            # The power cut, while the writers are still writing.
+            kill_t = fs.kill9()
+        finally:
+            w.stop()
+        assert_eq(w.bad, [], 'unexpected replies to SET')
+        j = powercut.Journal(fs.journal)
+        return j, list(w.acks), kill_t
+
+
+def test_powercut_sync_always():
+    """sync always: across 100 crash points, the durable image opens and
+    holds every SET acknowledged before the crash."""
+    larder_only()
+    rng = random.Random(SEED)
+    print('# seed %d (LARDER_FAULT_SEED)' % SEED)
+    j, acks, kill_t = powercut_run('always', 2.0 if SLOW else 3.0, None,
+                                   500 if SLOW else 1500, rng)
+    bs = j.complete_barriers()
+    assert_true(len(acks) >= 100, 'enough acknowledged writes (%d)'
+                % len(acks))
+    assert_true(len(bs) >= 20, 'enough sync barriers (%d)' % len(bs))
+    points = pick_points(j, rng, kill_t, CRASH_POINTS)
+    n, distinct = check_crash_points(j, acks, points, 0.0, 'sync always')
+    # The check has teeth: had the last flush before the kill not
+    # happened, acknowledged writes would be missing from the image.
+    before = [b for b in bs if b.end_t < kill_t]
+    if len(before) >= 2:
+        prev = before[-2].end_t - 1e-9
+        late = [(t, k, v) for t, k, v in acks if prev < t < kill_t]
+        idx_prev = j.durable_idx(prev)
+        idx_last = j.durable_idx(kill_t)
+        assert_true(not late or idx_prev < idx_last,
+                    'acknowledged writes after the second-last flush imply '
+                    'a later flush')
+    served = open_with_server(j, kill_t, acks, 0.0)
+    print('# always: %d acks, %d writes (%.1f MB), %d barriers; %d crash '
+          'points over %d distinct images; server check of %d keys'
+          % (len(acks), j.writes, j.bytes_written / 1e6, len(bs), n,
+             distinct, served))
+
+
+def test_powercut_sync_everysec():
+    """sync everysec: across 100 crash points the durable image opens and
+    holds every SET acknowledged more than ~2 s before the crash (plus the
+    time the flush in progress at the crash has taken so far), and every
+    acknowledged write is covered by a flush started within 2 s."""
+    larder_only()
+    rng = random.Random(SEED + 1)
+    j, acks, kill_t = powercut_run('everysec', 4.0 if SLOW else 5.0,
+                                   150 if SLOW else 300, None, rng)
+    bs = j.complete_barriers()
+    assert_true(len(bs) >= 3, 'the syncer flushed about every second '
+                '(%d flushes in the run)' % len(bs))
+    gaps = [b.begin_t - a.begin_t for a, b in zip(bs, bs[1:])]
+    points = pick_points(j, rng, kill_t, CRASH_POINTS)
+    n, distinct = check_crash_points(j, acks, points, everysec_window,
+                                     'sync everysec')
+    served = open_with_server(j, kill_t, acks,
+                              everysec_window(j, kill_t))
+    # The cadence: every acknowledged write was covered by a flush that
+    # started within the window of its acknowledgement.
+    starts = [b.begin_t for b in bs]
+    late = [t for t, k, v in acks
+            if t < starts[-1] and
+            starts[bisect.bisect_right(starts, t)] - t > EVERYSEC_WINDOW]
+    assert_eq(len(late), 0, 'acknowledged writes whose covering flush '
+              'started more than %.0fs later' % EVERYSEC_WINDOW)
+    flush_max = max(b.end_t - b.begin_t for b in bs)
+    lost = len([a for a in acks if a[0] >= bs[-1].begin_t])
+    print('# everysec: %d acks, %d barriers (max gap %.2fs, longest flush '
+          '%.3fs); %d crash points over %d distinct images; at the kill %d '
+          'acks were not yet durable; server check of %d keys'
+          % (len(acks), len(bs), max(gaps) if gaps else 0, flush_max, n,
+             distinct, lost, served))
+
+
+def test_powercut_reordered_writes_always():
+    """Opt-in (LARDER_FAULT_REORDER=1), beyond issue 5's model: a disk
+    that does not keep write order (ext4 writeback does not) may also hold
+    any part of what was written after the last flush. The image at a
+    crash is the durable one plus a random half of the pages written since;
+    it must still open and hold every acknowledged write. Commits under
+    MDB_NOSYNC write their meta page without flushing their data pages
+    first, and may overwrite pages the durable snapshot still uses, so
+    this fails today (see t/fault/powercut.py --torn)."""
+    larder_only()
+    if not os.environ.get('LARDER_FAULT_REORDER'):
+        raise Skip('opt-in: LARDER_FAULT_REORDER=1')
+    rng = random.Random(SEED + 3)
+    j, acks, kill_t = powercut_run('always', 3.0, None, 1500, rng)
+    dump = build_file('t/fault/fault_dump', 'FAULT_DUMP')
+    work = tempfile.mkdtemp(prefix='larder-powercut-')
+    times = [r[4] for r in j.records]
+    bad = []
+    try:
+        for n in range(CRASH_POINTS):
+            p = rng.uniform(j.first_t(), kill_t)
+            base = j.durable_idx(p)
+            if base == 0:
+                continue
+            upto = bisect.bisect_left(times, p)
+            img = powercut.torn_image(j, base, upto, rng)
+            ok, txnid, keys, err = powercut.dump_image(img, work, dump)
+            problems = [] if ok else ['does not open: ' + err]
+            if ok:
+                problems = powercut.check_keys(
+                    keys, {k: v for t, k, v in acks if t < p})
+            if problems:
+                bad.append('+%.3fs: %s' % (p - j.first_t(),
+                                           '; '.join(problems)[:200]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert_eq(bad[:3], [], '%d of %d reordered power-cut images bad'
+              % (len(bad), CRASH_POINTS))
+
+
+# --------------------------------------------------------------------------
+# kill -9 of the whole tree (consistency: the page cache survives)
+
+def kill9_tree(sync, rounds, seed):
+    """Writers log each acknowledged SET; the whole tree is killed -9 at
+    random moments, many times; after each restart every acknowledged
+    write is there, and each overwritten key holds its last acknowledged
+    value or a later one that was sent."""
+    larder_only()
+    rng = random.Random(seed)
+    s = Server(workers=2, args=['--sync', sync])
+    acked = {}
+    counters_acked, counters_sent = {}, {}
+    lock = threading.Lock()
+    try:
+        for rnd in range(rounds):
+            halt = threading.Event()
+            errors = []
+
+            def writer(tid, port=s.port, rnd=rnd, halt=halt):
+                n = 0
+                try:
+                    with Client(port) as c:
+                        while not halt.is_set():
+                            n += 1
+                            key = 'u:%d:%d:%d' % (rnd, tid, n)
+                            val = '%d.%d.%d.%x' % (rnd, tid, n,
+                                                   random.getrandbits(32))
+                            ckey = 'c:%d:%d' % (tid, n % 16)
+                            cval = rnd * 10 ** 7 + n
+                            with lock:
+                                counters_sent[ckey] = cval
+                            r = c.pipeline([('SET', key, val),
+                                            ('SET', ckey, cval)])
+                            if r[0] != 'OK' or r[1] != 'OK':
+                                errors.append(r)
+                                return
+                            with lock:
+                                acked[key.encode()] = val.encode()
+                                counters_acked[ckey] = cval
+                except (OSError, ConnectionClosed, ValueError):
+                    pass
+
+            ths = [threading.Thread(target=writer, args=(i,), daemon=True)
+                   for i in range(3)]
+            for t in ths:
+                t.start()
+            target = len(acked) + rng.randint(20, 300)
+            wait_until(lambda: len(acked) >= target or errors, 20,
+                       'writes before the kill')
+            s.kill9_tree()
+            halt.set()
+            for t in ths:
+                t.join(15)
+            assert_eq(errors, [], 'unexpected replies')
+            s.start()
+            with s.client() as c:
+                keys = list(acked.items())
+                for i in range(0, len(keys), 500):
+                    chunk = keys[i:i + 500]
+                    got = c.call('MGET', *[k for k, v in chunk])
+                    for (k, v), g in zip(chunk, got):
+                        assert_eq(g, v, 'round %d: acknowledged %s' % (rnd, k))
+                ck = sorted(counters_acked)
+                got = c.call('MGET', *ck)
+                for k, g in zip(ck, got):
+                    lo, hi = counters_acked[k], counters_sent[k]
+                    assert_true(g is not None and lo <= int(g) <= hi,
+                                'round %d: %s = %r, acknowledged %d, last '
+                                'sent %d' % (rnd, k, g, lo, hi))
+        print('# sync %s: %d kills, %d acknowledged keys checked after each'
+              % (sync, rounds, len(acked)))
+    finally:
+        s.cleanup()
+
+
+def test_kill9_tree_sync_always():
+    kill9_tree('always', 6 if SLOW else 15, SEED + 2)
+
+
+def test_kill9_tree_sync_everysec():
+    """kill -9 loses nothing under everysec either: the page cache
+    survives the processes (consistency, not durability)."""
+    kill9_tree('everysec', 4 if SLOW else 8, SEED + 4)
+
+
+# --------------------------------------------------------------------------
+# MDB_MAP_FULL
+
+def map_full(sync):
+    """With a small --maxdisk, writes fail with the disk-full error, reads
+    go on, nothing acknowledged is lost, and a restart with a larger
+    --maxdisk takes writes again."""
+    larder_only()
+    s = Server(workers=2, args=['--maxdisk', '1mb', '--sync', sync])
+    acked = {}
+
+    def put(c, k, v):
+        try:
+            r = c.call('SET', k, v)
+        except OSError as e:        # socket.timeout included
+            raise AssertionError('sync %s: no reply within %.0fs to SET %s '
+                                 '(%d bytes) after %d acknowledged writes: '
+                                 '%s' % (sync, MAP_FULL_REPLY_DEADLINE, k,
+                                         len(v), len(acked), e))
+        if r == 'OK':
+            acked[k.encode()] = v.encode()
+        else:
+            assert_error_prefix(r, 'ERR disk full')
+        return r
+
+    def read_all(c, what):
+        keys = list(acked.items())
+        got = []
+        for i in range(0, len(keys), 200):
+            got += c.call('MGET', *[k for k, v in keys[i:i + 200]])
+        assert_eq(got, [v for k, v in keys], what)
+
+    try:
+        with Client(s.port, timeout=MAP_FULL_REPLY_DEADLINE) as c, \
+                Client(s.port, timeout=MAP_FULL_REPLY_DEADLINE) as c2:
+            first = None
+            for i in range(10000):
+                if put(c, 'f:%d' % i, ('%d:' % i) + 'x' * 500) != 'OK':
+                    first = i
+                    break
+            assert_true(first is not None, 'the map filled up')
+            # Once full, every write either fits (pages freed by earlier
+            # transactions are reused) or fails with the same error; from
+            # any connection, of any size.
+            fails = 0
+            for i in range(60):
+                conn = c if i % 2 else c2
+                size = (100, 2000, 8000)[i % 3]
+                if put(conn, 'h:%d' % i, 'y' * size) != 'OK':
+                    fails += 1
+            assert_true(fails > 0, 'writes still fail when full')
+            # Reads go on, and see every acknowledged write.
+            read_all(c, 'reads while full')
+            read_all(c2, 'reads while full (other connection)')
+            assert_eq(c.call('DBSIZE'), len(acked))
+        s.extra = list(s.extra)
+        s.extra[s.extra.index('--maxdisk') + 1] = '64mb'
+        s.restart()
+        with s.client() as c:
+            read_all(c, 'after the restart with a larger maxdisk')
+            for i in range(300):
+                assert_eq(c.call('SET', 'g:%d' % i, 'w' * 1000), 'OK',
+                          'writes after growing maxdisk')
+            assert_eq(c.call('DBSIZE'), len(acked) + 300)
+        print('# sync %s: %d writes acknowledged, full after %d'
+              % (sync, len(acked), first))
+    finally:
+        s.cleanup()
+
+
+MAP_FULL_REPLY_DEADLINE = 5.0
+
+
+def test_map_full_everysec():
+    map_full('everysec')
+
+
+def test_map_full_always():
+    map_full('always')
+
+
+if __name__ == '__main__':
+    main(globals())
