@@ -69,6 +69,7 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)          \
     X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
     X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                \
+    X("syncer-thread", syncer_thread, SRV_CFG_YESNO, "no", 0, 0, 0)          \
     X("reaper-batch", reaper_batch, SRV_CFG_INT, "1000", 1, 1000000, 0)       \
     X("cache-mb", cache_mb, SRV_CFG_INT, "64", 0, 1048576, SRV_CFG_RUNTIME)   \
     X("cache-stripes", cache_stripes, SRV_CFG_INT, "64", 1, 4096, 0)          \
@@ -101,6 +102,7 @@ typedef struct srv_config {
     long long enable_debug_command;
     long long hz;
     long long reaper_batch;
+    long long syncer_thread;
     long long cache_mb;
     long long cache_stripes;
     long long compress_threshold;

@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,11 +38,18 @@
 #define US_PER_MS 1000
 #define NS_PER_MS 1000000
 /* Share of each reaper tick that expiry may use. */
-#define REAPER_BUDGET_SHARE 4
+#define REAPER_BUDGET_SHARE 10
 /* Elements of deleted collections freed per tick, in one transaction. */
 #define LAZYFREE_CHUNK 10000
 /* everysec: a flush starts every period (also the idle wake-up). */
 #define SYNC_PERIOD_MS 1000
+
+/* The reaper's environment, shared with the syncer thread if any. */
+typedef struct syncer_thread_arg {
+    st_env *env;
+} syncer_thread_arg;
+
+static void *syncer_thread(void *arg);
 
 static volatile sig_atomic_t stop;
 static volatile sig_atomic_t check_readers;
@@ -103,6 +111,9 @@ static size_t expire_tick(st_env *env, int64_t budget_ms)
     uint64_t version;
     int rc;
 
+    /* While we expire, workers leave the expired keys they read to us
+     * instead of queueing for the write lock on their read path. */
+    atomic_store(&srv_her.stats->reaper_expiring, 1);
     do {
         rc = st_expire_due(env, srv_mstime(), (size_t)srv_her.cfg->reaper_batch,
                            &n, &version);
@@ -114,6 +125,9 @@ static size_t expire_tick(st_env *env, int64_t budget_ms)
         total += n;
     } while (!stop && n == (size_t)srv_her.cfg->reaper_batch &&
              srv_monotonic_ms() - start < budget_ms);
+    /* A full last batch means more are due: the next tick goes on. */
+    if (rc || n < (size_t)srv_her.cfg->reaper_batch)
+        atomic_store(&srv_her.stats->reaper_expiring, 0);
     return total;
 }
 
@@ -130,6 +144,12 @@ int srv_reaper_main(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_child_died;
     sigaction(SIGUSR1, &sa, NULL);
+    syncer_thread_arg targ = { env };
+    pthread_t syncer;
+    int threaded = srv_her.cfg->syncer_thread &&
+                   pthread_create(&syncer, NULL, syncer_thread, &targ) == 0;
+    if (srv_her.cfg->syncer_thread && !threaded)
+        srv_log(SRV_LOG_WARNING, 0, "can't start the syncer thread");
     srv_log(SRV_LOG_VERBOSE, 0, "reaping every %lld ms", (long long)tick_ms);
     while (!stop) {
         int64_t t0 = srv_monotonic_ms(), u0 = srv_ustime();
@@ -157,6 +177,8 @@ int srv_reaper_main(void)
         if (spent < tick_ms && !(freed && pending))
             sleep_ms(tick_ms - spent);
     }
+    if (threaded)
+        pthread_join(syncer, NULL);
     st_env_close(&env);
     return 0;
 }
@@ -180,14 +202,12 @@ static void wake_workers(void)
         }
 }
 
-int srv_syncer_main(void)
+/* The syncer's loop: flush when poked or on the 1 s beat, publish the
+ * durable id, wake the workers. Runs in its own process or as a thread
+ * of the reaper (`syncer-thread`), on that process's environment. */
+static void syncer_loop(st_env *env, srv_stats_slot *slot)
 {
-    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER];
     srv_stats *s = srv_her.stats;
-    st_env *env;
-
-    if (duty_start("syncer", slot, &env))
-        return 1;
     int64_t next_flush = srv_monotonic_ms() + SYNC_PERIOD_MS;
 
     while (!stop) {
@@ -231,6 +251,24 @@ int srv_syncer_main(void)
     /* A last flush so a graceful stop loses nothing. */
     if (srv_her.cfg->sync != SRV_SYNC_NO)
         st_env_sync(env);
+}
+
+int srv_syncer_main(void)
+{
+    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER];
+    st_env *env;
+
+    if (duty_start("syncer", slot, &env))
+        return 1;
+    syncer_loop(env, slot);
     st_env_close(&env);
     return 0;
+}
+
+static void *syncer_thread(void *arg)
+{
+    syncer_thread_arg *a = arg;
+
+    syncer_loop(a->env, &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER]);
+    return NULL;
 }

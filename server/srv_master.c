@@ -341,6 +341,13 @@ static void child_name(int i, char *buf, size_t size)
                  i - srv_her.nworkers == SRV_SLOT_REAPER ? "reaper" : "syncer");
 }
 
+/* The syncer slot is empty when the syncer runs as a reaper thread. */
+static int child_wanted(int i)
+{
+    return !(i == srv_her.nworkers + SRV_SLOT_SYNCER &&
+             srv_her.cfg->syncer_thread);
+}
+
 static int child_main(int i)
 {
     if (i < srv_her.nworkers)
@@ -538,7 +545,8 @@ int srv_master_main(int argc, char **argv)
     create_eventfds();
     install_signals(&waitmask);
     for (int i = 0; i < nchildren; i++)
-        spawn_child(i);
+        if (child_wanted(i))
+            spawn_child(i);
     write_pidfile();
     srv_log(SRV_LOG_NOTICE, 0,
             "larder %s (Redis %s protocol) ready: port %lld%s%s, %d workers, "
@@ -563,7 +571,8 @@ int srv_master_main(int argc, char **argv)
         }
         int64_t now = srv_monotonic_ms();
         for (int i = 0; i < nchildren && !got_term; i++)
-            if (!workers[i].pid && now >= workers[i].respawn_at_ms)
+            if (!workers[i].pid && now >= workers[i].respawn_at_ms &&
+                child_wanted(i))
                 spawn_child(i);
     }
     notify_systemd("STOPPING=1");

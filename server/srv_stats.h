@@ -42,6 +42,7 @@ typedef struct srv_stats {
     _Atomic int64_t clients;            /* atomic: across workers */
     _Atomic int64_t last_sync_ms;       /* atomic */
     _Atomic int64_t lazyfree_pending;   /* atomic: detached collections */
+    _Atomic int64_t reaper_expiring;    /* atomic: 1 while batches run */
     _Atomic int64_t durable_txn;        /* atomic: flushed to disk */
     _Atomic int64_t committed_txn;      /* atomic: newest seen by syncer */
     _Atomic int64_t last_sync_us;       /* atomic: duration of last flush */

@@ -489,11 +489,8 @@ static void process_input(srv_conn *c)
 static void group_finish(srv_worker *w)
 {
     srv_group *g = &w->group;
+    size_t reaped = 0;
 
-    /* Keys a read found expired are not deleted here: that would take the
-     * LMDB write lock on the read path and stall this worker behind the
-     * reaper's batches during mass expiry (measured: GET p99 10-45 ms vs
-     * 1 ms). They are already invisible; the reaper deletes them. */
     do {
         /* Members rewound by a lost transaction replay first, one
          * transaction per command. */
@@ -519,6 +516,17 @@ static void group_finish(srv_worker *w)
         else
             flush_output(m);
     }
+    /*
+     * Keys reads found expired are deleted now (Redis's lazy expiry, so
+     * DBSIZE and the keyspace agree at once), unless the reaper is in the
+     * middle of expiring batches: then waiting for the write lock behind
+     * it would stall this worker (measured during a 50,000-key mass
+     * expiry: GET p99 10-45 ms against 1 ms), and the reaper deletes them
+     * anyway within its tick.
+     */
+    if (!atomic_load(&srv_her.stats->reaper_expiring) &&
+        st_reap_seen(w->env, srv_mstime(), &reaped) == 0 && reaped)
+        SRV_STAT_ADD(w->stats, expired_keys, (int64_t)reaped);
 }
 
 static void on_group(evutil_socket_t fd, short what, void *arg)

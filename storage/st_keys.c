@@ -568,12 +568,29 @@ int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
     return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
 }
 
+/* Report the key under the cursor if it is live: 1 reported, 0 not. */
+static int report_live(const MDB_val *key, const MDB_val *val, int64_t now,
+                       st_key_fn fn, void *ctx, int *rc)
+{
+    st_rec rec;
+    const uint8_t *name;
+    size_t len;
+
+    if ((*rc = st_rec_decode(val->mv_data, val->mv_size, &rec)))
+        return 0;
+    if (is_expired(&rec, now))
+        return 0;
+    rec_name(key, &rec, &name, &len);
+    fn(ctx, name, len, rec.type, rec.expire_at);
+    return 1;
+}
+
 int st_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
                   st_key_fn fn, void *ctx)
 {
     MDB_cursor *cur;
     MDB_val key, val;
-    int rc;
+    int rc, wrapped = 0;
 
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_map_err(rc);
@@ -584,18 +601,27 @@ int st_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
             rc = seek(cur, db, 0, &key, &val);    /* wrap around */
         if (rc)
             break;
-        st_rec rec;
-        const uint8_t *name;
-        size_t len;
-        if ((rc = st_rec_decode(val.mv_data, val.mv_size, &rec)))
-            break;
-        if (!is_expired(&rec, now)) {
-            rec_name(&key, &rec, &name, &len);
-            fn(ctx, name, len, rec.type, rec.expire_at);
+        if (report_live(&key, &val, now, fn, ctx, &rc) || rc) {
             mdb_cursor_close(cur);
-            return 0;
+            return rc;
         }
         r = r * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    /* Mostly expired keys (not yet reaped): walk on from the last probe,
+     * once around the database, to the first live key. */
+    while (rc == 0) {
+        rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
+        if (rc == MDB_NOTFOUND || (rc == 0 && key_db(&key) != (int)db)) {
+            if (wrapped++)
+                break;
+            rc = seek(cur, db, 0, &key, &val);
+            if (rc)
+                break;
+        }
+        if (rc == 0 && (report_live(&key, &val, now, fn, ctx, &rc) || rc)) {
+            mdb_cursor_close(cur);
+            return rc;
+        }
     }
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_map_err(rc);
