@@ -23,20 +23,11 @@
 static const char ERR_HASH_NOT_INT[] = "ERR hash value is not an integer";
 static const char ERR_HASH_NOT_FLOAT[] = "ERR hash value is not a float";
 
-/* Open argv[i] as a hash: 1 found, 0 absent, -1 after an error reply. */
+/* argv[i] as a hash: see srv_coll_open_or_reply. */
 static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
                          st_obj *o)
 {
-    int rc;
-
-    srv_key(c, i, k);
-    rc = st_obj_open(t, k, ST_TYPE_HASH, srv_cmd_now(), o);
-    if (rc == 0)
-        return 1;
-    if (rc == ST_ENOTFOUND)
-        return 0;
-    srv_storage_error(c, rc);
-    return -1;
+    return srv_coll_open_or_reply(c, t, i, ST_TYPE_HASH, k, o);
 }
 
 /* Open argv[1] for writing, creating it when absent; -1 after a reply. */
@@ -50,15 +41,6 @@ static int open_write_or_reply(srv_conn *c, struct st_txn *t, st_keyref *k,
         return -1;
     }
     return rc < 0 ? -1 : 0;
-}
-
-static int save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
-{
-    int rc = st_obj_save(t, o, srv_cmd_now());
-
-    if (rc)
-        srv_storage_error(c, rc);
-    return rc ? -1 : 0;
 }
 
 static uint64_t rand64(void)
@@ -94,7 +76,7 @@ static void set_generic(srv_conn *c, int reply_ok)
         }
         added += created;
     }
-    if (save_or_reply(c, t, &o))
+    if (srv_coll_save_or_reply(c, t, &o))
         return;
     if (reply_ok)
         srv_reply_ok(c);
@@ -125,7 +107,7 @@ void srv_cmd_hsetnx(srv_conn *c)
         srv_storage_error(c, rc);
         return;
     }
-    if (save_or_reply(c, t, &o) == 0)
+    if (srv_coll_save_or_reply(c, t, &o) == 0)
         srv_reply_int(c, 1);
 }
 
@@ -257,7 +239,7 @@ void srv_cmd_hdel(srv_conn *c)
             return;
         }
     }
-    if (n && save_or_reply(c, t, &o))
+    if (n && srv_coll_save_or_reply(c, t, &o))
         return;
     srv_reply_int(c, n);
 }

@@ -18,29 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Open argv[i] as a list: 1 found, 0 absent, -1 after an error reply. */
+/* argv[i] as a list: see srv_coll_open_or_reply. */
 static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
                          st_obj *o)
 {
-    int rc;
-
-    srv_key(c, i, k);
-    rc = st_obj_open(t, k, ST_TYPE_LIST, srv_cmd_now(), o);
-    if (rc == 0)
-        return 1;
-    if (rc == ST_ENOTFOUND)
-        return 0;
-    srv_storage_error(c, rc);
-    return -1;
-}
-
-static int save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
-{
-    int rc = st_obj_save(t, o, srv_cmd_now());
-
-    if (rc)
-        srv_storage_error(c, rc);
-    return rc ? -1 : 0;
+    return srv_coll_open_or_reply(c, t, i, ST_TYPE_LIST, k, o);
 }
 
 /* Parse LEFT / RIGHT: 1 left, 0 right, -1 neither. */
@@ -79,7 +61,7 @@ static void push_generic(srv_conn *c, int left, int only_existing)
             return;
         }
     }
-    if (save_or_reply(c, t, &o) == 0)
+    if (srv_coll_save_or_reply(c, t, &o) == 0)
         srv_reply_int(c, (long long)o.c.card);
 }
 

@@ -24,29 +24,11 @@
 /* Members copied per storage round trip by SPOP and the STORE forms. */
 #define BATCH_MEMBERS 512
 
-/* Open argv[i] as a set: 1 found, 0 absent, -1 after an error reply. */
+/* argv[i] as a set: see srv_coll_open_or_reply. */
 static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
                          st_obj *o)
 {
-    int rc;
-
-    srv_key(c, i, k);
-    rc = st_obj_open(t, k, ST_TYPE_SET, srv_cmd_now(), o);
-    if (rc == 0)
-        return 1;
-    if (rc == ST_ENOTFOUND)
-        return 0;
-    srv_storage_error(c, rc);
-    return -1;
-}
-
-static int save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
-{
-    int rc = st_obj_save(t, o, srv_cmd_now());
-
-    if (rc)
-        srv_storage_error(c, rc);
-    return rc ? -1 : 0;
+    return srv_coll_open_or_reply(c, t, i, ST_TYPE_SET, k, o);
 }
 
 static uint64_t rand64(void)
@@ -87,7 +69,7 @@ void srv_cmd_sadd(srv_conn *c)
         }
         added += a;
     }
-    if (added && save_or_reply(c, t, &o))
+    if (added && srv_coll_save_or_reply(c, t, &o))
         return;
     srv_reply_int(c, added);
 }
@@ -111,7 +93,7 @@ void srv_cmd_srem(srv_conn *c)
             return;
         }
     }
-    if (n && save_or_reply(c, t, &o))
+    if (n && srv_coll_save_or_reply(c, t, &o))
         return;
     srv_reply_int(c, n);
 }
@@ -616,7 +598,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
         goto out;
     }
     d.c = res.c;
-    if (save_or_reply(c, t, &d) == 0)
+    if (srv_coll_save_or_reply(c, t, &d) == 0)
         srv_reply_int(c, (long long)res.c.card);
 out:
     if (keys != kstack)

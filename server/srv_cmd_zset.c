@@ -29,20 +29,11 @@ static const char ERR_MINMAX_FLOAT[] = "ERR min or max is not a float";
 static const char ERR_MINMAX_LEX[] =
     "ERR min or max not valid string range item";
 
-/* Open argv[i] as a zset: 1 found, 0 absent, -1 after an error reply. */
+/* argv[i] as a zset: see srv_coll_open_or_reply. */
 static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
                          st_obj *o)
 {
-    int rc;
-
-    srv_key(c, i, k);
-    rc = st_obj_open(t, k, ST_TYPE_ZSET, srv_cmd_now(), o);
-    if (rc == 0)
-        return 1;
-    if (rc == ST_ENOTFOUND)
-        return 0;
-    srv_storage_error(c, rc);
-    return -1;
+    return srv_coll_open_or_reply(c, t, i, ST_TYPE_ZSET, k, o);
 }
 
 static uint64_t rand64(void)

@@ -7,6 +7,7 @@
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
+#include "storage/st_elem.h"
 #include "storage/st_err.h"
 #include "storage/st_keys.h"
 
@@ -42,6 +43,30 @@ int srv_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
         return -1;
     }
     return 1;
+}
+
+int srv_coll_open_or_reply(srv_conn *c, struct st_txn *t, int i, int type,
+                           st_keyref *k, st_obj *o)
+{
+    int rc;
+
+    srv_key(c, i, k);
+    rc = st_obj_open(t, k, type, srv_cmd_now(), o);
+    if (rc == 0)
+        return 1;
+    if (rc == ST_ENOTFOUND)
+        return 0;
+    srv_storage_error(c, rc);
+    return -1;
+}
+
+int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
+{
+    int rc = st_obj_save(t, o, srv_cmd_now());
+
+    if (rc)
+        srv_storage_error(c, rc);
+    return rc ? -1 : 0;
 }
 
 int srv_parse_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,

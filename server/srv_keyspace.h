@@ -23,6 +23,20 @@ void srv_key(srv_conn *c, int i, st_keyref *k);
  */
 int srv_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r);
 
+struct st_obj;
+
+/*
+ * Open argv[i] as a collection of `type` (st_elem.h): 1 found, 0 absent
+ * (o is then ready to be created), -1 after an error reply (WRONGTYPE,
+ * storage failure).
+ */
+int srv_coll_open_or_reply(srv_conn *c, struct st_txn *t, int i, int type,
+                           st_keyref *k, struct st_obj *o);
+
+/* Write the collection record back (or drop it if emptied): 0, or -1
+ * after an error reply. */
+int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, struct st_obj *o);
+
 /* Units of an expire argument. */
 enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
 
