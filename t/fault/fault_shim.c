@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -189,6 +190,24 @@ static void record(uint16_t type, uint16_t flags, int64_t off,
     errno = saved;
 }
 
+/*
+ * Writes and flush starts are journaled under one lock shared by every
+ * process (flock on the journal): a write is performed and recorded
+ * before any flush can record its start, so the journal never shows a
+ * write after a flush that in fact covered it (LMDB's meta page is visible
+ * to other processes through the map the moment pwrite returns, before
+ * the wrapper could record it).
+ */
+static void jlock(int op)
+{
+    int fd = journal(), saved = errno;
+
+    if (fd >= 0)
+        while (flock(fd, op) < 0 && errno == EINTR)
+            ;
+    errno = saved;
+}
+
 static int is_tracked(int fd)
 {
     return enabled && fd >= 0 && fd < FAULT_MAXFD && tracked[fd];
@@ -292,32 +311,48 @@ static uint16_t wflags(int fd)
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
-    ssize_t r = REAL(pwrite)(fd, buf, len, off);
+    ssize_t r;
 
-    if (r > 0 && is_tracked(fd)) {
+    if (!is_tracked(fd))
+        return REAL(pwrite)(fd, buf, len, off);
+    jlock(LOCK_EX);
+    r = REAL(pwrite)(fd, buf, len, off);
+    if (r > 0) {
         struct iovec v = { (void *)buf, (size_t)r };
         record(FAULT_WRITE, wflags(fd), off, &v, 1, (size_t)r);
     }
+    jlock(LOCK_UN);
     return r;
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
-    ssize_t r = (REAL(pwrite64) ? real_pwrite64 : real_pwrite)(fd, buf, len, off);
+    int tracked_ = is_tracked(fd);
+    ssize_t r;
 
-    if (r > 0 && is_tracked(fd)) {
+    if (tracked_)
+        jlock(LOCK_EX);
+    r = (REAL(pwrite64) ? real_pwrite64 : real_pwrite)(fd, buf, len, off);
+    if (r > 0 && tracked_) {
         struct iovec v = { (void *)buf, (size_t)r };
         record(FAULT_WRITE, wflags(fd), off, &v, 1, (size_t)r);
     }
+    if (tracked_)
+        jlock(LOCK_UN);
     return r;
 }
 
 ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-    ssize_t r = REAL(pwritev)(fd, iov, cnt, off);
+    ssize_t r;
 
-    if (r > 0 && is_tracked(fd))
+    if (!is_tracked(fd))
+        return REAL(pwritev)(fd, iov, cnt, off);
+    jlock(LOCK_EX);
+    r = REAL(pwritev)(fd, iov, cnt, off);
+    if (r > 0)
         record(FAULT_WRITE, wflags(fd), off, iov, cnt, (size_t)r);
+    jlock(LOCK_UN);
     return r;
 }
 
@@ -328,12 +363,14 @@ ssize_t write(int fd, const void *buf, size_t len)
 
     if (!is_tracked(fd))
         return REAL(write)(fd, buf, len);
+    jlock(LOCK_EX);
     off = lseek(fd, 0, SEEK_CUR);
     r = REAL(write)(fd, buf, len);
     if (r > 0 && off >= 0) {
         struct iovec v = { (void *)buf, (size_t)r };
         record(FAULT_WRITE, wflags(fd), off, &v, 1, (size_t)r);
     }
+    jlock(LOCK_UN);
     return r;
 }
 
@@ -344,10 +381,12 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 
     if (!is_tracked(fd))
         return REAL(writev)(fd, iov, cnt);
+    jlock(LOCK_EX);
     off = lseek(fd, 0, SEEK_CUR);
     r = REAL(writev)(fd, iov, cnt);
     if (r > 0 && off >= 0)
         record(FAULT_WRITE, wflags(fd), off, iov, cnt, (size_t)r);
+    jlock(LOCK_UN);
     return r;
 }
 
@@ -366,7 +405,9 @@ static int barrier(int fd, int kind, int (*fn)(int))
 
     if (!is_tracked(fd))
         return fn(fd);
+    jlock(LOCK_EX);
     record(FAULT_SYNC_BEGIN, 0, kind, NULL, 0, 0);
+    jlock(LOCK_UN);
     r = fn(fd);
     e = errno;
     record(FAULT_SYNC_END, 0, r == 0 ? 0 : (e ? e : EIO), NULL, 0, 0);
