@@ -221,27 +221,7 @@ void srv_cmd_hlen(srv_conn *c)
 
 void srv_cmd_hdel(srv_conn *c)
 {
-    struct st_txn *t;
-    st_keyref k;
-    st_obj o;
-    long long n = 0;
-    int rc;
-
-    if (!(t = srv_txn_write_or_reply(c)) ||
-        (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
-        return;
-    for (int j = 2; rc && j < c->argc; j++) {
-        int r = st_hash_del(t, &o, c->argv[j].ptr, c->argv[j].len);
-        if (r == 0)
-            n++;
-        else if (r != ST_ENOTFOUND) {
-            srv_storage_error(c, r);
-            return;
-        }
-    }
-    if (n && srv_coll_save_or_reply(c, t, &o))
-        return;
-    srv_reply_int(c, n);
+    srv_coll_remove_members(c, ST_TYPE_HASH, st_hash_del);
 }
 
 /* What HGETALL, HKEYS and HVALS reply per field. */

@@ -76,26 +76,7 @@ void srv_cmd_sadd(srv_conn *c)
 
 void srv_cmd_srem(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_write_or_reply(c);
-    st_keyref k;
-    st_obj o;
-    long long n = 0;
-    int rc;
-
-    if (!t || (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
-        return;
-    for (int j = 2; rc && j < c->argc; j++) {
-        int r = st_set_rem(t, &o, c->argv[j].ptr, c->argv[j].len);
-        if (r == 0)
-            n++;
-        else if (r != ST_ENOTFOUND) {
-            srv_storage_error(c, r);
-            return;
-        }
-    }
-    if (n && srv_coll_save_or_reply(c, t, &o))
-        return;
-    srv_reply_int(c, n);
+    srv_coll_remove_members(c, ST_TYPE_SET, st_set_rem);
 }
 
 void srv_cmd_scard(srv_conn *c)

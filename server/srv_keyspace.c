@@ -69,6 +69,32 @@ int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
     return rc ? -1 : 0;
 }
 
+void srv_coll_remove_members(srv_conn *c, int type,
+                             srv_member_remove_fn *remove)
+{
+    struct st_txn *t;
+    st_keyref k;
+    st_obj o;
+    long long n = 0;
+    int rc;
+
+    if (!(t = srv_txn_write_or_reply(c)) ||
+        (rc = srv_coll_open_or_reply(c, t, 1, type, &k, &o)) < 0)
+        return;
+    for (int j = 2; rc && j < c->argc; j++) {
+        int r = remove(t, &o, c->argv[j].ptr, c->argv[j].len);
+        if (r == 0)
+            n++;
+        else if (r != ST_ENOTFOUND) {
+            srv_storage_error(c, r);
+            return;
+        }
+    }
+    if (n && srv_coll_save_or_reply(c, t, &o))
+        return;
+    srv_reply_int(c, n);
+}
+
 int srv_parse_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
                               int absolute, int allow_nonpositive,
                               int64_t *at)

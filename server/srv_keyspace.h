@@ -37,6 +37,18 @@ int srv_coll_open_or_reply(srv_conn *c, struct st_txn *t, int i, int type,
  * after an error reply. */
 int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, struct st_obj *o);
 
+/* Removes one member of a collection: 0, ST_ENOTFOUND, or an error. */
+typedef int srv_member_remove_fn(struct st_txn *t, struct st_obj *o,
+                                 const void *member, size_t len);
+
+/*
+ * HDEL, SREM, ZREM: remove members argv[2..] from the collection argv[1]
+ * of `type` with `remove`, save it (an emptied one disappears) and reply
+ * how many were there.
+ */
+void srv_coll_remove_members(srv_conn *c, int type,
+                             srv_member_remove_fn *remove);
+
 /* Units of an expire argument. */
 enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
 
