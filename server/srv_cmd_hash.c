@@ -132,36 +132,12 @@ static int reply_field(srv_conn *c, struct st_txn *t, const st_obj *o,
 
 void srv_cmd_hget(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-    int rc;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    if ((rc = reply_field(c, t, &o, 2)))
-        srv_storage_error(c, rc);
+    srv_coll_reply_members(c, ST_TYPE_HASH, 0, reply_field);
 }
 
 void srv_cmd_hmget(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-    size_t mark;
-    int rc;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = c->out.len;
-    srv_reply_array(c, c->argc - 2);
-    for (int j = 2; j < c->argc; j++) {
-        if ((rc = reply_field(c, t, &o, j))) {
-            c->out.len = mark;
-            srv_storage_error(c, rc);
-            return;
-        }
-    }
+    srv_coll_reply_members(c, ST_TYPE_HASH, 1, reply_field);
 }
 
 void srv_cmd_hexists(srv_conn *c)

@@ -226,36 +226,12 @@ static int reply_score(srv_conn *c, struct st_txn *t, const st_obj *o, int i)
 
 void srv_cmd_zscore(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-    int rc;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    if ((rc = reply_score(c, t, &o, 2)))
-        srv_storage_error(c, rc);
+    srv_coll_reply_members(c, ST_TYPE_ZSET, 0, reply_score);
 }
 
 void srv_cmd_zmscore(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-    size_t mark;
-    int rc;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = c->out.len;
-    srv_reply_array(c, c->argc - 2);
-    for (int j = 2; j < c->argc; j++) {
-        if ((rc = reply_score(c, t, &o, j))) {
-            c->out.len = mark;
-            srv_storage_error(c, rc);
-            return;
-        }
-    }
+    srv_coll_reply_members(c, ST_TYPE_ZSET, 1, reply_score);
 }
 
 static void rank_generic(srv_conn *c, int rev)

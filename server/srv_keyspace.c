@@ -95,6 +95,29 @@ void srv_coll_remove_members(srv_conn *c, int type,
     srv_reply_int(c, n);
 }
 
+void srv_coll_reply_members(srv_conn *c, int type, int many,
+                            srv_member_reply_fn *reply)
+{
+    struct st_txn *t = srv_txn_read_or_reply(c);
+    st_keyref k;
+    st_obj o;
+    size_t mark;
+    int rc;
+
+    if (!t || srv_coll_open_or_reply(c, t, 1, type, &k, &o) < 0)
+        return;
+    mark = c->out.len;
+    if (many)
+        srv_reply_array(c, c->argc - 2);
+    for (int j = 2; j < (many ? c->argc : 3); j++) {
+        if ((rc = reply(c, t, &o, j))) {
+            c->out.len = mark;
+            srv_storage_error(c, rc);
+            return;
+        }
+    }
+}
+
 int srv_parse_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
                               int absolute, int allow_nonpositive,
                               int64_t *at)

@@ -49,6 +49,18 @@ typedef int srv_member_remove_fn(struct st_txn *t, struct st_obj *o,
 void srv_coll_remove_members(srv_conn *c, int type,
                              srv_member_remove_fn *remove);
 
+/* Replies what the collection holds for argv[i]: 0, or a storage error
+ * (nothing replied then). */
+typedef int srv_member_reply_fn(srv_conn *c, struct st_txn *t,
+                                const struct st_obj *o, int i);
+
+/*
+ * HGET/ZSCORE (one member, argv[2]) and HMGET/ZMSCORE (`many`: an array
+ * over argv[2..]) on the collection argv[1] of `type`.
+ */
+void srv_coll_reply_members(srv_conn *c, int type, int many,
+                            srv_member_reply_fn *reply);
+
 /* Units of an expire argument. */
 enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
 
