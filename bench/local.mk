@@ -27,3 +27,10 @@ t_unit_check_bench_hist_LDADD = $(CHECK_LIBS) -lm
 
 EXTRA_DIST += bench/README.md bench/run bench/compare bench/gate bench/smoke \
 	bench/validate bench/benchlib.py bench/results/README.md
+
+check_PROGRAMS += t/unit/check_bench_rand
+t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c bench/bench_rand.c \
+	bench/bench_rand.h
+t_unit_check_bench_rand_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_rand_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_rand
