@@ -524,32 +524,11 @@ void srv_cmd_lmove(srv_conn *c)
 void srv_cmd_lmpop(srv_conn *c)
 {
     struct st_txn *t;
-    long long numkeys, count = 1;
-    int where, j, seen_count = 0;
+    long long count;
+    int numkeys, where, j;
 
-    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
-        numkeys <= 0 || numkeys > INT_MAX) {
-        srv_reply_error(c, "ERR numkeys should be greater than 0");
+    if (srv_mpop_args_or_reply(c, "right", "left", &numkeys, &where, &count))
         return;
-    }
-    j = 2 + (int)numkeys;
-    if (j >= c->argc || (where = parse_where(&c->argv[j])) < 0) {
-        srv_reply_error(c, SRV_ERR_SYNTAX);
-        return;
-    }
-    for (j++; j < c->argc; j += 2) {
-        if (seen_count || j + 1 >= c->argc ||
-            !srv_streq(c->argv[j].ptr, c->argv[j].len, "count")) {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-        if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &count) ||
-            count <= 0) {
-            srv_reply_error(c, "ERR count should be greater than 0");
-            return;
-        }
-        seen_count = 1;
-    }
     if (!(t = srv_txn_write_or_reply(c)))
         return;
     for (j = 2; j < 2 + numkeys; j++) {

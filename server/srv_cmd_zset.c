@@ -740,40 +740,11 @@ void srv_cmd_zpopmax(srv_conn *c) { pop_generic(c, 1); }
 void srv_cmd_zmpop(srv_conn *c)
 {
     struct st_txn *t;
-    long long numkeys, count = 1;
-    int j, max, seen_count = 0;
+    long long count;
+    int numkeys, max, j;
 
-    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
-        numkeys <= 0 || numkeys > INT_MAX) {
-        srv_reply_error(c, "ERR numkeys should be greater than 0");
+    if (srv_mpop_args_or_reply(c, "min", "max", &numkeys, &max, &count))
         return;
-    }
-    j = 2 + (int)numkeys;
-    if (j >= c->argc) {
-        srv_reply_error(c, SRV_ERR_SYNTAX);
-        return;
-    }
-    if (srv_streq(c->argv[j].ptr, c->argv[j].len, "min"))
-        max = 0;
-    else if (srv_streq(c->argv[j].ptr, c->argv[j].len, "max"))
-        max = 1;
-    else {
-        srv_reply_error(c, SRV_ERR_SYNTAX);
-        return;
-    }
-    for (j++; j < c->argc; j += 2) {
-        if (seen_count || j + 1 >= c->argc ||
-            !srv_streq(c->argv[j].ptr, c->argv[j].len, "count")) {
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-            return;
-        }
-        if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &count) ||
-            count <= 0) {
-            srv_reply_error(c, "ERR count should be greater than 0");
-            return;
-        }
-        seen_count = 1;
-    }
     if (!(t = srv_txn_write_or_reply(c)))
         return;
     for (j = 2; j < 2 + numkeys; j++) {

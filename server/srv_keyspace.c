@@ -118,6 +118,48 @@ void srv_coll_reply_members(srv_conn *c, int type, int many,
     }
 }
 
+int srv_mpop_args_or_reply(srv_conn *c, const char *end0, const char *end1,
+                           int *numkeys, int *end, long long *count)
+{
+    long long n;
+    int j, seen_count = 0;
+
+    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &n) || n <= 0 ||
+        n > INT_MAX) {
+        srv_reply_error(c, "ERR numkeys should be greater than 0");
+        return -1;
+    }
+    j = 2 + (int)n;
+    if (j >= c->argc) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return -1;
+    }
+    if (srv_streq(c->argv[j].ptr, c->argv[j].len, end0))
+        *end = 0;
+    else if (srv_streq(c->argv[j].ptr, c->argv[j].len, end1))
+        *end = 1;
+    else {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return -1;
+    }
+    *count = 1;
+    for (j++; j < c->argc; j += 2) {
+        if (seen_count || j + 1 >= c->argc ||
+            !srv_streq(c->argv[j].ptr, c->argv[j].len, "count")) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return -1;
+        }
+        if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, count) ||
+            *count <= 0) {
+            srv_reply_error(c, "ERR count should be greater than 0");
+            return -1;
+        }
+        seen_count = 1;
+    }
+    *numkeys = (int)n;
+    return 0;
+}
+
 int srv_parse_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
                               int absolute, int allow_nonpositive,
                               int64_t *at)

@@ -61,6 +61,13 @@ typedef int srv_member_reply_fn(srv_conn *c, struct st_txn *t,
 void srv_coll_reply_members(srv_conn *c, int type, int many,
                             srv_member_reply_fn *reply);
 
+/*
+ * LMPOP / ZMPOP arguments: "numkeys key [key ...] END [COUNT n]", END one
+ * of `end0` or `end1` (*end gets 0 or 1). Redis's errors; -1 after one.
+ */
+int srv_mpop_args_or_reply(srv_conn *c, const char *end0, const char *end1,
+                           int *numkeys, int *end, long long *count);
+
 /* Units of an expire argument. */
 enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
 

@@ -481,6 +481,20 @@ static void process_input(srv_conn *c)
     }
 }
 
+/* Commit the group; members rewound by a lost transaction replay (one
+ * transaction per command) until a commit holds. */
+static void group_settle(srv_worker *w)
+{
+    srv_group *g = &w->group;
+
+    do {
+        for (unsigned i = 0; i < g->nconns; i++)
+            if (g->conns[i]->single &&
+                !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
+                process_input(g->conns[i]);
+    } while (group_commit(w));
+}
+
 /*
  * The group's turn, after every ready read of this loop turn: commit, then
  * write each member's replies. A failed group replays its members' commands
@@ -491,14 +505,7 @@ static void group_finish(srv_worker *w)
     srv_group *g = &w->group;
     size_t reaped = 0;
 
-    do {
-        /* Members rewound by a lost transaction replay first, one
-         * transaction per command. */
-        for (unsigned i = 0; i < g->nconns; i++)
-            if (g->conns[i]->single &&
-                !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
-                process_input(g->conns[i]);
-    } while (group_commit(w));
+    group_settle(w);
     if (srv_her.cfg->sync == SRV_SYNC_ALWAYS && g->hold_ver >
                                                     atomic_load(&srv_her.stats->durable_txn)) {
         /* Replies wait until what they show is on disk. */
@@ -850,10 +857,7 @@ int srv_worker_embed_feed(srv_conn *c, const void *data, size_t len)
     }
     process_input(c);
     /* group_finish would write the replies to the socket: commit only. */
-    do {
-        if (c->single && !(c->flags & SRV_CONN_CLOSE_ASAP))
-            process_input(c);
-    } while (group_commit(w));
+    group_settle(w);
     leave_group(c);
     w->group.nconns = 0;
     if (c->flags & (SRV_CONN_CLOSE_ASAP | SRV_CONN_CLOSE_AFTER_REPLY)) {
