@@ -6,6 +6,7 @@ libserver_a_SOURCES = \
 	server/srv_commands_coll.def server/srv_command_docs.def \
 	server/srv_cmd_conn.c server/srv_cmd_keys.c \
 	server/srv_cmd_server.c server/srv_cmd_string.c \
+	server/srv_multi.c server/srv_multi.h \
 	server/srv_duty.c server/srv_duty.h \
 	server/srv_heritage.h \
 	server/srv_keyspace.c server/srv_keyspace.h \

@@ -5,6 +5,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_multi.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -98,19 +99,32 @@ void srv_cmd_execute(srv_conn *c)
 
     if (!cmd) {
         reply_unknown(c);
+        srv_multi_flag_error(c);
         return;
     }
     if ((cmd->arity > 0 && c->argc != cmd->arity) ||
         (cmd->arity < 0 && c->argc < -cmd->arity)) {
         srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
                          cmd->name);
+        srv_multi_flag_error(c);
         return;
     }
     if (!c->authed && !(cmd->flags & F_NOAUTH)) {
         srv_reply_error(c, "NOAUTH Authentication required.");
+        srv_multi_flag_error(c);
         return;
     }
-    srv_w->now_ms = srv_mstime();
+    if (srv_multi_queue(c))
+        return;
+    srv_cmd_run(c);
+}
+
+void srv_cmd_run(srv_conn *c)
+{
+    srv_command *cmd = (srv_command *)c->cmd;
+
+    if (!srv_multi_in_exec())           /* EXEC's commands share one clock */
+        srv_w->now_ms = srv_mstime();
     cmd->proc(c);
     cmd->calls++;
     c->commands++;
@@ -278,6 +292,8 @@ static int categories(const srv_command *cmd, const char **out)
         out[n++] = "@dangerous";
     if (!strcmp(cmd->group, "connection"))
         out[n++] = "@connection";
+    if (!strcmp(cmd->group, "transactions"))
+        out[n++] = "@transaction";
     return n;
 }
 

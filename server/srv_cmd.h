@@ -24,6 +24,7 @@ struct st_txn;
 #define F_PUBSUB 0x080u
 #define F_BLOCKING 0x100u
 #define F_DENYOOM 0x200u    /* may grow the data set */
+#define F_TXCTL 0x400u      /* runs at once inside MULTI, never queued */
 
 typedef void srv_cmd_proc(srv_conn *c);
 
@@ -49,8 +50,12 @@ void srv_cmd_init(void);
 /* Find a command by name, any case; NULL if unknown. */
 const srv_command *srv_cmd_lookup(const char *name, size_t len);
 
-/* Check and run the command in c->argc/c->argv, replying to c. */
+/* Check and run the command in c->argc/c->argv, replying to c (inside
+ * MULTI: queue it). */
 void srv_cmd_execute(srv_conn *c);
+
+/* Run c->cmd on c->argc/c->argv, already checked (EXEC's queue). */
+void srv_cmd_run(srv_conn *c);
 
 /* The table, for COMMAND and INFO. */
 const srv_command *srv_cmd_table(int *count);

@@ -5,6 +5,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_multi.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -179,6 +180,7 @@ void srv_cmd_select(srv_conn *c)
 
 void srv_cmd_reset(srv_conn *c)
 {
+    srv_multi_reset(c);
     c->db = 0;
     c->resp = 2;
     c->name[0] = '\0';
@@ -193,13 +195,15 @@ static void client_line(srv_conn *x, char *buf, size_t size)
 
     snprintf(buf, size,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
-             "flags=N db=%u sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu "
+             "flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%zu "
              "qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu "
              "events=r cmd=%s user=default lib-name=%s lib-ver=%s redir=-1 "
              "resp=%d worker=%d\n",
              (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
              (long long)((now - x->created_ms) / MS_PER_S),
-             (long long)((now - x->last_ms) / MS_PER_S), x->db, x->in.len,
+             (long long)((now - x->last_ms) / MS_PER_S),
+             srv_multi_queued(x) >= 0 ? "x" : "N", x->db, srv_multi_queued(x),
+             x->in.len,
              x->in.cap - x->in.len, x->out.len,
              x->last_cmd ? x->last_cmd : "NULL", x->lib_name, x->lib_ver,
              x->resp, x->worker->index);

@@ -6,6 +6,7 @@
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_multi.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -62,7 +63,16 @@ static void flush_generic(srv_conn *c, int db)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if ((rc = st_flush(srv_w->env, db, &version))) {
+    if (srv_multi_in_exec()) {
+        /* Inside EXEC: in the transaction's own write transaction. */
+        struct st_txn *t = srv_txn_write_or_reply(c);
+        if (!t)
+            return;
+        rc = st_flush_txn(t, db);
+    } else {
+        rc = st_flush(srv_w->env, db, &version);
+    }
+    if (rc) {
         srv_storage_error(c, rc);
         return;
     }

@@ -14,6 +14,7 @@
 struct event;
 struct srv_worker;
 struct srv_command;
+struct srv_multi;
 
 #define SRV_CONN_NAME_MAX 128
 #define SRV_CONN_ADDR_MAX 64
@@ -45,6 +46,7 @@ typedef struct srv_conn {
     size_t replay_until;        /* input offset where the replay ends */
     int64_t hold_ver;           /* sync always: output waits until this
                                  * transaction id is durable (0: none) */
+    struct srv_multi *mx;       /* MULTI/WATCH state, NULL until used */
     /* the command being executed */
     int argc;
     srv_slice *argv;

@@ -17,6 +17,7 @@
 #include "server/srv_duty.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_multi.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_coll.h"
@@ -180,6 +181,7 @@ void srv_conn_close(srv_conn *c)
     srv_buf_free(&c->in);
     srv_buf_free(&c->out);
     srv_parser_fini(&c->parser);
+    srv_multi_free(c);
     free(c);
     SRV_STAT_ADD(w->stats, connected, -1);
     atomic_fetch_sub(&srv_her.stats->clients, 1);
@@ -329,6 +331,7 @@ static void members_committed(srv_group *g)
         m->grp_out_mark = m->out.len;
         m->grp_db = m->db;
         m->grp_resp = m->resp;
+        srv_multi_committed(m);
     }
 }
 
@@ -346,6 +349,7 @@ static void members_rewind(srv_group *g)
         m->in_done = 0;
         m->single = m->replay_until > 0;
         srv_parser_reset(&m->parser);
+        srv_multi_rewind(m);
     }
 }
 
@@ -391,6 +395,11 @@ static int group_commit(srv_worker *w)
     return 0;
 }
 
+void srv_worker_commit_after(void)
+{
+    srv_w->group.commit_after = 1;
+}
+
 /* After each command: account it and handle a failed write. Returns 1
  * when the connection must stop processing (the group will replay). */
 static int after_command(srv_conn *c, size_t pos)
@@ -422,15 +431,17 @@ static int after_command(srv_conn *c, size_t pos)
             c->out.len = g->cmd_out_mark;
             srv_storage_error(c, rc);
             c->in_done = pos;
+            srv_multi_lost(c);
             members_committed(g);
         }
         if (pos >= c->replay_until) {
             c->single = 0;
             c->replay_until = 0;
         }
-    } else if (g->cmds >= SRV_GROUP_MAX_CMDS) {
+    } else if (g->cmds >= SRV_GROUP_MAX_CMDS || g->commit_after) {
         group_commit(w);
     }
+    g->commit_after = 0;
     return 0;
 }
 
@@ -474,6 +485,7 @@ static void process_input(srv_conn *c)
         }
         g->cmd_out_mark = c->out.len;
         g->cmd_wrote = 0;
+        g->commit_after = 0;
         srv_cmd_execute(c);
         srv_parser_reset(&c->parser);
         if (after_command(c, pos + consumed))

@@ -38,6 +38,8 @@ typedef struct srv_group {
     int failed;                 /* the txn was lost: members must replay */
     int cmd_wrote;              /* the running command used the wtxn */
     int poisoned;               /* the running command's write failed */
+    int commit_after;           /* the running command must be committed
+                                 * before the next one runs */
     size_t cmd_out_mark;        /* output length before the running cmd */
     int64_t hold_ver;           /* newest txn id the group's replies show */
     struct event *ev_commit;    /* low priority: runs after all reads */
@@ -74,6 +76,13 @@ int srv_worker_main(int index);
 
 /* Close and free a connection now (its unsent output is dropped). */
 void srv_conn_close(srv_conn *c);
+
+/*
+ * The running command changed session state a rewind could not restore
+ * (EXEC, DISCARD, UNWATCH, WATCH, RESET): the worker commits the group
+ * right after it, before the connection's next command.
+ */
+void srv_worker_commit_after(void);
 
 /* Call fn for every connection of this worker (CLIENT LIST). */
 void srv_worker_each_conn(void (*fn)(srv_conn *c, void *ctx), void *ctx);

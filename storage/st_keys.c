@@ -727,24 +727,41 @@ static int total_keys(st_txn *t, uint64_t *total)
     return st_map_err(rc);
 }
 
+/* Does emptying `db` (< 0: all) empty the whole environment? */
+static int empties_all(st_txn *t, int db, int *all)
+{
+    uint64_t total = 0, mine = 0, exp;
+    int rc;
+
+    if ((rc = total_keys(t, &total)) ||
+        (db >= 0 && (rc = st_dbsize(t, (unsigned)db, &mine, &exp))))
+        return rc;
+    *all = db < 0 || mine == total;
+    return 0;
+}
+
+/* Everything at once: drop every database (cache first, see above). */
+static int flush_all_in(st_txn *t)
+{
+    if (t->env->cache)
+        shm_cache_flush_all(t->env->cache, st_txn_version(t));
+    return drop_all(t);
+}
+
 int st_flush(st_env *env, int db, uint64_t *version)
 {
     st_txn *t;
-    uint64_t total = 0, mine = 0, exp;
-    int rc, more = 1;
+    int rc, more = 1, all;
 
     if ((rc = st_txn_begin(env, 1, &t)))
         return rc;
-    if ((rc = total_keys(t, &total)) ||
-        (db >= 0 && (rc = st_dbsize(t, (unsigned)db, &mine, &exp)))) {
+    if ((rc = empties_all(t, db, &all))) {
         st_txn_abort(&t);
         return rc;
     }
     *version = st_txn_version(t);
-    if (db < 0 || mine == total) {
-        if (env->cache)
-            shm_cache_flush_all(env->cache, *version);
-        if ((rc = drop_all(t))) {
+    if (all) {
+        if ((rc = flush_all_in(t))) {
             st_txn_abort(&t);
             return rc;
         }
@@ -762,6 +779,19 @@ int st_flush(st_env *env, int db, uint64_t *version)
             return rc;
     }
     return 0;
+}
+
+int st_flush_txn(st_txn *t, int db)
+{
+    int rc, more = 1, all;
+
+    if ((rc = empties_all(t, db, &all)))
+        return rc;
+    if (all)
+        return flush_all_in(t);
+    while (more && rc == 0)
+        rc = flush_chunk(t, (unsigned)db, &more);
+    return rc;
 }
 
 /* Delete the key behind one expires entry if it is still due then. */

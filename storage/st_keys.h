@@ -86,6 +86,12 @@ int st_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires);
  */
 int st_flush(st_env *env, int db, uint64_t *version);
 
+/*
+ * st_flush() inside the caller's write transaction `t` (MULTI/EXEC): one
+ * transaction however big, so a huge database may give ST_ETXNFULL.
+ */
+int st_flush_txn(st_txn *t, int db);
+
 /* Largest number of keys one st_flush chunk or expiry batch deletes. */
 #define ST_CHUNK_KEYS 5000
 
