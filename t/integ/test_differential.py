@@ -159,6 +159,7 @@ class Gen:
              if r.random() < 0.1 else [b'PING']),
             (1, lambda: [r.choice([b'GET', b'SET', b'EXPIRE', b'INCRBY',
                                    b'GETRANGE', b'RENAME', b'COPY'])]),
+            (2, lambda: [b'TX*']),
         ]
         total = sum(w for w, _ in choices)
         x = r.uniform(0, total)
@@ -167,6 +168,36 @@ class Gen:
             if x <= 0:
                 return fn()
         return choices[-1][1]()
+
+
+    def transaction(self):
+        """A MULTI block: maybe WATCH first and a command that may touch
+        the watched key, queued commands (bad ones give EXECABORT), then
+        EXEC or DISCARD."""
+        r = self.r
+        out = []
+        if r.random() < 0.4:
+            out.append([b'WATCH', self.key()] +
+                       ([self.key()] if r.random() < 0.3 else []))
+            if r.random() < 0.5:
+                out.append(self.body_command())
+        out.append([b'MULTI'])
+        for _ in range(r.randint(0, 4)):
+            out.append(self.body_command())
+        out.append([b'DISCARD'] if r.random() < 0.1 else [b'EXEC'])
+        return out
+
+    def body_command(self):
+        while True:
+            cmd = self.command()
+            if cmd[0] not in (b'TX*', b'SCAN*', b'SELECT'):
+                return cmd
+
+    def expand(self, batch):
+        out = []
+        for cmd in batch:
+            out += self.transaction() if cmd[0] == b'TX*' else [cmd]
+        return out
 
 
 def scan_all(c, *opts):
@@ -179,9 +210,13 @@ def scan_all(c, *opts):
             return sorted(seen)
 
 
-def close_enough(cmd, a, b):
-    """Replies that depend on the clock may differ a little."""
+def close_enough(cmd, a, b, queued=()):
+    """Replies that depend on the clock may differ a little; EXEC's are
+    compared reply by reply with the commands it ran."""
     name = cmd[0].upper()
+    if (name == b'EXEC' and isinstance(a, list) and isinstance(b, list) and
+            len(a) == len(b) == len(queued)):
+        return all(close_enough(q, x, y) for q, x, y in zip(queued, a, b))
     if isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0:
         if name in (b'TTL', b'EXPIRETIME'):
             return abs(a - b) <= 2
@@ -253,7 +288,7 @@ def run_seed(seed, larder, redis, mismatches, proto=2, split=False):
         history = []
         done = 0
         while done < COMMANDS_PER_SEED:
-            batch = [gen.command() for _ in range(batch_size)]
+            batch = gen.expand([gen.command() for _ in range(batch_size)])
             done += len(batch)
             normal = [cmd for cmd in batch if cmd[0] != b'SCAN*']
             nbatch += 1
@@ -265,9 +300,14 @@ def run_seed(seed, larder, redis, mismatches, proto=2, split=False):
                 if other is not cl and selects:
                     other.call(*selects[-1])
             diverged = False
+            queued = []
             for cmd, a, b in zip(normal, rl, rr):
                 history.append(cmd)
-                if not diverged and not close_enough(cmd, a, b):
+                if a == 'QUEUED':
+                    queued.append(cmd)
+                elif cmd[0] in (b'MULTI', b'EXEC', b'DISCARD'):
+                    queued = queued if cmd[0] == b'EXEC' else []
+                if not diverged and not close_enough(cmd, a, b, queued):
                     diverged = True
                     sig = signature(cmd, a, b)
                     if sig in mismatches:
