@@ -39,7 +39,9 @@
 #define READ_CHUNK 65536
 #define RING_MIN_CAP 16
 #define SUBSCRIBE_TIMEOUT_S 10
-#define PROGRESS_POLL_NS 50000000 /* main thread checks 20 times a second */
+/* The main thread checks progress this often: often enough that a run
+ * ends within a few ms of its last reply (quick suites start hundreds). */
+#define PROGRESS_POLL_NS 5000000
 #define ERRMSG_LEN 256
 #define EMPTY_ERROR_KIND "empty_error"
 
@@ -72,6 +74,7 @@ typedef struct conn {
     struct event *ev_timer;  /* open-loop schedule and reconnects */
     bench_buf in;
     bench_buf out;
+    bench_resp_scan scan;    /* the reply being received */
     pending *ring;
     size_t ring_cap;         /* a power of two */
     size_t ring_head;
@@ -231,6 +234,7 @@ static void conn_close(conn *c)
     c->connected = c->connecting = c->write_armed = false;
     c->in.off = c->in.len = 0;
     c->out.off = c->out.len = 0;
+    bench_resp_scan_reset(&c->scan);
     c->ring_head = c->ring_count = 0;
     c->inflight_ops = 0;
 }
@@ -311,7 +315,11 @@ static bool may_send(const conn *c)
 {
     const thread *t = c->th;
 
-    if (!c->connected || c->subscriber || t->stopping)
+    /* e->stop, not only t->stopping: with --requests the count can be
+     * reached between two ticks, and every operation sent after it (a
+     * SET of a new key, say) would still reach the server. */
+    if (!c->connected || c->subscriber || t->stopping ||
+        atomic_load_explicit(&t->eng->stop, memory_order_relaxed))
         return false;
     if (t->eng->o->workload == BENCH_WL_PUBLISH && !t->started)
         return false;
@@ -389,10 +397,10 @@ static void record_op(thread *t, uint64_t now, uint64_t start,
 
 /* Count an error reply under its first word ("ERR", "WRONGTYPE"); bytes
  * other than letters, digits, '-' and '_' become '_' so a kind is always
- * a clean JSON key. */
+ * a clean JSON key.  The first message of each kind is kept. */
 static void count_error_reply(thread *t, const bench_reply *r)
 {
-    char kind[BENCH_ERR_KIND_LEN];
+    char kind[BENCH_ERR_KIND_LEN], text[BENCH_ERR_SAMPLE_LEN];
     size_t n = 0;
 
     while (n < r->len && n < sizeof(kind) - 1 && r->str[n] != ' ') {
@@ -404,7 +412,8 @@ static void count_error_reply(thread *t, const bench_reply *r)
         n = strlen(EMPTY_ERROR_KIND);
         memcpy(kind, EMPTY_ERROR_KIND, n);
     }
-    bench_errors_add(&t->stats.errors, kind, n, 1);
+    bench_reply_text(r, text, sizeof(text));
+    bench_errors_add_sample(&t->stats.errors, kind, n, 1, text);
 }
 
 /* A set-up command was refused: nothing sensible can run. */
@@ -484,8 +493,8 @@ static void conn_process(conn *c)
     bench_reply r;
 
     for (;;) {
-        long used = bench_resp_parse(c->in.data + c->in.off,
-                                     bench_buf_pending(&c->in), &r);
+        long used = bench_resp_scan_reply(&c->scan, c->in.data + c->in.off,
+                                          bench_buf_pending(&c->in), &r);
 
         if (used == 0)
             break;

@@ -100,6 +100,7 @@ enum {
     OPT_COMMAND,
     OPT_PRELOAD_TTL,
     OPT_PRELOAD_CONNS,
+    OPT_SEQ_START,
     OPT_HELP
 };
 
@@ -137,6 +138,7 @@ static const struct option long_options[] = {
     { "command", required_argument, NULL, OPT_COMMAND },
     { "preload-ttl-ms", required_argument, NULL, OPT_PRELOAD_TTL },
     { "preload-connections", required_argument, NULL, OPT_PRELOAD_CONNS },
+    { "seq-start", required_argument, NULL, OPT_SEQ_START },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 }
 };
@@ -180,10 +182,15 @@ void bench_opts_usage(FILE *f)
 "\n"
 "Keys and values:\n"
 "  --keyspace N       keys (or collections, or accounts) drawn from (default %d)\n"
-"  --dist D           key choice: sequential, uniform (default),\n"
-"                     zipf:ALPHA (rank r drawn with weight r^-ALPHA), or\n"
-"                     hot:PCT:SHARE (PCT%% of the keys get SHARE%% of requests).\n"
-"                     Zipf and hot ranks are spread over the keyspace\n"
+"  --dist D           key choice: sequential, shuffled (sequential in a\n"
+"                     scrambled order: each key once per lap), uniform\n"
+"                     (default), zipf:ALPHA (rank r drawn with weight\n"
+"                     r^-ALPHA), or hot:PCT:SHARE (PCT%% of the keys get\n"
+"                     SHARE%% of requests).  Zipf and hot ranks are spread\n"
+"                     over the keyspace.\n"
+"  --seq-start N      sequential and shuffled: the first connection's walk\n"
+"                     starts at step N (others keyspace/connections apart),\n"
+"                     so successive runs can insert disjoint keys (default 0)\n"
 "  --alpha A          shorthand for --dist zipf:A\n"
 "  --value-size N|MIN-MAX  value bytes, fixed or uniform in a range (default %d)\n"
 "  --value-data K     random (incompressible, default), text (compressible\n"
@@ -488,6 +495,9 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
         case OPT_PRELOAD_CONNS:
             bad = parse_unsigned(optarg, 1, MAX_PRELOAD_CONNS,
                                  &o->preload_conns);
+            break;
+        case OPT_SEQ_START:
+            bad = parse_u64(optarg, 0, UINT64_MAX, &o->seq_start);
             break;
         case OPT_TIMEOUT:
             bad = parse_double(optarg, 0.0, HUGE_VAL, &o->timeout_s);

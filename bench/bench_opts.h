@@ -81,6 +81,7 @@ typedef struct bench_opts {
     unsigned ttl_ms;        /* expire */
     unsigned preload_ttl_ms; /* preload string keys with this PX (0: none) */
     unsigned preload_conns;  /* connections (and threads) that preload */
+    uint64_t seq_start;      /* sequential/shuffled: where the walk starts */
     double max_drain_s;     /* how long to wait for replies after the end */
     double timeout_s;       /* --requests: give up after this long */
     const char *command;    /* workload command: the template */

@@ -192,6 +192,8 @@ uint64_t bench_dist_next(const bench_dist *d, bench_rng *r, uint64_t *seq)
     switch (d->kind) {
     case BENCH_DIST_SEQUENTIAL:
         return (*seq)++ % d->keyspace;
+    case BENCH_DIST_SHUFFLED:
+        return scramble(d, (*seq)++ % d->keyspace);
     case BENCH_DIST_ZIPF:
         return scramble(d, bench_dist_zipf_rank(d, r) - 1);
     case BENCH_DIST_HOT:
@@ -237,6 +239,11 @@ int bench_dist_parse(bench_dist *d, const char *spec, uint64_t n)
         d->kind = BENCH_DIST_SEQUENTIAL;
         return 0;
     }
+    if (strcmp(buf, "shuffled") == 0) {
+        d->kind = BENCH_DIST_SHUFFLED;
+        init_scramble(d);
+        return 0;
+    }
     colon = strchr(buf, ':');
     if (colon == NULL)
         return EINVAL;
@@ -273,6 +280,9 @@ void bench_dist_format(const bench_dist *d, char *buf, unsigned len)
     switch (d->kind) {
     case BENCH_DIST_SEQUENTIAL:
         snprintf(buf, len, "sequential");
+        break;
+    case BENCH_DIST_SHUFFLED:
+        snprintf(buf, len, "shuffled");
         break;
     case BENCH_DIST_ZIPF:
         snprintf(buf, len, "zipf:%g", d->alpha);

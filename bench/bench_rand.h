@@ -6,7 +6,9 @@
  * distributions: sequential, uniform, Zipf(alpha) by rejection-inversion
  * (O(1) memory and time for any keyspace) and a hot set.  Zipf and hot-set
  * ranks are spread over the keyspace by a fixed bijection, so the popular
- * keys are not neighbours in an ordered store.
+ * keys are not neighbours in an ordered store; "shuffled" walks the keys
+ * in that bijection's order (each key once per lap, as inserts into an
+ * ordered store arrive when keys are random).
  */
 #ifndef BENCH_RAND_H
 #define BENCH_RAND_H
@@ -32,6 +34,8 @@ double bench_rng_double(bench_rng *r);
 
 typedef enum bench_dist_kind {
     BENCH_DIST_SEQUENTIAL,
+    BENCH_DIST_SHUFFLED, /* sequential through the bijection: every key
+                            once per lap, neighbours far apart */
     BENCH_DIST_UNIFORM,
     BENCH_DIST_ZIPF,
     BENCH_DIST_HOT
@@ -54,7 +58,7 @@ typedef struct bench_dist {
 } bench_dist;
 
 /*
- * Parse a --dist spec ("sequential", "uniform", "zipf:ALPHA",
+ * Parse a --dist spec ("sequential", "shuffled", "uniform", "zipf:ALPHA",
  * "hot:PCT:SHARE") for a keyspace of n keys into *d.
  * Returns 0, or EINVAL for a malformed spec or an out-of-range parameter.
  */
@@ -65,7 +69,8 @@ int bench_dist_init_zipf(bench_dist *d, uint64_t n, double alpha);
 
 /*
  * Draw a key index in [0, keyspace).  *seq is the caller's sequence
- * counter, used (and advanced) only by the sequential distribution.
+ * counter, used (and advanced) only by the sequential and shuffled
+ * distributions.
  */
 uint64_t bench_dist_next(const bench_dist *d, bench_rng *r, uint64_t *seq);
 

@@ -307,6 +307,7 @@ static void json_settings(const bench_report *r, bench_json *j)
     bench_json_u64(j, "seed", o->seed);
     bench_json_u64(j, "keyspace", o->keyspace);
     bench_json_str(j, "dist", o->dist_spec);
+    bench_json_u64(j, "seq_start", o->seq_start);
     bench_json_u64(j, "value_size_min", o->value_min);
     bench_json_u64(j, "value_size_max", o->value_max);
     bench_json_str(j, "value_data", data_names[o->value_data]);
@@ -410,6 +411,12 @@ static void json_errors(const bench_errors *e, bench_json *j)
         bench_json_u64(j, e->kind[i], e->count[i]);
     if (e->other)
         bench_json_u64(j, "other", e->other);
+    bench_json_object_end(j);
+    bench_json_object_begin(j, "error_samples");
+    for (i = 0; i < e->n; i++) {
+        if (e->sample[i][0] != '\0')
+            bench_json_str(j, e->kind[i], e->sample[i]);
+    }
     bench_json_object_end(j);
 }
 
@@ -674,6 +681,11 @@ void bench_report_table(const bench_report *r, FILE *f)
         if (total.other)
             fprintf(f, " other=%llu", (unsigned long long)total.other);
         fputc('\n', f);
+        for (i = 0; i < total.n; i++) {
+            if (total.sample[i][0] != '\0')
+                fprintf(f, "  first %s: %s\n", total.kind[i],
+                        total.sample[i]);
+        }
     }
     if (oc[BENCH_OUT_MISS] > 0)
         fprintf(f, "\nhits %llu, misses %llu\n",

@@ -191,21 +191,40 @@ static int parse_i64(const char *p, const char *end, int64_t *out)
     return 0;
 }
 
-static long parse_at(const char *p, size_t len, bench_reply *r, int depth)
+/*
+ * One item at p[0, len): a whole scalar (status, error, integer, bulk,
+ * nil, empty array), or the header line of an array of *children > 0
+ * elements.  Returns its bytes (scalar) or the header's bytes (array), 0
+ * when more bytes are needed, -1 on a protocol error.  Fills *r with what
+ * the item's own bytes say (for an array: type and count only).
+ */
+static long scan_item(const char *p, size_t len, bench_reply *r,
+                      int64_t *children)
 {
     const char *nl, *line, *line_end;
-    size_t head;
-    int64_t n, i;
-    bench_reply sub;
+    size_t head, limit = len;
+    int64_t n;
 
-    if (depth > BENCH_RESP_MAX_DEPTH)
-        return -1;
+    *children = 0;
     if (len < 1)
         return 0;
-    nl = memchr(p, '\n', len);
+    switch (p[0]) {
+    case '+':
+    case '-':
+        break;
+    case ':':
+    case '$':
+    case '*':
+        if (limit > BENCH_RESP_MAX_NUM_LINE)
+            limit = BENCH_RESP_MAX_NUM_LINE;
+        break;
+    default:
+        return -1; /* not RESP2: garbage, or a RESP3 type */
+    }
+    nl = memchr(p, '\n', limit);
     if (nl == NULL)
-        return 0;
-    if (nl == p || nl[-1] != '\r')
+        return limit < len ? -1 : 0;
+    if (nl[-1] != '\r') /* nl > p: p[0] is a type byte */
         return -1;
     line = p + 1;
     line_end = nl - 1;
@@ -220,13 +239,12 @@ static long parse_at(const char *p, size_t len, bench_reply *r, int depth)
         return (long)head;
     case ':':
         r->type = BENCH_REPLY_INTEGER;
-        if (parse_i64(line, line_end, &r->integer) != 0)
-            return -1;
-        return (long)head;
+        return parse_i64(line, line_end, &r->integer) == 0 ? (long)head : -1;
     case '$':
-        if (parse_i64(line, line_end, &n) != 0)
+        if (parse_i64(line, line_end, &n) != 0 || n < -1 ||
+            n > BENCH_RESP_MAX_BULK)
             return -1;
-        if (n < 0) {
+        if (n == -1) {
             r->type = BENCH_REPLY_NIL;
             return (long)head;
         }
@@ -238,36 +256,86 @@ static long parse_at(const char *p, size_t len, bench_reply *r, int depth)
         r->str = p + head;
         r->len = (size_t)n;
         return (long)(head + (size_t)n + 2);
-    case '*': {
-        size_t off = head;
-
-        if (parse_i64(line, line_end, &n) != 0)
+    default: /* '*' */
+        if (parse_i64(line, line_end, &n) != 0 || n < -1 ||
+            n > BENCH_RESP_MAX_COUNT)
             return -1;
-        if (n < 0) {
+        if (n == -1) {
             r->type = BENCH_REPLY_NIL;
             return (long)head;
-        }
-        for (i = 0; i < n; i++) {
-            long used = parse_at(p + off, len - off, &sub, depth + 1);
-
-            if (used <= 0)
-                return used;
-            off += (size_t)used;
         }
         r->type = BENCH_REPLY_ARRAY;
         r->integer = n;
         r->elems = p + head;
-        r->elems_len = off - head;
-        return (long)off;
+        *children = n;
+        return (long)head;
     }
-    default:
+}
+
+void bench_resp_scan_reset(bench_resp_scan *s)
+{
+    s->off = 0;
+    s->depth = 0;
+}
+
+/*
+ * Items are scanned one after another, iteratively: an array header
+ * opens a level awaiting its count of elements; every whole item counts
+ * one element off the innermost open level, and a level that reaches
+ * zero is itself a whole item of the level around it.  The reply is whole
+ * when no level is open.
+ */
+long bench_resp_scan_reply(bench_resp_scan *s, const char *p, size_t len,
+                           bench_reply *r)
+{
+    bench_reply item;
+    int64_t children;
+    size_t total;
+    long used;
+
+    if (s->off > len) {
+        bench_resp_scan_reset(s); /* the caller broke the contract */
         return -1;
     }
+    for (;;) {
+        used = scan_item(p + s->off, len - s->off, &item, &children);
+        if (used < 0) {
+            bench_resp_scan_reset(s);
+            return -1;
+        }
+        if (used == 0)
+            return 0;
+        s->off += (size_t)used;
+        if (children > 0) {
+            if (s->depth >= BENCH_RESP_MAX_DEPTH) {
+                bench_resp_scan_reset(s);
+                return -1;
+            }
+            s->left[s->depth++] = children;
+            continue;
+        }
+        while (s->depth > 0 && --s->left[s->depth - 1] == 0)
+            s->depth--;
+        if (s->depth == 0)
+            break;
+    }
+    total = s->off;
+    bench_resp_scan_reset(s);
+    /* The top item again, for *r: a scalar is whole in p[0, total); an
+     * array's header says its count, and its elements are the rest. */
+    if (scan_item(p, total, r, &children) <= 0)
+        return -1; /* cannot happen: it was scanned above */
+    if (r->type == BENCH_REPLY_ARRAY)
+        r->elems_len = total - (size_t)(r->elems - p);
+    return (long)total;
 }
 
 long bench_resp_parse(const char *p, size_t len, bench_reply *r)
 {
-    return parse_at(p, len, r, 0);
+    bench_resp_scan s;
+
+    bench_resp_scan_reset(&s);
+    return bench_resp_scan_reply(&s, p, len, r);
 }
 
 void bench_reply_text(const bench_reply *r, char *buf, size_t len)

@@ -76,11 +76,48 @@ typedef struct bench_reply {
 
 /* Nesting deeper than this is a protocol error. */
 #define BENCH_RESP_MAX_DEPTH 16
+/* Bytes of a "$N", "*N" or ":N" line, CRLF included: 20 digits and a
+ * sign fit with room to spare.  A longer line is a protocol error, so
+ * garbage fails at once instead of waiting for a newline forever. */
+#define BENCH_RESP_MAX_NUM_LINE 32
+/* Largest bulk length and array count accepted; beyond them a reply could
+ * never arrive whole, so they are protocol errors too. */
+#define BENCH_RESP_MAX_BULK ((int64_t)1 << 32)
+#define BENCH_RESP_MAX_COUNT ((int64_t)1 << 32)
 
 /*
- * Parse one reply from p[0, len).  Returns the bytes it spans (> 0), 0 if
- * the buffer does not yet hold a whole reply, or -1 on a protocol error.
- * Elements of an array are parsed with further calls on r->elems.
+ * Where the scan of a partly received reply stopped, so the next call
+ * resumes there instead of parsing the reply's beginning again: a reply of
+ * N bytes costs O(N) however many reads bring it (an HGETALL of a million
+ * fields arrives in hundreds of reads).  Offsets count from the reply's
+ * first byte, so the bytes may move between calls (buffer compaction) as
+ * long as they do not change.  One per connection; no sharing.
+ */
+typedef struct bench_resp_scan {
+    size_t off;     /* bytes of whole items scanned so far */
+    unsigned depth; /* arrays opened and not yet complete */
+    int64_t left[BENCH_RESP_MAX_DEPTH]; /* elements each still awaits */
+} bench_resp_scan;
+
+/* Forget any partial reply: the next call starts a new one. */
+void bench_resp_scan_reset(bench_resp_scan *s);
+
+/*
+ * Scan one reply starting at p[0]; p[0, len) holds every byte received of
+ * it so far (and maybe of later replies).  Returns the bytes the reply
+ * spans (> 0) with *r filled and *s reset, 0 if the reply is not yet
+ * whole (*s remembers how far it got: call again with the same start and
+ * more bytes), or -1 on a protocol error (*s reset).  Never reads past
+ * p[len - 1].
+ */
+long bench_resp_scan_reply(bench_resp_scan *s, const char *p, size_t len,
+                           bench_reply *r);
+
+/*
+ * Parse one reply from p[0, len) from scratch.  Returns the bytes it spans
+ * (> 0), 0 if the buffer does not yet hold a whole reply, or -1 on a
+ * protocol error.  Elements of an array are parsed with further calls on
+ * r->elems.  RESP2 only: RESP3 type bytes are protocol errors.
  */
 long bench_resp_parse(const char *p, size_t len, bench_reply *r);
 

@@ -4,32 +4,44 @@
 #include "bench/bench_stats.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SERIES_MIN_CAP 64
 #define OTHER_KIND "other"
 
-void bench_errors_add(bench_errors *e, const char *kind, size_t len,
-                      uint64_t n)
+void bench_errors_add_sample(bench_errors *e, const char *kind, size_t len,
+                             uint64_t n, const char *sample)
 {
     unsigned i;
 
     if (len >= BENCH_ERR_KIND_LEN)
         len = BENCH_ERR_KIND_LEN - 1;
     for (i = 0; i < e->n; i++) {
-        if (strncmp(e->kind[i], kind, len) == 0 && e->kind[i][len] == '\0') {
-            e->count[i] += n;
+        if (strncmp(e->kind[i], kind, len) == 0 && e->kind[i][len] == '\0')
+            break;
+    }
+    if (i == e->n) {
+        if (e->n == BENCH_ERR_KINDS) {
+            e->other += n;
             return;
         }
+        memcpy(e->kind[i], kind, len);
+        e->kind[i][len] = '\0';
+        e->sample[i][0] = '\0';
+        e->count[i] = 0;
+        e->n++;
     }
-    if (e->n == BENCH_ERR_KINDS) {
-        e->other += n;
-        return;
-    }
-    memcpy(e->kind[e->n], kind, len);
-    e->kind[e->n][len] = '\0';
-    e->count[e->n++] = n;
+    e->count[i] += n;
+    if (sample != NULL && e->sample[i][0] == '\0')
+        snprintf(e->sample[i], sizeof(e->sample[i]), "%s", sample);
+}
+
+void bench_errors_add(bench_errors *e, const char *kind, size_t len,
+                      uint64_t n)
+{
+    bench_errors_add_sample(e, kind, len, n, NULL);
 }
 
 void bench_errors_merge(bench_errors *dst, const bench_errors *src)
@@ -37,8 +49,8 @@ void bench_errors_merge(bench_errors *dst, const bench_errors *src)
     unsigned i;
 
     for (i = 0; i < src->n; i++)
-        bench_errors_add(dst, src->kind[i], strlen(src->kind[i]),
-                         src->count[i]);
+        bench_errors_add_sample(dst, src->kind[i], strlen(src->kind[i]),
+                                src->count[i], src->sample[i]);
     if (src->other)
         bench_errors_add(dst, OTHER_KIND, strlen(OTHER_KIND), src->other);
 }

@@ -16,12 +16,17 @@
 /* Distinct error kinds kept by name; more are counted as "other". */
 #define BENCH_ERR_KINDS 32
 #define BENCH_ERR_KIND_LEN 32
+/* Bytes kept of the first message of each kind. */
+#define BENCH_ERR_SAMPLE_LEN 96
 
 /* Errors by kind: a reply's first word ("ERR", "WRONGTYPE") or one of
- * the tool's own kinds ("conn_refused", "conn_closed", ...). */
+ * the tool's own kinds ("conn_refused", "conn_closed", ...), and the
+ * first server message of each kind ("ERR unknown command 'WATCH' ..."),
+ * so a report can say what failed, not only how often. */
 typedef struct bench_errors {
     unsigned n;
     char kind[BENCH_ERR_KINDS][BENCH_ERR_KIND_LEN];
+    char sample[BENCH_ERR_KINDS][BENCH_ERR_SAMPLE_LEN]; /* "" if none */
     uint64_t count[BENCH_ERR_KINDS];
     uint64_t other; /* kinds past BENCH_ERR_KINDS */
 } bench_errors;
@@ -29,6 +34,11 @@ typedef struct bench_errors {
 /* Add n errors of kind (len bytes, not NUL-terminated). */
 void bench_errors_add(bench_errors *e, const char *kind, size_t len,
                       uint64_t n);
+
+/* As bench_errors_add(), keeping sample (NUL-terminated, truncated) as
+ * the kind's message if it has none yet. */
+void bench_errors_add_sample(bench_errors *e, const char *kind, size_t len,
+                             uint64_t n, const char *sample);
 
 /* Add every count of src into dst. */
 void bench_errors_merge(bench_errors *dst, const bench_errors *src);

@@ -131,8 +131,8 @@ int bench_sync_flush(bench_sync *c)
 int bench_sync_read(bench_sync *c, bench_reply *r)
 {
     for (;;) {
-        long used = bench_resp_parse(c->in.data + c->in.off,
-                                     bench_buf_pending(&c->in), r);
+        long used = bench_resp_scan_reply(&c->scan, c->in.data + c->in.off,
+                                          bench_buf_pending(&c->in), r);
         ssize_t n;
         int rc;
 

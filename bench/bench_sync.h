@@ -24,6 +24,7 @@ typedef struct bench_sync {
     int fd;
     bench_buf in;
     bench_buf out;
+    bench_resp_scan scan; /* the reply being received */
     char err[256]; /* the last failure, for the user */
 } bench_sync;
 

@@ -132,8 +132,9 @@ void bench_work_conn_init(const bench_work *w, bench_work_conn *c,
     memset(c, 0, sizeof(*c));
     bench_rng_seed(&c->rng, w->opts->seed, stream);
     /* Spread sequential walkers over the keyspace. */
+    c->seq = w->opts->seq_start;
     if (w->opts->connections > 0)
-        c->seq = stream * (w->opts->keyspace / w->opts->connections);
+        c->seq += stream * (w->opts->keyspace / w->opts->connections);
 }
 
 static uint64_t value_size(const bench_work *w, bench_rng *r)

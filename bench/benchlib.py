@@ -1,10 +1,11 @@
 """benchlib: shared helpers of bench/run, bench/compare, bench/gate, bench/smoke.
 
-Starting and stopping servers on free loopback ports (only processes this
-module started are ever signalled, by their pid), running larder-bench with
-a time bound, medians, and reading either a larder-bench JSON object or a
-suite result file into flat figures that compare and gate can match.
-Python 3 standard library only.
+Starting, stopping and killing servers on free loopback ports (only
+processes this module started, and their descendants, are ever signalled,
+by their pid), a small blocking RESP client (INFO, DBSIZE, SAVE, polling a
+restarting server), running larder-bench with a time bound, medians, and
+reading either a larder-bench JSON object or a suite result file into flat
+figures that compare and gate can match.  Python 3 standard library only.
 """
 
 import json
@@ -20,14 +21,25 @@ import time
 LOOPBACK = "127.0.0.1"
 SERVER_START_TIMEOUT_S = 20.0
 SERVER_STOP_TIMEOUT_S = 10.0
-POLL_INTERVAL_S = 0.05
+POLL_INTERVAL_S = 0.01
 # larder-bench gets its own duration plus this much before it is killed.
 RUN_SLACK_S = 60.0
+# How often a running larder-bench's server is checked, and how long
+# larder-bench may go on after its server died (to report what it saw).
+WATCH_INTERVAL_S = 0.1
+DEAD_SERVER_GRACE_S = 1.0
+
+# A killed process tree must be gone within this long.
+KILL_TIMEOUT_S = 10.0
+# Lines of a server's log quoted when it failed.
+LOG_TAIL_LINES = 5
+CLIENT_TIMEOUT_S = 30.0
 
 # Figures compare and gate look at, and which way is better.
 HIGHER_IS_BETTER = {"ops_per_sec": True, "delivered_per_sec": True,
                     "p50": False, "p90": False, "p99": False, "p999": False,
-                    "max": False, "mean": False}
+                    "max": False, "mean": False, "hit_ratio": True,
+                    "first_reply_ms": False, "first_get_ms": False}
 DEFAULT_GATE_FIGURES = ("ops_per_sec", "p99")
 
 
@@ -63,28 +75,102 @@ def _stat_fields(pid):
     return int(rest[1]), int(rest[11]) + int(rest[12])
 
 
+def _all_stat_fields():
+    """{pid: (ppid, cpu ticks)} of every process in /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _stat_fields(int(name))
+            if fields:
+                out[int(name)] = fields
+    return out
+
+
+def _descendants(root, table):
+    """root and every process below it in a {pid: (ppid, ...)} table."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(p for p, f in table.items() if f[0] == pid)
+    return found
+
+
 def tree_cpu_seconds(root):
     """CPU seconds (user + system) of root and all its descendants, from
     /proc: counts a pre-forked server's workers too.  None without /proc."""
     if not os.path.isdir("/proc/%d" % root):
         return None
-    parent, ticks = {}, {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        fields = _stat_fields(int(name))
-        if fields:
-            parent[int(name)], ticks[int(name)] = fields
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(p for p, pp in parent.items() if pp == pid)
+    table = _all_stat_fields()
+    total = sum(table[pid][1] for pid in _descendants(root, table)
+                if pid in table)
     return total / float(CLOCK_TICKS)
 
 
+def _start_time(pid):
+    """The kernel's start time of pid (field 22), to tell a process from a
+    later one that reused its pid; None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            text = f.read()
+    except OSError:
+        return None
+    rest = text[text.rindex(")") + 2:].split()
+    if rest[0] == "Z":
+        return None  # exited, waiting to be reaped: gone for our purposes
+    return int(rest[19])
+
+
+# Start time of a pid tree_pids() could not look up (no /proc): signal it
+# without the check.
+START_UNKNOWN = -1
+
+
+def tree_pids(root):
+    """[(pid, start time)] of root and its running descendants, for
+    tree_kill() and tree_wait_gone()."""
+    if not os.path.isdir("/proc"):
+        return [(root, START_UNKNOWN)]
+    table = _all_stat_fields()
+    found = [(pid, _start_time(pid)) for pid in _descendants(root, table)]
+    return [(pid, started) for pid, started in found if started is not None]
+
+
+def _still_running(pid, started):
+    if started == START_UNKNOWN:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+    return _start_time(pid) == started
+
+
+def tree_kill(pids, sig=signal.SIGKILL):
+    """Send sig to each (pid, start time) that is still that process (a
+    pid reused by another process is left alone)."""
+    for pid, started in pids:
+        if not _still_running(pid, started):
+            continue
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def tree_wait_gone(pids, timeout=KILL_TIMEOUT_S):
+    """Wait until none of pids runs any more; True when they are gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(_still_running(pid, started) for pid, started in pids):
+            return True
+        time.sleep(POLL_INTERVAL_S / 10)
+    return False
+
+
 class Server:
-    """One server process we started; stop() signals only its pid."""
+    """One server process we started.  stop() and kill9() signal only its
+    pid and the pids of its descendants (a pre-forked server's workers)."""
 
     def __init__(self, name, argv, port, workdir, cleanup_dir):
         self.name = name
@@ -95,26 +181,51 @@ class Server:
         self.log_path = os.path.join(workdir, name + ".log")
         self.proc = None
 
-    def start(self):
+    def spawn(self):
+        """Start the process and return at once (the caller polls)."""
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv, stdout=log,
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL,
                                      cwd=self.workdir)
         log.close()
+
+    def exited(self):
+        """The exit status if the server has exited, else None."""
+        return None if self.proc is None else self.proc.poll()
+
+    def log_tail(self, lines=LOG_TAIL_LINES):
+        """The last lines of the server's log, for an error message."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return " | ".join(f.read().strip().splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def start(self):
+        """Spawn and wait until the server answers PING.  On failure the
+        server is stopped (its directory removed unless kept) and a
+        RuntimeError says why, with the last lines of its log."""
+        try:
+            self.spawn()
+        except OSError as e:
+            self.stop()
+            raise RuntimeError("%s could not be started: %s" % (self.name, e))
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("%s exited at start (status %s), see %s"
-                                   % (self.name, self.proc.returncode,
-                                      self.log_path))
+                self._fail("%s exited at start (status %s)"
+                           % (self.name, self.proc.returncode))
             if ping(self.port):
                 return self
             time.sleep(POLL_INTERVAL_S)
+        self._fail("%s did not answer PING within %.0fs"
+                   % (self.name, SERVER_START_TIMEOUT_S))
+
+    def _fail(self, message):
+        tail = self.log_tail()
         self.stop()
-        raise RuntimeError("%s did not answer PING within %.0fs, see %s"
-                           % (self.name, SERVER_START_TIMEOUT_S,
-                              self.log_path))
+        raise RuntimeError(message + ("; log: %s" % tail if tail else ""))
 
     def cpu_seconds(self):
         """CPU seconds used so far by the server and its children."""
@@ -122,15 +233,44 @@ class Server:
             return None
         return tree_cpu_seconds(self.proc.pid)
 
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
+    def halt(self):
+        """SIGTERM and wait (SIGKILL after SERVER_STOP_TIMEOUT_S); any
+        descendant still running afterwards is killed too.  Keeps the
+        working directory, so the server can start again on its data.
+        Returns the seconds the clean stop took, or None if it was not
+        running."""
+        if self.proc is None:
+            return None
+        took = None
+        pids = tree_pids(self.proc.pid)
+        if self.proc.poll() is None:
+            t0 = time.monotonic()
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=SERVER_STOP_TIMEOUT_S)
+                took = time.monotonic() - t0
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        tree_kill(pids[1:])
+        tree_wait_gone(pids)
         self.proc = None
+        return took
+
+    def kill9(self):
+        """SIGKILL the server and every descendant at once, as a crash or
+        an OOM kill would, and wait until they are gone."""
+        if self.proc is None:
+            return
+        pids = tree_pids(self.proc.pid)
+        tree_kill(pids)
+        self.proc.wait()
+        if not tree_wait_gone(pids):
+            raise RuntimeError("%s: processes survived SIGKILL" % self.name)
+        self.proc = None
+
+    def stop(self):
+        self.halt()
         if self.cleanup_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -141,45 +281,158 @@ class Server:
         self.stop()
 
 
-def redis_server(path, keep_dir=None):
-    """A fresh redis-server without persistence on a free port."""
+def _exe(path):
+    """path made absolute when it names a file (servers run in their own
+    directory); a bare name is left for PATH."""
+    return os.path.abspath(path) if os.sep in path else path
+
+
+def redis_server(path, keep_dir=None, extra_args=()):
+    """A fresh redis-server without persistence on a free port; extra_args
+    come last and win (e.g. --appendonly yes --appendfsync always)."""
+    path = _exe(path)
     port = free_port()
     workdir = keep_dir or tempfile.mkdtemp(prefix="larder-bench-redis-")
     argv = [path, "--port", str(port), "--bind", LOOPBACK, "--save", "",
-            "--appendonly", "no", "--dir", workdir]
+            "--appendonly", "no", "--dir", workdir] + [str(a) for a in
+                                                       extra_args]
     return Server("redis", argv, port, workdir, keep_dir is None)
 
 
 def larder_server(path, extra_args=(), keep_dir=None):
-    """A fresh larder-server with an empty data directory on a free port."""
+    """A fresh larder-server with an empty data directory (workdir/data)
+    on a free port."""
+    path = _exe(path)
     port = free_port()
     workdir = keep_dir or tempfile.mkdtemp(prefix="larder-bench-larder-")
     datadir = os.path.join(workdir, "data")
     os.makedirs(datadir, exist_ok=True)
-    argv = [path, "--port", str(port), "--dir", datadir] + list(extra_args)
+    argv = [path, "--port", str(port), "--dir", datadir] + [
+        str(a) for a in extra_args]
     return Server("larder", argv, port, workdir, keep_dir is None)
 
 
-def run_bench(bench, port, args, time_bound_s):
+class RespError(Exception):
+    """The server answered an error reply; str() is its text."""
+
+
+class Client:
+    """A small blocking RESP2 client for the suite's bookkeeping (INFO,
+    DBSIZE, SAVE, polling): not for load, larder-bench does that."""
+
+    def __init__(self, port, timeout=CLIENT_TIMEOUT_S):
+        self.sock = socket.create_connection((LOOPBACK, port),
+                                             timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.f = self.sock.makefile("rb")
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _read(self):
+        line = self.f.readline()
+        if not line.endswith(b"\r\n"):
+            raise OSError("connection closed mid-reply")
+        kind, body = line[:1], line[1:-2]
+        if kind == b"+":
+            return body.decode(errors="replace")
+        if kind == b"-":
+            return RespError(body.decode(errors="replace"))
+        if kind == b":":
+            return int(body)
+        if kind == b"$":
+            n = int(body)
+            if n < 0:
+                return None
+            data = self.f.read(n + 2)
+            if len(data) != n + 2:
+                raise OSError("connection closed mid-reply")
+            return data[:-2]
+        if kind == b"*":
+            n = int(body)
+            return None if n < 0 else [self._read() for _ in range(n)]
+        raise OSError("protocol error: %r" % line[:40])
+
+    def command(self, *args):
+        """Send one command; returns its reply (bytes, str, int, None, a
+        list), or raises RespError on an error reply."""
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+        reply = self._read()
+        if isinstance(reply, RespError):
+            raise reply
+        return reply
+
+    def info(self, section):
+        """INFO section as {field: value}, numbers as numbers."""
+        text = self.command("INFO", section)
+        out = {}
+        for line in (text or b"").decode(errors="replace").splitlines():
+            if ":" not in line or line.startswith("#"):
+                continue
+            k, v = line.split(":", 1)
+            try:
+                out[k] = int(v)
+            except ValueError:
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    out[k] = v
+        return out
+
+
+def info(port, section):
+    """INFO section of the server on port (see Client.info)."""
+    with Client(port) as c:
+        return c.info(section)
+
+
+def run_bench(bench, port, args, time_bound_s, alive=None):
     """Run larder-bench --json against port; returns its parsed JSON.
 
-    Raises RuntimeError when it fails or outlives time_bound_s + slack.
-    Exit status 3 (transfer mismatch) still returns the JSON, with the
-    verdict inside it.
+    Raises RuntimeError when it fails or outlives time_bound_s + slack,
+    or, given alive (a callable), soon after alive() turns false: a run
+    against a server that died would otherwise retry its connections
+    until its own timeout.  Exit status 3 (transfer mismatch) still
+    returns the JSON, with the verdict inside it.
     """
     argv = [bench, "-h", LOOPBACK, "-p", str(port), "--json", "--quiet"]
     argv += [str(a) for a in args]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True,
-                              errors="replace",
-                              timeout=time_bound_s + RUN_SLACK_S)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError("timed out: " + " ".join(argv))
-    if done.returncode not in (0, 3) or not done.stdout.strip():
+    deadline = time.monotonic() + time_bound_s + RUN_SLACK_S
+    dead_since = None
+    with subprocess.Popen(argv, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True,
+                          errors="replace") as proc:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=WATCH_INTERVAL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if alive is not None and dead_since is None and not alive():
+                dead_since = now
+            if now > deadline or (dead_since is not None and
+                                  now - dead_since > DEAD_SERVER_GRACE_S):
+                proc.kill()
+                proc.communicate()
+                raise RuntimeError("%s: %s" % (
+                    "the server died" if dead_since is not None
+                    else "timed out", " ".join(argv)))
+    if proc.returncode not in (0, 3) or not out.strip():
         raise RuntimeError("larder-bench failed (%d): %s\n%s"
-                           % (done.returncode, " ".join(argv),
-                              done.stderr.strip()))
-    return json.loads(done.stdout)
+                           % (proc.returncode, " ".join(argv), err.strip()))
+    return json.loads(out)
 
 
 def median(values):

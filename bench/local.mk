@@ -26,7 +26,8 @@ t_unit_check_bench_hist_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 t_unit_check_bench_hist_LDADD = $(CHECK_LIBS) -lm
 
 EXTRA_DIST += bench/README.md bench/run bench/compare bench/gate bench/smoke \
-	bench/validate bench/benchlib.py bench/results/README.md
+	bench/validate bench/benchlib.py bench/suite.py bench/sections.py \
+	bench/results/README.md
 
 check_PROGRAMS += t/unit/check_bench_rand
 t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c bench/bench_rand.c \

@@ -1,8 +1,9 @@
 /*
  * check_bench_rand.c - larder-bench's random numbers and key choice:
  * determinism per seed and stream, ranges, uniformity, Zipf frequencies
- * against the exact distribution, the rank-scrambling bijection, hot-set
- * shares, and --dist parsing and formatting.
+ * against the exact distribution, the rank-scrambling bijection, laps of
+ * the sequential and shuffled walks and where they start, hot-set shares,
+ * and --dist parsing and formatting.
  */
 #include <check.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #define FREQ_TOLERANCE 0.01     /* absolute, on probabilities */
 #define UNIFORM_TOLERANCE 0.1   /* relative, per bucket */
 #define SEED 42
+#define TIMEOUT_S 60
 
 START_TEST(test_rng_deterministic)
 {
@@ -97,7 +99,7 @@ END_TEST
 START_TEST(test_dist_next_in_range_and_bijective)
 {
     static const char *const specs[] = {"uniform", "zipf:0.99", "hot:10:90",
-                                        "sequential"};
+                                        "sequential", "shuffled"};
     const uint64_t n = 1000;
 
     for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
@@ -109,19 +111,53 @@ START_TEST(test_dist_next_in_range_and_bijective)
         for (int i = 0; i < DRAWS / 10; i++)
             ck_assert_uint_lt(bench_dist_next(&d, &r, &seq), n);
     }
-    /* Sequential visits every key once per lap. */
+    /* Sequential and shuffled visit every key once per lap. */
+    for (size_t s = 3; s < sizeof specs / sizeof specs[0]; s++) {
+        bench_dist d;
+        bench_rng r;
+        uint64_t seq = 0, prev = 0, adjacent = 0;
+        char *seen = calloc(n, 1);
+        ck_assert_ptr_nonnull(seen);
+        ck_assert_int_eq(bench_dist_parse(&d, specs[s], n), 0);
+        bench_rng_seed(&r, SEED, 0);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t k = bench_dist_next(&d, &r, &seq);
+            seen[k]++;
+            adjacent += i > 0 && k == prev + 1;
+            prev = k;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            ck_assert_msg(seen[i] == 1, "%s: key %llu seen %d times in one "
+                          "lap", specs[s], (unsigned long long)i, seen[i]);
+        /* Shuffled: successive keys are not neighbours. */
+        if (strcmp(specs[s], "shuffled") == 0)
+            ck_assert_uint_eq(adjacent, 0);
+        else
+            ck_assert_uint_eq(adjacent, n - 1);
+        free(seen);
+    }
+}
+END_TEST
+
+START_TEST(test_sequence_start)
+{
+    /* A walk may start anywhere: two chunks of a lap, each its own
+     * counter, draw disjoint keys (larder-bench --seq-start). */
+    const uint64_t n = 1000, half = n / 2;
     bench_dist d;
     bench_rng r;
-    uint64_t seq = 0;
+    uint64_t a = 0, b = half;
     char *seen = calloc(n, 1);
+
     ck_assert_ptr_nonnull(seen);
-    ck_assert_int_eq(bench_dist_parse(&d, "sequential", n), 0);
+    ck_assert_int_eq(bench_dist_parse(&d, "shuffled", n), 0);
     bench_rng_seed(&r, SEED, 0);
+    for (uint64_t i = 0; i < half; i++) {
+        seen[bench_dist_next(&d, &r, &a)]++;
+        seen[bench_dist_next(&d, &r, &b)]++;
+    }
     for (uint64_t i = 0; i < n; i++)
-        seen[bench_dist_next(&d, &r, &seq)]++;
-    for (uint64_t i = 0; i < n; i++)
-        ck_assert_msg(seen[i] == 1, "key %llu seen %d times in one lap",
-                      (unsigned long long)i, seen[i]);
+        ck_assert_int_eq(seen[i], 1);
     free(seen);
 }
 END_TEST
@@ -168,6 +204,9 @@ START_TEST(test_parse_and_format)
     ck_assert_int_eq(bench_dist_parse(&d, "uniform", 100), 0);
     bench_dist_format(&d, buf, sizeof buf);
     ck_assert_str_eq(buf, "uniform");
+    ck_assert_int_eq(bench_dist_parse(&d, "shuffled", 100), 0);
+    bench_dist_format(&d, buf, sizeof buf);
+    ck_assert_str_eq(buf, "shuffled");
     ck_assert_int_eq(bench_dist_parse(&d, "bogus", 100), EINVAL);
     ck_assert_int_eq(bench_dist_parse(&d, "zipf:0", 100), EINVAL);
     ck_assert_int_eq(bench_dist_parse(&d, "zipf:abc", 100), EINVAL);
@@ -181,10 +220,14 @@ static Suite *suite(void)
     Suite *s = suite_create("bench_rand");
     TCase *tc = tcase_create("core");
 
+    /* Hundreds of thousands of draws per test: seconds on a busy machine,
+     * past Check's 4 s default. */
+    tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_rng_deterministic);
     tcase_add_test(tc, test_below_and_double_uniform);
     tcase_add_test(tc, test_zipf_frequencies);
     tcase_add_test(tc, test_dist_next_in_range_and_bijective);
+    tcase_add_test(tc, test_sequence_start);
     tcase_add_test(tc, test_hot_set_share);
     tcase_add_test(tc, test_parse_and_format);
     suite_add_tcase(s, tc);

@@ -1,4 +1,4 @@
-# t/unit/: Check suites for server/ and storage/ modules.
+# t/unit/: Check suites for server/, storage/ and bench/ modules.
 # Each suite is one program linking the convenience libraries; `make check`
 # runs them all (CK_FORK is on by default, so a crash fails one test only).
 
@@ -28,3 +28,11 @@ t_unit_check_storage_SOURCES = t/unit/check_storage.c
 t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_storage_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_storage
+
+# larder-bench's RESP reply parser (bench/ has no library: link the module).
+check_PROGRAMS += t/unit/check_bench_resp
+t_unit_check_bench_resp_SOURCES = t/unit/check_bench_resp.c \
+	bench/bench_resp.c bench/bench_resp.h
+t_unit_check_bench_resp_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_resp_LDADD = $(CHECK_LIBS)
+TESTS += t/unit/check_bench_resp
