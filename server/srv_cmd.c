@@ -5,6 +5,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -110,6 +111,8 @@ void srv_cmd_execute(srv_conn *c)
         srv_reply_error(c, "NOAUTH Authentication required.");
         return;
     }
+    if (c->pubsub && c->resp == 2 && srv_pubsub_denied_or_reply(c))
+        return;
     srv_w->now_ms = srv_mstime();
     cmd->proc(c);
     cmd->calls++;

@@ -24,6 +24,8 @@ struct st_txn;
 #define F_PUBSUB 0x080u
 #define F_BLOCKING 0x100u
 #define F_DENYOOM 0x200u    /* may grow the data set */
+#define F_NOREPLAY 0x400u   /* acts outside storage (pub/sub): the group
+                             * commits after it too, so it never re-runs */
 
 typedef void srv_cmd_proc(srv_conn *c);
 

@@ -28,3 +28,15 @@ t_unit_check_storage_SOURCES = t/unit/check_storage.c
 t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_storage_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_storage
+
+check_PROGRAMS += t/unit/check_bproto
+t_unit_check_bproto_SOURCES = t/unit/check_bproto.c
+t_unit_check_bproto_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_bproto_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_bproto
+
+check_PROGRAMS += t/unit/check_dict
+t_unit_check_dict_SOURCES = t/unit/check_dict.c
+t_unit_check_dict_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_dict_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_dict
