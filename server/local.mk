@@ -7,6 +7,11 @@ libserver_a_SOURCES = \
 	server/srv_cmd_conn.c server/srv_cmd_keys.c \
 	server/srv_cmd_server.c server/srv_cmd_string.c \
 	server/srv_multi.c server/srv_multi.h \
+	server/srv_cmd_pubsub.c server/srv_commands_pubsub.def \
+	server/srv_pubsub.c server/srv_pubsub.h \
+	server/srv_broker.c server/srv_broker.h \
+	server/srv_bproto.c server/srv_bproto.h \
+	server/srv_dict.c server/srv_dict.h \
 	server/srv_duty.c server/srv_duty.h \
 	server/srv_heritage.h \
 	server/srv_keyspace.c server/srv_keyspace.h \

@@ -6,6 +6,7 @@
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_multi.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -111,6 +112,10 @@ void srv_cmd_execute(srv_conn *c)
     }
     if (!c->authed && !(cmd->flags & F_NOAUTH)) {
         srv_reply_error(c, "NOAUTH Authentication required.");
+        srv_multi_flag_error(c);
+        return;
+    }
+    if (c->pubsub && c->resp == 2 && srv_pubsub_denied_or_reply(c)) {
         srv_multi_flag_error(c);
         return;
     }

@@ -25,6 +25,8 @@ struct st_txn;
 #define F_BLOCKING 0x100u
 #define F_DENYOOM 0x200u    /* may grow the data set */
 #define F_TXCTL 0x400u      /* runs at once inside MULTI, never queued */
+#define F_NOREPLAY 0x800u   /* acts outside storage (pub/sub): the group
+                             * commits after it too, so it never re-runs */
 
 typedef void srv_cmd_proc(srv_conn *c);
 

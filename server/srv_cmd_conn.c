@@ -6,6 +6,7 @@
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_multi.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -27,6 +28,14 @@ void srv_cmd_ping(srv_conn *c)
 {
     if (c->argc > 2) {
         srv_reply_error(c, "ERR wrong number of arguments for 'ping' command");
+        return;
+    }
+    if (c->pubsub && c->resp == 2) {
+        /* RESP2 subscribed mode: Redis answers ["pong", argument or ""]. */
+        srv_reply_array(c, 2);
+        srv_reply_bulk_cstr(c, "pong");
+        srv_reply_bulk(c, c->argc == 2 ? c->argv[1].ptr : "",
+                       c->argc == 2 ? c->argv[1].len : 0);
         return;
     }
     if (c->argc == 2)
@@ -181,6 +190,7 @@ void srv_cmd_select(srv_conn *c)
 void srv_cmd_reset(srv_conn *c)
 {
     srv_multi_reset(c);
+    srv_pubsub_reset(c);
     c->db = 0;
     c->resp = 2;
     c->name[0] = '\0';

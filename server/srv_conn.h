@@ -15,6 +15,7 @@ struct event;
 struct srv_worker;
 struct srv_command;
 struct srv_multi;
+struct srv_pubsub_client;
 
 #define SRV_CONN_NAME_MAX 128
 #define SRV_CONN_ADDR_MAX 64
@@ -47,6 +48,8 @@ typedef struct srv_conn {
     int64_t hold_ver;           /* sync always: output waits until this
                                  * transaction id is durable (0: none) */
     struct srv_multi *mx;       /* MULTI/WATCH state, NULL until used */
+    int blocked;                /* waits for the broker (PUBLISH's count):
+                                 * its next commands do not run yet */
     /* the command being executed */
     int argc;
     srv_slice *argv;
@@ -55,6 +58,7 @@ typedef struct srv_conn {
     int resp;                   /* 2 or 3 */
     unsigned db;
     int authed;
+    struct srv_pubsub_client *pubsub;   /* subscriptions; NULL: none */
     char name[SRV_CONN_NAME_MAX];
     char lib_name[SRV_CONN_NAME_MAX];
     char lib_ver[SRV_CONN_NAME_MAX];

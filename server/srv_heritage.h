@@ -13,6 +13,7 @@
 #include "server/srv_stats.h"
 
 #define SRV_MAX_BINDS 16
+#define SRV_BROKER_NAME_MAX 64
 #define SRV_VERSION "0.1.0"
 /* The Redis version whose behaviour larder implements. */
 #define SRV_REDIS_VERSION "7.0.15"
@@ -27,6 +28,8 @@ typedef struct srv_heritage {
     struct shm_cache *cache;    /* shared cache; NULL when cache-mb is 0 */
     int sync_efd;               /* eventfd: workers poke the syncer */
     int *worker_efd;            /* eventfd per worker: the syncer wakes it */
+    int broker_fd;              /* pub/sub broker's listening socket */
+    char broker_name[SRV_BROKER_NAME_MAX];  /* its abstract address */
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];

@@ -11,6 +11,7 @@
  * `children` beside the workers.
  */
 #include "server/srv_master.h"
+#include "server/srv_broker.h"
 #include "server/srv_config.h"
 #include "server/srv_duty.h"
 #include "server/srv_conn.h"
@@ -336,6 +337,8 @@ static void child_name(int i, char *buf, size_t size)
 {
     if (i < srv_her.nworkers)
         snprintf(buf, size, "worker#%d", i);
+    else if (i - srv_her.nworkers == SRV_SLOT_BROKER)
+        snprintf(buf, size, "broker");
     else
         snprintf(buf, size, "%s",
                  i - srv_her.nworkers == SRV_SLOT_REAPER ? "reaper" : "syncer");
@@ -354,6 +357,8 @@ static int child_main(int i)
         return srv_worker_main(i);
     if (i - srv_her.nworkers == SRV_SLOT_REAPER)
         return srv_reaper_main();
+    if (i - srv_her.nworkers == SRV_SLOT_BROKER)
+        return srv_broker_main();
     return srv_syncer_main();
 }
 
@@ -543,6 +548,8 @@ int srv_master_main(int argc, char **argv)
     if (!(workers = calloc((size_t)nchildren, sizeof *workers)))
         die("%s", "out of memory");
     create_eventfds();
+    if ((rc = srv_broker_listen()))
+        die("can't create the pub/sub broker socket: %s", strerror(rc));
     install_signals(&waitmask);
     for (int i = 0; i < nchildren; i++)
         if (child_wanted(i))

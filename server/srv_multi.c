@@ -53,6 +53,12 @@ typedef struct srv_multi {
     srv_buf names;
     srv_slice *argv;            /* EXEC's argument vector */
     int capargv;
+    /* an EXEC that published: its reply, with slots for the counts */
+    srv_buf aside;
+    size_t *slots;              /* offsets into `aside` */
+    long long *counts;
+    unsigned nslots, capslots, nanswered;
+    int aside_lost;             /* the reply became one error: no slots */
     saved at_commit;
 } srv_multi;
 
@@ -184,6 +190,9 @@ void srv_multi_free(srv_conn *c)
     free(m->args);
     free(m->w);
     free(m->argv);
+    free(m->slots);
+    free(m->counts);
+    srv_buf_free(&m->aside);
     srv_buf_free(&m->bytes);
     srv_buf_free(&m->names);
     free(m);
@@ -308,12 +317,59 @@ static int watch_broken(srv_multi *m, struct st_txn *t)
     return 0;
 }
 
-static int any_write(const srv_multi *m)
+static int any_flagged(const srv_multi *m, unsigned flag)
 {
     for (unsigned i = 0; i < m->nq; i++)
-        if (m->q[i].cmd->flags & F_WRITE)
+        if (m->q[i].cmd->flags & flag)
             return 1;
     return 0;
+}
+
+static void swap_out(srv_conn *c, srv_multi *m)
+{
+    srv_buf t = c->out;
+
+    c->out = m->aside;
+    m->aside = t;
+}
+
+void srv_multi_publish_sent(srv_conn *c)
+{
+    srv_multi *m = c->mx;
+    unsigned cap = m->capslots;
+
+    if (grow((void **)&m->slots, m->nslots, &m->capslots, sizeof *m->slots) ||
+        grow((void **)&m->counts, m->nslots, &cap, sizeof *m->counts)) {
+        m->aside_lost = 1;          /* no memory: the reply says so below */
+        return;
+    }
+    m->slots[m->nslots++] = c->out.len;
+}
+
+int srv_multi_publish_answered(srv_conn *c, long long count)
+{
+    srv_multi *m = c->mx;
+    size_t from = 0;
+
+    if (!m || m->nanswered >= m->nslots)
+        return 0;
+    m->counts[m->nanswered++] = count;
+    if (m->nanswered < m->nslots)
+        return 0;
+    if (m->aside_lost) {
+        srv_buf_append(&c->out, m->aside.data, m->aside.len);
+    } else {
+        for (unsigned i = 0; i < m->nslots; i++) {
+            srv_buf_append(&c->out, m->aside.data + from, m->slots[i] - from);
+            srv_reply_int(c, m->counts[i]);
+            from = m->slots[i];
+        }
+        srv_buf_append(&c->out, m->aside.data + from, m->aside.len - from);
+    }
+    m->aside.len = 0;
+    m->nslots = m->nanswered = 0;
+    m->aside_lost = 0;
+    return 1;
 }
 
 /* Point c->argv at queued command i's arguments. */
@@ -379,7 +435,7 @@ void srv_cmd_exec(srv_conn *c)
         unwatch_all(m);
         return;
     }
-    t = any_write(m) || m->nw ? srv_txn_write_or_reply(c)
+    t = any_flagged(m, F_WRITE) || m->nw ? srv_txn_write_or_reply(c)
                               : srv_txn_read_or_reply(c);
     if (!t) {
         end_multi(m);
@@ -400,6 +456,19 @@ void srv_cmd_exec(srv_conn *c)
     int argc = c->argc;
     srv_slice *argv = c->argv;
     const srv_command *cmd = c->cmd;
+    /*
+     * A queue with pub/sub commands builds its reply aside: a PUBLISH's
+     * count comes from the broker after EXEC has run. (If EXEC's commit
+     * then fails and the group replays it, its messages go out twice:
+     * the replay cannot take a message back.)
+     */
+    int aside = any_flagged(m, F_NOREPLAY);
+    if (aside) {
+        m->aside.len = 0;
+        m->nslots = m->nanswered = 0;
+        m->aside_lost = 0;
+        swap_out(c, m);
+    }
     size_t exec_mark = c->out.len;
     srv_reply_array(c, m->nq);
     in_exec = 1;
@@ -412,10 +481,20 @@ void srv_cmd_exec(srv_conn *c)
         srv_cmd_run(c);
         if (g->poisoned) {
             reply_lost(c, exec_mark, cmd_mark);
+            m->aside_lost = 1;
             break;
         }
     }
     in_exec = 0;
+    if (aside) {
+        swap_out(c, m);
+        if (m->nslots == 0) {
+            srv_buf_append(&c->out, m->aside.data, m->aside.len);
+            m->aside.len = 0;
+        } else {
+            c->blocked = 1;             /* srv_multi_publish_answered */
+        }
+    }
     end_multi(m);
     c->argc = argc;
     c->argv = argv;

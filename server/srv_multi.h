@@ -47,6 +47,17 @@ void srv_multi_reset(srv_conn *c);
 /* Queued commands (-1 outside MULTI), for CLIENT LIST's multi= field. */
 int srv_multi_queued(const srv_conn *c);
 
+/*
+ * PUBLISH inside EXEC: the message went to the broker and its count will
+ * come back later. EXEC's reply is built aside with a slot for the count;
+ * the connection waits (c->blocked) until every slot is filled.
+ */
+void srv_multi_publish_sent(srv_conn *c);
+
+/* The broker's count for c's oldest open slot: 1 when EXEC's reply is now
+ * complete in c->out and c may run its next commands. */
+int srv_multi_publish_answered(srv_conn *c, long long count);
+
 /* Release everything c's transaction state holds (connection close). */
 void srv_multi_free(srv_conn *c);
 

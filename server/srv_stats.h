@@ -56,7 +56,8 @@ typedef struct srv_stats {
 /* Slots after the workers' ones. */
 #define SRV_SLOT_REAPER 0
 #define SRV_SLOT_SYNCER 1
-#define SRV_DUTY_SLOTS 2
+#define SRV_SLOT_BROKER 2
+#define SRV_DUTY_SLOTS 3
 
 /* Map the region for `nslots` workers (master, before fork). NULL: errno. */
 srv_stats *srv_stats_create(unsigned nslots);

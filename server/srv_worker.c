@@ -18,6 +18,7 @@
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_multi.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_coll.h"
@@ -167,6 +168,7 @@ void srv_conn_close(srv_conn *c)
 {
     srv_worker *w = c->worker;
 
+    srv_pubsub_conn_close(c);
     leave_group(c);
     if (c->prev)
         c->prev->next = c->next;
@@ -453,7 +455,7 @@ static void process_input(srv_conn *c)
 
     join_group(c);
     while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) &&
-           !g->failed) {
+           !g->failed && !c->blocked) {
         size_t pos = c->in_done;
         int rc = srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
         if (rc == SRV_PARSE_MORE)
@@ -490,6 +492,21 @@ static void process_input(srv_conn *c)
         srv_parser_reset(&c->parser);
         if (after_command(c, pos + consumed))
             break;
+        if (c->cmd && (c->cmd->flags & F_NOREPLAY))
+            group_commit(w);            /* consumed: never replayed */
+    }
+}
+
+void srv_worker_wake(srv_conn *c, int resume)
+{
+    if (!c->in_group)
+        join_group(c);                  /* its mark is after the output */
+    else if (c->in_done == 0)
+        c->grp_out_mark = c->out.len;   /* nothing uncommitted before it */
+    if (resume) {
+        process_input(c);
+        if (c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))
+            event_del(c->ev_read);
     }
 }
 
@@ -500,8 +517,11 @@ static void group_settle(srv_worker *w)
     srv_group *g = &w->group;
 
     do {
+        /* Also members that ran nothing: read after the group failed, or
+         * rewound at a barrier before their first command. */
         for (unsigned i = 0; i < g->nconns; i++)
-            if (g->conns[i]->single &&
+            if ((g->conns[i]->single ||
+                 g->conns[i]->in_done < g->conns[i]->in.len) &&
                 !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
                 process_input(g->conns[i]);
     } while (group_commit(w));
@@ -518,6 +538,8 @@ static void group_finish(srv_worker *w)
     size_t reaped = 0;
 
     group_settle(w);
+    if (srv_pubsub_dispatch(w))
+        group_settle(w);                /* what the unblocked clients ran */
     if (srv_her.cfg->sync == SRV_SYNC_ALWAYS && g->hold_ver >
                                                     atomic_load(&srv_her.stats->durable_txn)) {
         /* Replies wait until what they show is on disk. */
@@ -609,7 +631,8 @@ static void close_idle(srv_worker *w, int64_t now)
         return;
     for (srv_conn *c = w->clients, *next; c; c = next) {
         next = c->next;
-        if (now - c->last_ms > limit && c->out.len == 0 && !c->in_group) {
+        if (now - c->last_ms > limit && c->out.len == 0 && !c->in_group &&
+            !c->pubsub && !c->blocked) {   /* as Redis: not subscribers */
             srv_log(SRV_LOG_VERBOSE, 0, "closing idle client %s", c->addr);
             srv_conn_close(c);
         }
@@ -691,7 +714,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
         next = c->next;
         if (event_pending(c->ev_read, EV_READ, NULL))
             event_del(c->ev_read);
-        if (c->out.len == c->out_sent)
+        if (c->out.len == c->out_sent && !c->blocked)
             srv_conn_close(c);
     }
     w->ev_deadline = new_event(w, -1, 0, on_deadline, w);
@@ -790,6 +813,7 @@ int srv_worker_main(int index)
     if (!w->ev_tick || !w->ev_term || !ev_check || event_add(w->ev_tick, &tick) ||
         event_add(w->ev_term, NULL) || event_add(ev_check, &check))
         goto out;
+    srv_pubsub_start(w);
     srv_log(SRV_LOG_VERBOSE, 0, "serving");
     event_base_dispatch(w->base);
     status = 0;
@@ -797,6 +821,7 @@ int srv_worker_main(int index)
 out:
     while (w->clients)
         srv_conn_close(w->clients);
+    srv_pubsub_stop();
     if (w->base)
         group_finish(w);
     if (srv_her.cfg->sync != SRV_SYNC_NO)

@@ -88,6 +88,15 @@ void srv_worker_commit_after(void);
 void srv_worker_each_conn(void (*fn)(srv_conn *c, void *ctx), void *ctx);
 
 /*
+ * Output was appended to c outside its own commands (a pub/sub message,
+ * the broker's answer): have it written with the group, and kept by a
+ * rewind of the group (c must have no uncommitted command, or one that
+ * commits before any rewind, as PUBLISH does). With `resume`, also run
+ * c's pending input (it was blocked).
+ */
+void srv_worker_wake(srv_conn *c, int resume);
+
+/*
  * An in-process worker for tests and fuzzing: defaults for the config
  * (with `dir` as data directory), the shared regions, the command table
  * and LMDB, but no sockets and no loop. 0 or -1.

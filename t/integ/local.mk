@@ -12,7 +12,8 @@ INTEG_TESTS = \
 	t/integ/test_respawn.py \
 	t/integ/test_larder.py \
 	t/integ/test_cache.py \
-	t/integ/test_multi.py
+	t/integ/test_multi.py \
+	t/integ/test_pubsub.py
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += t/integ/larder_test.py $(INTEG_TESTS)
 TEST_EXTENSIONS = .py

@@ -46,6 +46,18 @@ SEED = int(os.environ.get('LARDER_FAULT_SEED') or
 SYS_WORKER = {'232', '281'}     # epoll_wait, epoll_pwait
 SYS_SYNCER = {'7', '271'}       # poll, ppoll
 SYS_REAPER = {'35', '230'}      # nanosleep, clock_nanosleep
+# Children besides the workers: reaper, syncer and the pub/sub broker
+# (which waits in epoll like a worker but names itself).
+HELPERS = 3
+BROKER_COMM = 'larder-broker'
+
+
+def comm_of(pid):
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def syscall_of(pid):
@@ -57,16 +69,19 @@ def syscall_of(pid):
 
 
 def roles(s):
-    """{'reaper': pid, 'syncer': pid, 'workers': [pids]} of server s,
-    told apart by where each idle child waits (epoll, poll, nanosleep)."""
+    """{'reaper': pid, 'syncer': pid, 'broker': pid, 'workers': [pids]} of
+    server s, told apart by where each idle child waits (epoll, poll,
+    nanosleep) and the broker by its name."""
     def attempt():
         kids = s.children()
-        if len(kids) != s.workers + 2:
+        if len(kids) != s.workers + HELPERS:
             return None
         r = {'workers': []}
         for p in kids:
             sc = syscall_of(p)
-            if sc in SYS_WORKER:
+            if comm_of(p) == BROKER_COMM and 'broker' not in r:
+                r['broker'] = p
+            elif sc in SYS_WORKER:
                 r['workers'].append(p)
             elif sc in SYS_SYNCER and 'syncer' not in r:
                 r['syncer'] = p
@@ -74,7 +89,8 @@ def roles(s):
                 r['reaper'] = p
             else:
                 return None
-        if len(r['workers']) == s.workers and 'syncer' in r and 'reaper' in r:
+        if (len(r['workers']) == s.workers and 'syncer' in r and
+                'reaper' in r and 'broker' in r):
             return r
         return None
     return wait_until(attempt, RESPAWN_DEADLINE, 'children to be told apart')
@@ -89,7 +105,7 @@ def wait_respawned(s, victim, what):
     victim is not among them. Returns the new children."""
     def back():
         kids = s.children()
-        return (victim not in kids and len(kids) == s.workers + 2) and kids
+        return (victim not in kids and len(kids) == s.workers + HELPERS) and kids
     return wait_until(back, RESPAWN_DEADLINE, '%s %d to be respawned'
                       % (what, victim))
 

@@ -271,6 +271,32 @@ def test_client_list_shows_multi(s):
         assert_true(any('flags=x' in l and 'multi=1' in l for l in line), line)
 
 
+def test_publish_inside_exec(s):
+    """MULTI/PUBLISH/EXEC (redis-py's default pipeline): EXEC's array
+    carries each PUBLISH's receiver count, from subscribers on every
+    worker, and the commands pipelined after EXEC answer after it."""
+    subs = [s.client() for _ in range(6)]
+    try:
+        for x in subs:
+            assert_eq(x.call('SUBSCRIBE', 'news'), [b'subscribe', b'news', 1])
+        subs[0].send('PSUBSCRIBE', 'n*')
+        subs[0].read_reply()
+        with s.client() as c:
+            r = c.pipeline([('MULTI',), ('PUBLISH', 'news', 'one'),
+                            ('SET', 'after', '1'), ('PUBLISH', 'nothing', 'x'),
+                            ('PUBLISH', 'news', 'two'), ('EXEC',),
+                            ('GET', 'after'), ('PUBLISH', 'news', 'three')])
+            assert_eq(r, ['OK', 'QUEUED', 'QUEUED', 'QUEUED', 'QUEUED',
+                          [7, 'OK', 1, 7], b'1', 7])
+        for i, x in enumerate(subs):
+            got = [x.read_reply() for _ in range(3 if i else 6)]
+            msgs = [g[-1] for g in got if g[0] == b'message']
+            assert_eq(msgs, [b'one', b'two', b'three'], 'subscriber %d' % i)
+    finally:
+        for x in subs:
+            x.close()
+
+
 def test_atomic_from_other_workers(s):
     """Writers move units between two keys in transactions; readers on
     other connections (other workers) read both keys in a transaction and

@@ -1,0 +1,128 @@
+/*
+ * srv_bproto.h - the frames of the stream between a worker and the pub/sub
+ * broker (a Unix stream socket). A frame is a fixed 24-byte header and a
+ * body of `len` bytes:
+ *
+ *   0  'L' 'B'        magic
+ *   2  type           enum srv_bp_type
+ *   3  kind           enum srv_bp_kind (channel, pattern, shard channel)
+ *   4  0 0 0 0        reserved, must be zero
+ *   8  arg            u64, little-endian: per type (a count, a length ...)
+ *   16 len            u64, little-endian: body bytes
+ *
+ * Lists in a body are fields: a u64 little-endian length, then the bytes.
+ * Pure functions over memory; the only allocation is growing a srv_buf.
+ * Any process may use them.
+ */
+#ifndef SRV_BPROTO_H
+#define SRV_BPROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/srv_buf.h"
+
+#define SRV_BP_HDR_SIZE 24
+#define SRV_BP_MAGIC0 'L'
+#define SRV_BP_MAGIC1 'B'
+#define SRV_BP_FIELD_HDR 8
+/* Room a body may need besides names and message (field headers ...). */
+#define SRV_BP_BODY_SLACK (1024 * 1024)
+
+enum srv_bp_type {
+    /* worker -> broker */
+    SRV_BP_HELLO = 1,       /* arg: worker index */
+    SRV_BP_COUNT,           /* kind; arg: this worker's subscriptions to the
+                             * name (absolute, 0 = none); body: the name */
+    SRV_BP_PUBLISH,         /* kind channel|shard; arg: channel length;
+                             * body: channel then message */
+    SRV_BP_NUMSUB,          /* kind channel|shard; body: fields (names) */
+    SRV_BP_CHANNELS,        /* kind channel|shard; arg: 1 if body is a
+                             * pattern, 0 for all */
+    SRV_BP_NUMPAT,          /* no body */
+    /* broker -> worker */
+    SRV_BP_WELCOME,         /* arg: broker pid */
+    SRV_BP_DELIVER,         /* as PUBLISH, to each interested worker */
+    SRV_BP_PUBCOUNT,        /* arg: receivers of the oldest PUBLISH */
+    SRV_BP_R_NUMSUB,        /* body: (field name, u64 count) per name */
+    SRV_BP_R_CHANNELS,      /* arg: number of fields; body: fields */
+    SRV_BP_R_NUMPAT,        /* arg: number of patterns */
+    SRV_BP_NTYPES
+};
+
+enum srv_bp_kind {
+    SRV_BP_CHANNEL = 0,
+    SRV_BP_PATTERN = 1,
+    SRV_BP_SHARD = 2,
+    SRV_BP_NKINDS
+};
+
+/* Results of srv_bproto_decode besides 0. */
+#define SRV_BP_MORE 1           /* incomplete: read more */
+#define SRV_BP_EMAGIC (-1)
+#define SRV_BP_ETYPE (-2)
+#define SRV_BP_EKIND (-3)
+#define SRV_BP_ERESERVED (-4)
+#define SRV_BP_ETOOBIG (-5)
+#define SRV_BP_EARG (-6)
+
+typedef struct srv_bframe {
+    int type;
+    int kind;
+    uint64_t arg;
+    uint64_t len;
+    const char *body;           /* into the decoded buffer */
+} srv_bframe;
+
+/* A read position in a body. */
+typedef struct srv_bcursor {
+    const char *p;
+    const char *end;
+} srv_bcursor;
+
+/*
+ * Decode the frame at the start of buf[0..len). Returns 0 with *f filled
+ * and *size the frame's bytes (header and body); SRV_BP_MORE when buf
+ * holds only part of it, with *size the bytes the whole frame needs if the
+ * header is complete (else SRV_BP_HDR_SIZE), so the caller can reserve
+ * once for a big frame; or a negative SRV_BP_E* code for a frame that can
+ * never be valid (bad magic, type, kind, reserved bytes, a body over
+ * max_body, or an argument the type does not allow). Checked as soon as
+ * the header is in, before the body arrives.
+ */
+int srv_bproto_decode(const char *buf, size_t len, uint64_t max_body,
+                      srv_bframe *f, size_t *size);
+
+/* Text of a srv_bproto_decode error code. */
+const char *srv_bproto_strerror(int code);
+
+/* The largest body a peer may send when bulks are at most max_bulk bytes:
+ * two bulks (channel and message) and the slack, saturating. */
+uint64_t srv_bproto_max_body(long long max_bulk);
+
+/*
+ * Append a frame whose body is p1[0..n1) then p2[0..n2) (either may be
+ * empty). 0, or ENOMEM with b unchanged.
+ */
+int srv_bproto_put(srv_buf *b, int type, int kind, uint64_t arg,
+                   const void *p1, size_t n1, const void *p2, size_t n2);
+
+/*
+ * Build a frame piecewise: begin appends a header and returns its offset
+ * in b (or (size_t)-1 on ENOMEM); the body is appended with put_field and
+ * put_u64; end writes the body length into the header. A failed piece
+ * returns ENOMEM and the caller drops the frame with b->len = offset.
+ */
+size_t srv_bproto_begin(srv_buf *b, int type, int kind, uint64_t arg);
+int srv_bproto_put_field(srv_buf *b, const void *p, size_t n);
+int srv_bproto_put_u64(srv_buf *b, uint64_t v);
+void srv_bproto_end(srv_buf *b, size_t offset);
+/* Replace the arg of the frame begun at offset (a count known at end). */
+void srv_bproto_set_arg(srv_buf *b, size_t offset, uint64_t arg);
+
+/* Read a body: 0, or -1 when the body ends or a field overruns it. */
+void srv_bproto_cursor(srv_bcursor *c, const srv_bframe *f);
+int srv_bproto_get_field(srv_bcursor *c, const char **p, size_t *n);
+int srv_bproto_get_u64(srv_bcursor *c, uint64_t *v);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * srv_pubsub.h - pub/sub inside a worker: each client's subscriptions
+ * (channels, patterns, shard channels), the worker's name -> local
+ * subscribers maps, delivery of messages to local clients, and the link
+ * to the broker process (nonblocking, buffered, reconnecting with
+ * back-off, re-sending the worker's whole subscription state on each
+ * connection). Everything here runs on the worker's thread.
+ *
+ * A command that needs the broker's answer (PUBLISH's receiver count,
+ * PUBSUB CHANNELS / NUMSUB / NUMPAT) sets c->blocked: the worker runs no
+ * further command of that connection until the answer is appended to its
+ * output, so replies keep pipeline order while other clients are served.
+ * While the broker is unreachable the worker answers from its own state
+ * (PUBLISH delivers to its local subscribers only).
+ */
+#ifndef SRV_PUBSUB_H
+#define SRV_PUBSUB_H
+
+#include <stddef.h>
+
+#include "server/srv_conn.h"
+
+struct srv_worker;
+
+/* The message kinds, as in the broker protocol. */
+#define SRV_PS_CHANNEL 0
+#define SRV_PS_PATTERN 1
+#define SRV_PS_SHARD 2
+#define SRV_PS_KINDS 3
+
+/*
+ * Worker start (its event loop exists): connect to the broker and wait a
+ * bounded time for its welcome, so the first PUBLISH already reaches every
+ * worker. Without a broker (embedded worker) pub/sub works worker-local.
+ */
+void srv_pubsub_start(struct srv_worker *w);
+
+/* Worker exit: close the link (no reconnect). */
+void srv_pubsub_stop(void);
+
+/*
+ * Subscribe c to `name` of `kind`: 1 if added, 0 if c already had it, -1
+ * when out of memory (c is then marked to be closed). The broker learns
+ * the worker's new count.
+ */
+int srv_pubsub_subscribe(srv_conn *c, int kind, const char *name, size_t len);
+
+/* Unsubscribe c from one name: 1 if removed, 0 if c did not have it. */
+int srv_pubsub_unsubscribe(srv_conn *c, int kind, const char *name,
+                           size_t len);
+
+/*
+ * Unsubscribe c from every name of `kind`, calling fn (if not NULL) after
+ * each removal with the name, which lives until fn returns. Returns how
+ * many were removed.
+ */
+size_t srv_pubsub_unsubscribe_all(srv_conn *c, int kind,
+                                  void (*fn)(srv_conn *c, const char *name,
+                                             size_t len));
+
+/* c's subscriptions of one kind. */
+size_t srv_pubsub_count(const srv_conn *c, int kind);
+
+/* RESET and connection close: drop all of c's subscriptions, and forget a
+ * pending broker request of c. */
+void srv_pubsub_reset(srv_conn *c);
+void srv_pubsub_conn_close(srv_conn *c);
+
+/*
+ * PUBLISH / SPUBLISH `msg` on `ch`. Broker up: the message goes to the
+ * broker and c is blocked until the receiver count comes back (it is then
+ * c's reply). Otherwise the message is delivered to this worker's
+ * subscribers and the reply is how many received it.
+ */
+void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
+                        const srv_slice *msg);
+
+/* The PUBSUB subcommands that need every worker's state. */
+#define SRV_PS_Q_NUMSUB 1
+#define SRV_PS_Q_CHANNELS 2
+#define SRV_PS_Q_NUMPAT 3
+
+/*
+ * Answer a PUBSUB query: `args` are the subcommand's arguments (channel
+ * names for NUMSUB, an optional pattern for CHANNELS). Broker up: c is
+ * blocked until its answer arrives; otherwise answered from this worker.
+ */
+void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
+                      const srv_slice *args);
+
+/*
+ * RESP2 subscribed mode (c has subscriptions): if c's command is not one
+ * of (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT, RESET, reply Redis's
+ * error and return 1; else 0. Called by the dispatcher after its arity and
+ * auth checks.
+ */
+int srv_pubsub_denied_or_reply(srv_conn *c);
+
+/* The header of a push (RESP3 '>') or, in RESP2, an array of n. */
+void srv_pubsub_reply_push(srv_conn *c, long long n);
+
+/*
+ * The group's hook, right after its commit: handle the broker's frames
+ * (deliver messages, append answers, unblock their connections, notice a
+ * lost broker), run the input of the connections it unblocked, send what
+ * is queued for the broker. Returns 1 if it ran commands (their group
+ * must be committed again), else 0.
+ */
+int srv_pubsub_dispatch(struct srv_worker *w);
+
+#endif
