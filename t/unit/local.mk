@@ -28,3 +28,9 @@ t_unit_check_storage_SOURCES = t/unit/check_storage.c
 t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_storage_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_storage
+
+check_PROGRAMS += t/unit/check_st_rank
+t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c
+t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_rank
