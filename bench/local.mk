@@ -35,3 +35,10 @@ t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c bench/bench_rand.c \
 t_unit_check_bench_rand_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 t_unit_check_bench_rand_LDADD = $(CHECK_LIBS) -lm
 TESTS += t/unit/check_bench_rand
+
+# Storage-level micro-benchmark of the order statistics (st_rank.h).
+noinst_PROGRAMS += bench/rank-micro
+bench_rank_micro_SOURCES = bench/rank_micro.c
+bench_rank_micro_CFLAGS = $(AM_CFLAGS) $(LMDB_CFLAGS)
+bench_rank_micro_LDADD = libstorage.a libshm.a $(LMDB_LIBS) $(ZSTD_LIBS) \
+	-lpthread -lm

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -741,6 +742,18 @@ static int add_listener(srv_worker *w, int fd, int is_unix)
     return 0;
 }
 
+/* Seed random() (the random picks of SPOP, SRANDMEMBER, HRANDFIELD,
+ * ZRANDMEMBER): every forked worker would otherwise inherit one stream,
+ * the same after each restart. */
+static void seed_random(void)
+{
+    unsigned seed;
+
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed)
+        seed = (unsigned)getpid() ^ (unsigned)srv_mstime();
+    srandom(seed);
+}
+
 static int open_env(srv_worker *w)
 {
     st_env_opts o = {
@@ -786,6 +799,7 @@ int srv_worker_main(int index)
     w->last_sample_ms = srv_monotonic_ms();
     w->last_sample_cmds = atomic_load(&w->stats->total_commands);
     srv_cmd_init();
+    seed_random();
     if (open_env(w))
         return 1;
     if (!(w->base = event_base_new()) ||

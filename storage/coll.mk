@@ -4,4 +4,5 @@ libstorage_a_SOURCES += \
 	storage/st_hash.c storage/st_hash.h \
 	storage/st_set.c storage/st_set.h \
 	storage/st_list.c storage/st_list.h \
+	storage/st_rank.c storage/st_rank.h \
 	storage/st_zset.c storage/st_zset.h

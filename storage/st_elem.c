@@ -6,12 +6,12 @@
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 #include "storage/st_keys.h"
+#include "storage/st_rank.h"
 
 #include <string.h>
 
 #define ELEM_SEED_DIGEST 0x6c61726465720003ull
 #define ELEM_NLEN_BYTES 4
-#define SCAN_HASH_MAX 0x7fffffffffffffffull
 
 static MDB_dbi kind_dbi(const st_txn *t, int kind)
 {
@@ -20,6 +20,15 @@ static MDB_dbi kind_dbi(const st_txn *t, int kind)
     case ST_ELEM_SET: return t->env->dbi[ST_DBI_SETS];
     default: return t->env->dbi[ST_DBI_ZMEMBERS];
     }
+}
+
+/* The order statistics of a hash or set (zset members keep none). */
+static int counted(int kind, const st_txn *t, uint64_t id, st_rank *r)
+{
+    r->txn = t->txn;
+    r->dbi = kind_dbi(t, kind);
+    r->id = id;
+    return kind != ST_ELEM_ZMEMBER;
 }
 
 int st_obj_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o)
@@ -154,16 +163,17 @@ int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
     return 0;
 }
 
-int st_elem_put(st_txn *t, int kind, uint64_t id, const void *name,
+int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
                 size_t len, const void *val, size_t vlen, int nx,
                 int *created)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
     MDB_val k, v;
     MDB_dbi dbi = kind_dbi(t, kind);
+    st_rank r;
     int rc, is_long;
 
-    k.mv_size = elem_key(buf, id, name, len);
+    k.mv_size = elem_key(buf, c->id, name, len);
     k.mv_data = buf;
     is_long = k.mv_size == ST_LMDB_MAXKEY;
     rc = mdb_get(t->txn, dbi, &k, &v);
@@ -179,30 +189,36 @@ int st_elem_put(st_txn *t, int kind, uint64_t id, const void *name,
     if (!is_long) {
         v.mv_size = vlen;
         v.mv_data = (void *)val;
-        return st_map_err(mdb_put(t->txn, dbi, &k, &v, 0));
+        rc = mdb_put(t->txn, dbi, &k, &v, 0);
+    } else {
+        uint32_t n = (uint32_t)len;
+        v.mv_size = ELEM_NLEN_BYTES + len + vlen;
+        v.mv_data = NULL;
+        if ((rc = mdb_put(t->txn, dbi, &k, &v, MDB_RESERVE)) == 0) {
+            uint8_t *p = v.mv_data;
+            memcpy(p, &n, sizeof n);
+            memcpy(p + ELEM_NLEN_BYTES, name, len);
+            if (vlen)
+                memcpy(p + ELEM_NLEN_BYTES + len, val, vlen);
+        }
     }
-    uint32_t n = (uint32_t)len;
-    v.mv_size = ELEM_NLEN_BYTES + len + vlen;
-    v.mv_data = NULL;
-    if ((rc = mdb_put(t->txn, dbi, &k, &v, MDB_RESERVE)))
-        return st_map_err(rc);
-    uint8_t *p = v.mv_data;
-    memcpy(p, &n, sizeof n);
-    memcpy(p + ELEM_NLEN_BYTES, name, len);
-    if (vlen)
-        memcpy(p + ELEM_NLEN_BYTES + len, val, vlen);
-    return 0;
+    if (rc == 0 && *created && counted(kind, t, c->id, &r)) {
+        MDB_val key = { k.mv_size, buf };
+        rc = st_rank_insert(&r, c->card, &key);
+    }
+    return st_map_err(rc);
 }
 
-int st_elem_del(st_txn *t, int kind, uint64_t id, const void *name,
+int st_elem_del(st_txn *t, int kind, const st_coll *c, const void *name,
                 size_t len)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
     MDB_val k, v;
     MDB_dbi dbi = kind_dbi(t, kind);
+    st_rank r;
     int rc;
 
-    k.mv_size = elem_key(buf, id, name, len);
+    k.mv_size = elem_key(buf, c->id, name, len);
     k.mv_data = buf;
     if (k.mv_size == ST_LMDB_MAXKEY) {
         if ((rc = mdb_get(t->txn, dbi, &k, &v)))
@@ -210,7 +226,12 @@ int st_elem_del(st_txn *t, int kind, uint64_t id, const void *name,
         if (!long_matches(&v, name, len))
             return ST_ENOTFOUND;
     }
-    return st_map_err(mdb_del(t->txn, dbi, &k, NULL));
+    if ((rc = mdb_del(t->txn, dbi, &k, NULL)) == 0 &&
+        counted(kind, t, c->id, &r)) {
+        MDB_val key = { k.mv_size, buf };
+        rc = st_rank_remove(&r, c->card, &key);
+    }
+    return st_map_err(rc);
 }
 
 /* Position `cur` on the first element of `id` with hash >= h. */
@@ -233,7 +254,7 @@ static int seek(MDB_cursor *cur, uint64_t id, uint64_t h, MDB_val *k,
 
 static int in_coll(const MDB_val *k, uint64_t id)
 {
-    return k->mv_size >= ST_ELEM_HEAD && st_get_be64(k->mv_data) == id;
+    return st_rank_is_elem(k, id);
 }
 
 static uint64_t key_hash(const MDB_val *k)
@@ -273,52 +294,53 @@ int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
     return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
 }
 
-int st_elem_sample(st_txn *t, int kind, uint64_t id, uint64_t card,
-                   uint64_t r, size_t count, st_elem_fn fn, void *ctx)
+typedef struct elem_visit {
+    st_elem_fn fn;
+    void *ctx;
+    int seen;
+} elem_visit;
+
+static int visit_elem(void *ctx, const MDB_val *k, const MDB_val *v)
 {
+    elem_visit *e = ctx;
+    const uint8_t *nm, *pay;
+    size_t nl, pl;
+
+    elem_decode(k, v, &nm, &nl, &pay, &pl);
+    e->seen = 1;
+    return e->fn(e->ctx, nm, nl, pay, pl);
+}
+
+int st_elem_sample(st_txn *t, int kind, const st_coll *c, uint64_t seed,
+                   uint64_t count, st_elem_fn fn, void *ctx)
+{
+    elem_visit e = { fn, ctx, 0 };
+    st_rank r;
+    int rc;
+
+    if (!counted(kind, t, c->id, &r))
+        return ST_EWRONGTYPE;
+    rc = st_rank_sample(&r, c->card, seed, count, visit_elem, &e);
+    if (rc == 0 && !e.seen && count)
+        rc = MDB_NOTFOUND;
+    return st_map_err(rc);
+}
+
+int st_elem_at(st_txn *t, int kind, const st_coll *c, uint64_t pos,
+               st_elem_fn fn, void *ctx)
+{
+    elem_visit e = { fn, ctx, 0 };
     MDB_cursor *cur;
     MDB_val k, v;
-    uint64_t start = (r & SCAN_HASH_MAX) | 1u, first = 0;
-    size_t seen = 0;
-    int rc, wrapped = 0;
+    st_rank r;
+    int rc;
 
-    if ((rc = mdb_cursor_open(t->txn, kind_dbi(t, kind), &cur)))
+    if (!counted(kind, t, c->id, &r))
+        return ST_EWRONGTYPE;
+    if ((rc = mdb_cursor_open(t->txn, r.dbi, &cur)))
         return st_map_err(rc);
-    if (card && card <= ST_ELEM_SMALL) {
-        /* Few elements: hash gaps are too uneven; pick by position. */
-        rc = seek(cur, id, 0, &k, &v);
-        for (uint64_t skip = r % card; skip && rc == 0; skip--)
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    } else {
-        rc = seek(cur, id, start, &k, &v);
-    }
-    while (seen < count) {
-        if (rc == 0 && !in_coll(&k, id))
-            rc = MDB_NOTFOUND;
-        if (rc == MDB_NOTFOUND && !wrapped) {
-            wrapped = 1;
-            rc = seek(cur, id, 0, &k, &v);
-            continue;
-        }
-        if (rc)
-            break;
-        uint64_t h = key_hash(&k);
-        if (seen == 0)
-            first = h;
-        else if (wrapped && h >= first)
-            break;
-        const uint8_t *nm, *pay;
-        size_t nl, pl;
-        elem_decode(&k, &v, &nm, &nl, &pay, &pl);
-        seen++;
-        if (fn(ctx, nm, nl, pay, pl))
-            break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
+    if ((rc = st_rank_seek(&r, c->card, cur, pos, &k, &v)) == 0)
+        visit_elem(&e, &k, &v);
     mdb_cursor_close(cur);
-    if (rc == MDB_NOTFOUND)
-        rc = 0;
-    if (rc == 0 && seen == 0)
-        return ST_ENOTFOUND;
     return st_map_err(rc);
 }

@@ -8,7 +8,10 @@
  * ST_LMDB_MAXKEY bytes; a longer name uses the digest form (id, hash, a
  * second hash, a prefix of the name: exactly ST_LMDB_MAXKEY bytes) and
  * its full text moves into the value. Ordering by hash is what makes
- * HSCAN/SSCAN/ZSCAN cursors plain integers and a random element O(log n).
+ * HSCAN/SSCAN/ZSCAN cursors plain integers. Hashes and sets also keep
+ * order statistics over that order (st_rank.c): the element at a
+ * position, so a uniform random element, is O(log n). Zset members do
+ * not (st_zset.h samples its score order instead).
  */
 #ifndef ST_ELEM_H
 #define ST_ELEM_H
@@ -74,16 +77,19 @@ int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
                 size_t len, const uint8_t **val, size_t *vlen);
 
 /*
- * Insert or replace element `name` with payload `val`. *created is 1 when
- * it was new. With `nx`, an existing element gives ST_EEXISTS and nothing
- * is written. ST_ECOLLISION for a 128-bit digest clash of long names.
+ * Insert or replace element `name` of collection `c` with payload `val`.
+ * *created is 1 when it was new. With `nx`, an existing element gives
+ * ST_EEXISTS and nothing is written. ST_ECOLLISION for a 128-bit digest
+ * clash of long names. c->card is the count before the call (the caller
+ * updates it); the order statistics follow in the same transaction.
  */
-int st_elem_put(st_txn *t, int kind, uint64_t id, const void *name,
+int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
                 size_t len, const void *val, size_t vlen, int nx,
                 int *created);
 
-/* Delete element `name`: 0 or ST_ENOTFOUND. */
-int st_elem_del(st_txn *t, int kind, uint64_t id, const void *name,
+/* Delete element `name` of `c` (c->card as for st_elem_put): 0 or
+ * ST_ENOTFOUND. */
+int st_elem_del(st_txn *t, int kind, const st_coll *c, const void *name,
                 size_t len);
 
 /*
@@ -95,17 +101,19 @@ int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
                  size_t count, st_elem_fn fn, void *ctx, uint64_t *next);
 
 /*
- * Visit up to `count` distinct elements starting at the random position
- * `r` and wrapping around (random samples: SRANDMEMBER, SPOP ...) of a
- * collection of `card` elements: O(log n + count). ST_ENOTFOUND if the
- * collection is empty.
+ * Random samples of a hash or a set (SRANDMEMBER, SPOP, HRANDFIELD):
+ * visit min(count, c->card) distinct elements, a uniform random sample
+ * drawn from `seed` (every subset of that size equally likely; count 1 is
+ * a uniform pick), in hash order. O(count log n), or one O(n) pass once
+ * count reaches n / ST_RANK_DENSE (8). ST_ENOTFOUND if `c` is empty.
  */
-int st_elem_sample(st_txn *t, int kind, uint64_t id, uint64_t card,
-                   uint64_t r, size_t count, st_elem_fn fn, void *ctx);
+int st_elem_sample(st_txn *t, int kind, const st_coll *c, uint64_t seed,
+                   uint64_t count, st_elem_fn fn, void *ctx);
 
-/* Up to this many elements, samples start at a uniformly chosen index
- * (O(n)); above, at a random hash (O(log n), weighted by hash gaps). */
-#define ST_ELEM_SMALL 128
+/* Visit the element of a hash or set at 0-based hash-order position
+ * `pos`: O(log n). ST_ENOTFOUND when pos >= c->card. */
+int st_elem_at(st_txn *t, int kind, const st_coll *c, uint64_t pos,
+               st_elem_fn fn, void *ctx);
 
 /* The scan hash of an element name (its order in the collection). */
 uint64_t st_elem_hash(const void *name, size_t len);

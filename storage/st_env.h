@@ -13,7 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ST_SCHEMA_VERSION 1
+/* 2: order-statistic count records in hashes, sets and zscores
+ * (st_rank.h) replace version 1's one-level zset rank blocks. Pre-release:
+ * a version 1 environment is refused, not migrated. */
+#define ST_SCHEMA_VERSION 2
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024

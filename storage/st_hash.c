@@ -13,7 +13,7 @@ int st_hash_get(st_txn *t, const st_obj *o, const void *field, size_t flen,
 int st_hash_set(st_txn *t, st_obj *o, const void *field, size_t flen,
                 const void *val, size_t vlen, int nx, int *created)
 {
-    int rc = st_elem_put(t, ST_ELEM_HASH, o->c.id, field, flen, val, vlen,
+    int rc = st_elem_put(t, ST_ELEM_HASH, &o->c, field, flen, val, vlen,
                          nx, created);
 
     if (rc == 0 && *created)
@@ -23,7 +23,7 @@ int st_hash_set(st_txn *t, st_obj *o, const void *field, size_t flen,
 
 int st_hash_del(st_txn *t, st_obj *o, const void *field, size_t flen)
 {
-    int rc = st_elem_del(t, ST_ELEM_HASH, o->c.id, field, flen);
+    int rc = st_elem_del(t, ST_ELEM_HASH, &o->c, field, flen);
 
     if (rc == 0)
         o->c.card--;
@@ -37,9 +37,8 @@ int st_hash_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
                         next);
 }
 
-int st_hash_sample(st_txn *t, const st_obj *o, uint64_t r, size_t count,
+int st_hash_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
                    st_elem_fn fn, void *ctx)
 {
-    return st_elem_sample(t, ST_ELEM_HASH, o->c.id, o->c.card, r, count,
-                          fn, ctx);
+    return st_elem_sample(t, ST_ELEM_HASH, &o->c, seed, count, fn, ctx);
 }

@@ -26,8 +26,9 @@ int st_hash_del(st_txn *t, st_obj *o, const void *field, size_t flen);
 int st_hash_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
                  st_elem_fn fn, void *ctx, uint64_t *next);
 
-/* Up to `count` distinct fields from random position `r`. */
-int st_hash_sample(st_txn *t, const st_obj *o, uint64_t r, size_t count,
+/* A uniform random sample of min(count, card) distinct fields, drawn
+ * from `seed`; see st_elem_sample. */
+int st_hash_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
                    st_elem_fn fn, void *ctx);
 
 #endif

@@ -20,7 +20,7 @@ int st_set_add(st_txn *t, st_obj *o, const void *member, size_t len,
                int *added)
 {
     static const uint8_t none;
-    int rc = st_elem_put(t, ST_ELEM_SET, o->c.id, member, len, &none, 0, 0,
+    int rc = st_elem_put(t, ST_ELEM_SET, &o->c, member, len, &none, 0, 0,
                          added);
 
     if (rc == 0 && *added)
@@ -30,7 +30,7 @@ int st_set_add(st_txn *t, st_obj *o, const void *member, size_t len,
 
 int st_set_rem(st_txn *t, st_obj *o, const void *member, size_t len)
 {
-    int rc = st_elem_del(t, ST_ELEM_SET, o->c.id, member, len);
+    int rc = st_elem_del(t, ST_ELEM_SET, &o->c, member, len);
 
     if (rc == 0)
         o->c.card--;
@@ -44,9 +44,8 @@ int st_set_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
                         next);
 }
 
-int st_set_sample(st_txn *t, const st_obj *o, uint64_t r, size_t count,
+int st_set_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
                   st_elem_fn fn, void *ctx)
 {
-    return st_elem_sample(t, ST_ELEM_SET, o->c.id, o->c.card, r, count,
-                          fn, ctx);
+    return st_elem_sample(t, ST_ELEM_SET, &o->c, seed, count, fn, ctx);
 }

@@ -23,8 +23,9 @@ int st_set_rem(st_txn *t, st_obj *o, const void *member, size_t len);
 int st_set_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
                 st_elem_fn fn, void *ctx, uint64_t *next);
 
-/* Up to `count` distinct members from random position `r`. */
-int st_set_sample(st_txn *t, const st_obj *o, uint64_t r, size_t count,
+/* A uniform random sample of min(count, card) distinct members, drawn
+ * from `seed`; see st_elem_sample. */
+int st_set_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
                   st_elem_fn fn, void *ctx);
 
 #endif

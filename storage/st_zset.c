@@ -5,6 +5,7 @@
 #include "storage/st_zset.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_rank.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -72,324 +73,79 @@ static void zs_decode(const MDB_val *k, const MDB_val *v, const uint8_t **m,
 }
 
 /*
- * Rank blocks: counts that make ranks cheap. The elements of a zset are
- * cut, in key order, into blocks of at most BLOCK_MAX elements; a block
- * is a record of zscores under the same collection id, keyed by id, the
- * BLOCK_MARK score slot (no score encodes to it, so block records sort
- * after every element) and the key suffix (score and member) of its
- * first element, the first block's being empty; its value is its element
- * count. A rank is then the counts of the blocks before the element's
- * plus a walk inside one block: O(n / BLOCK_MAX + BLOCK_MAX) instead of
- * O(n). Inserts split a block that grows past BLOCK_MAX, deletes merge a
- * block that shrinks below BLOCK_MIN into the next one. Copies and the
- * lazy freer treat block records as elements of the collection.
+ * Ranks are key-order positions among the zscores records of the zset,
+ * from the counted B-tree of st_rank.c kept in the same database (its
+ * records carry ST_RANK_MARK in the score slot, which no score encodes
+ * to, so they sort after every element). Copies and the lazy freer
+ * treat them as elements of the collection.
  */
-#define BLOCK_MARK UINT64_MAX
-#define BLOCK_MAX 1024
-#define BLOCK_MIN (BLOCK_MAX / 4)
-#define BLOCK_SUFFIX_MAX (ST_LMDB_MAXKEY - ST_ZSET_HEAD)
-#define COUNT_BYTES 8
-
-static int is_block(const MDB_val *k, uint64_t id)
+static st_rank zrank_of(const st_txn *t, uint64_t id)
 {
-    return k->mv_size >= ST_ZSET_HEAD && st_get_be64(k->mv_data) == id &&
-           st_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES) ==
-               BLOCK_MARK;
+    st_rank r = { t->txn, ZSCORES(t), id };
+
+    return r;
 }
 
-/* An element (not a block record) of collection `id`. */
+/* An element (not a count record) of collection `id`. */
 static int in_coll(const MDB_val *k, uint64_t id)
 {
-    return k->mv_size >= ST_ZSET_HEAD && st_get_be64(k->mv_data) == id &&
-           st_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES) !=
-               BLOCK_MARK;
+    return st_rank_is_elem(k, id);
 }
 
-/* Block key with first-element suffix `sf` (cut to fit: see blk_find). */
-static size_t blk_key(uint8_t *buf, uint64_t id, const uint8_t *sf,
-                      size_t sl)
-{
-    st_put_be64(buf, id);
-    st_put_be64(buf + ST_COLL_ID_BYTES, BLOCK_MARK);
-    if (sl > BLOCK_SUFFIX_MAX)
-        sl = BLOCK_SUFFIX_MAX;
-    if (sl)
-        memcpy(buf + ST_ZSET_HEAD, sf, sl);
-    return ST_ZSET_HEAD + sl;
-}
-
-static uint64_t blk_count(const MDB_val *v)
-{
-    uint64_t n = 0;
-
-    if (v->mv_size == COUNT_BYTES)
-        memcpy(&n, v->mv_data, sizeof n);
-    return n;
-}
-
-static int blk_put(st_txn *t, const uint8_t *key, size_t kl, uint64_t n)
-{
-    MDB_val k = { kl, (void *)key }, v = { sizeof n, &n };
-
-    return mdb_put(t->txn, ZSCORES(t), &k, &v, 0);
-}
-
-/*
- * Put `bc` on the block holding element key `ek`: the block with the
- * greatest first-element suffix <= the element's. Boundaries are never
- * cut (splits only pick elements whose suffix fits), so cutting the
- * looked-up suffix cannot skip a block. MDB_NOTFOUND: no block yet.
- */
-static int blk_find(MDB_cursor *bc, uint64_t id, const uint8_t *ek,
-                    size_t eklen, MDB_val *k, MDB_val *v)
-{
-    uint8_t key[ST_LMDB_MAXKEY];
-    size_t kl = blk_key(key, id, ek + ST_COLL_ID_BYTES,
-                        eklen - ST_COLL_ID_BYTES);
-    int rc;
-
-    k->mv_size = kl;
-    k->mv_data = key;
-    rc = mdb_cursor_get(bc, k, v, MDB_SET_RANGE);
-    if (rc == 0 && k->mv_size == kl && memcmp(k->mv_data, key, kl) == 0)
-        return 0;
-    if (rc == MDB_NOTFOUND)
-        rc = mdb_cursor_get(bc, k, v, MDB_LAST);
-    else if (rc == 0)
-        rc = mdb_cursor_get(bc, k, v, MDB_PREV);
-    if (rc == 0 && !is_block(k, id))
-        rc = MDB_NOTFOUND;
-    return rc;
-}
-
-/* Position `cur` on the first element of the block keyed `bkey`. */
-static int blk_first_elem(MDB_cursor *cur, uint64_t id, const uint8_t *bkey,
-                          size_t bl, MDB_val *k, MDB_val *v)
-{
-    uint8_t start[ST_LMDB_MAXKEY];
-    int rc;
-
-    st_put_be64(start, id);
-    memcpy(start + ST_COLL_ID_BYTES, bkey + ST_ZSET_HEAD, bl - ST_ZSET_HEAD);
-    k->mv_size = ST_COLL_ID_BYTES + bl - ST_ZSET_HEAD;
-    k->mv_data = start;
-    rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
-    if (rc == 0 && !in_coll(k, id))
-        rc = MDB_NOTFOUND;
-    return rc;
-}
-
-/* Split the block `bkey` of n elements near its middle (if some element
- * past the middle has a suffix that fits a block key). */
-static int blk_split(st_txn *t, MDB_cursor *bc, uint64_t id,
-                     const uint8_t *bkey, size_t bl, uint64_t n)
-{
-    uint8_t nkey[ST_LMDB_MAXKEY];
-    size_t nl = 0;
-    uint64_t i;
-    MDB_val k, v;
-    int rc = blk_first_elem(bc, id, bkey, bl, &k, &v);
-
-    for (i = 0; rc == 0 && i < n && in_coll(&k, id); i++) {
-        if (i >= n / 2 && k.mv_size - ST_COLL_ID_BYTES <= BLOCK_SUFFIX_MAX) {
-            nl = blk_key(nkey, id, (const uint8_t *)k.mv_data +
-                                       ST_COLL_ID_BYTES,
-                         k.mv_size - ST_COLL_ID_BYTES);
-            break;
-        }
-        rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT);
-    }
-    if (rc && rc != MDB_NOTFOUND)
-        return rc;
-    if (!nl)
-        return blk_put(t, bkey, bl, n);     /* no usable boundary */
-    if ((rc = blk_put(t, bkey, bl, i)))
-        return rc;
-    return blk_put(t, nkey, nl, n - i);
-}
-
-/* Count a new element (already stored) with key ek. */
-static int blk_insert(st_txn *t, uint64_t id, const uint8_t *ek,
-                      size_t eklen)
-{
-    uint8_t bkey[ST_LMDB_MAXKEY];
-    size_t bl;
-    uint64_t n = 0;
-    MDB_cursor *bc;
-    MDB_val k, v;
-    int rc;
-
-    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
-        return rc;
-    rc = blk_find(bc, id, ek, eklen, &k, &v);
-    if (rc == MDB_NOTFOUND) {
-        bl = blk_key(bkey, id, NULL, 0);
-        rc = 0;
-    } else if (rc == 0) {
-        bl = k.mv_size;
-        memcpy(bkey, k.mv_data, bl);
-        n = blk_count(&v);
-    }
-    if (rc == 0) {
-        n++;
-        rc = n > BLOCK_MAX ? blk_split(t, bc, id, bkey, bl, n)
-                           : blk_put(t, bkey, bl, n);
-    }
-    mdb_cursor_close(bc);
-    return rc;
-}
-
-/* Uncount a deleted element with key ek. */
-static int blk_remove(st_txn *t, uint64_t id, const uint8_t *ek,
-                      size_t eklen)
-{
-    uint8_t bkey[ST_LMDB_MAXKEY], next[ST_LMDB_MAXKEY];
-    size_t bl;
-    uint64_t n;
-    MDB_cursor *bc;
-    MDB_val k, v;
-    int rc;
-
-    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
-        return rc;
-    if ((rc = blk_find(bc, id, ek, eklen, &k, &v)))
-        goto out;
-    bl = k.mv_size;
-    memcpy(bkey, k.mv_data, bl);
-    n = blk_count(&v);
-    if (n)
-        n--;
-    if (n == 0 && bl > ST_ZSET_HEAD) {
-        k.mv_size = bl;
-        k.mv_data = bkey;
-        rc = mdb_del(t->txn, ZSCORES(t), &k, NULL);
-        goto out;
-    }
-    if (n < BLOCK_MIN &&
-        (rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT)) == 0 &&
-        is_block(&k, id) && n + blk_count(&v) <= BLOCK_MAX) {
-        /* Merge the next block into this one. */
-        size_t nl = k.mv_size;
-        n += blk_count(&v);
-        memcpy(next, k.mv_data, nl);
-        k.mv_data = next;
-        if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)))
-            goto out;
-    }
-    rc = blk_put(t, bkey, bl, n);
-out:
-    mdb_cursor_close(bc);
-    return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-/* Key-order position of the element with key ek among the elements. */
-static int blk_position(st_txn *t, uint64_t id, const uint8_t *ek,
+/* How many elements of `o` have zscores keys below `ek`. */
+static int key_position(st_txn *t, const st_obj *o, const uint8_t *ek,
                         size_t eklen, uint64_t *pos)
 {
-    uint8_t bkey[ST_LMDB_MAXKEY], first[ST_ZSET_HEAD];
-    MDB_val target = { eklen, (void *)ek };
-    size_t bl;
-    MDB_cursor *bc;
-    MDB_val k, v;
-    int rc;
+    st_rank r = zrank_of(t, o->c.id);
+    MDB_val k = { eklen, (void *)ek };
 
-    *pos = 0;
-    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
-        return rc;
-    if ((rc = blk_find(bc, id, ek, eklen, &k, &v)))
-        goto out;
-    bl = k.mv_size;
-    memcpy(bkey, k.mv_data, bl);
-    blk_key(first, id, NULL, 0);
-    k.mv_size = sizeof first;
-    k.mv_data = first;
-    for (rc = mdb_cursor_get(bc, &k, &v, MDB_SET_RANGE);
-         rc == 0 && is_block(&k, id);
-         rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT)) {
-        if (k.mv_size == bl && memcmp(k.mv_data, bkey, bl) == 0)
-            break;
-        *pos += blk_count(&v);
-    }
-    if (rc)
-        goto out;
-    for (rc = blk_first_elem(bc, id, bkey, bl, &k, &v);
-         rc == 0 && in_coll(&k, id) &&
-         mdb_cmp(t->txn, ZSCORES(t), &k, &target) < 0;
-         rc = mdb_cursor_get(bc, &k, &v, MDB_NEXT))
-        (*pos)++;
-out:
-    mdb_cursor_close(bc);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    return st_rank_below(&r, o->c.card, &k, pos);
 }
 
 /* Put `cur` on the element at key-order position `pos` (< card). */
-static int blk_seek_position(st_txn *t, MDB_cursor *cur, uint64_t id,
-                             uint64_t pos, MDB_val *k, MDB_val *v)
+static int seek_position(st_txn *t, const st_obj *o, MDB_cursor *cur,
+                         uint64_t pos, MDB_val *k, MDB_val *v)
 {
-    uint8_t bkey[ST_LMDB_MAXKEY], first[ST_ZSET_HEAD];
-    size_t bl = 0;
-    uint64_t before = 0;
-    MDB_cursor *bc;
-    int rc;
+    st_rank r = zrank_of(t, o->c.id);
 
-    if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &bc)))
-        return rc;
-    blk_key(first, id, NULL, 0);
-    k->mv_size = sizeof first;
-    k->mv_data = first;
-    for (rc = mdb_cursor_get(bc, k, v, MDB_SET_RANGE);
-         rc == 0 && is_block(k, id);
-         rc = mdb_cursor_get(bc, k, v, MDB_NEXT)) {
-        uint64_t n = blk_count(v);
-        bl = k->mv_size;
-        memcpy(bkey, k->mv_data, bl);
-        if (before + n > pos)
-            break;
-        before += n;
-    }
-    mdb_cursor_close(bc);
-    if (rc && rc != MDB_NOTFOUND)
-        return rc;
-    if (!bl)
-        return MDB_NOTFOUND;
-    rc = blk_first_elem(cur, id, bkey, bl, k, v);
-    for (uint64_t i = before; rc == 0 && i < pos; i++)
-        rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
-    if (rc == 0 && !in_coll(k, id))
-        rc = MDB_NOTFOUND;
-    return rc;
+    return st_rank_seek(&r, o->c.card, cur, pos, k, v);
 }
 
-static int zs_put(st_txn *t, uint64_t id, double score, const void *m,
-                  size_t len)
+/* Store the zscores record of (score, m) and count it (o->c.card is the
+ * count before). */
+static int zs_put(st_txn *t, const st_obj *o, double score, const void *m,
+                  size_t len, int count)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
+    st_rank r = zrank_of(t, o->c.id);
     MDB_val k, v;
     int rc;
 
-    k.mv_size = zs_key(buf, id, score, m, len);
+    k.mv_size = zs_key(buf, o->c.id, score, m, len);
     k.mv_data = buf;
     v.mv_size = k.mv_size == ST_LMDB_MAXKEY ? len : 0;
     v.mv_data = (void *)m;
     rc = mdb_put(t->txn, ZSCORES(t), &k, &v, MDB_NOOVERWRITE);
-    if (rc == 0)
-        rc = blk_insert(t, id, buf, k.mv_size);
+    if (rc == 0 && count)
+        rc = st_rank_insert(&r, o->c.card, &k);
     else if (rc == MDB_KEYEXIST)
         rc = 0;
     return st_map_err(rc);
 }
 
-static int zs_del(st_txn *t, uint64_t id, double score, const void *m,
-                  size_t len)
+/* Delete the zscores record of (score, m) and uncount it. */
+static int zs_del(st_txn *t, const st_obj *o, double score, const void *m,
+                  size_t len, int count)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
+    st_rank r = zrank_of(t, o->c.id);
     MDB_val k;
     int rc;
 
-    k.mv_size = zs_key(buf, id, score, m, len);
+    k.mv_size = zs_key(buf, o->c.id, score, m, len);
     k.mv_data = buf;
-    if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)) == 0)
-        rc = blk_remove(t, id, buf, k.mv_size);
+    if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)) == 0 && count)
+        rc = st_rank_remove(&r, o->c.card, &k);
     return st_map_err(rc);
 }
 
@@ -420,20 +176,30 @@ int st_zset_add(st_txn *t, st_obj *o, const void *member, size_t len,
     if (rc && rc != ST_ENOTFOUND)
         return rc;
     *created = rc == ST_ENOTFOUND;
+    int cr, moved = 1;
     if (!*created) {
         if (old == score && memcmp(&old, &score, sizeof old) == 0)
             return 0;
-        if ((rc = zs_del(t, o->c.id, old, member, len)))
+        /* A new score: the counts change only if the leaf does. */
+        uint8_t a[ST_LMDB_MAXKEY], b[ST_LMDB_MAXKEY];
+        st_rank r = zrank_of(t, o->c.id);
+        MDB_val ka = { zs_key(a, o->c.id, old, member, len), a };
+        MDB_val kb = { zs_key(b, o->c.id, score, member, len), b };
+        int same;
+        if ((rc = st_map_err(st_rank_same_leaf(&r, o->c.card, &ka, &kb,
+                                               &same))) ||
+            (rc = zs_del(t, o, old, member, len, !same)))
             return rc;
+        moved = !same;
+        o->c.card--;            /* counted without it until it is back */
     }
-    int cr;
-    if ((rc = st_elem_put(t, ST_ELEM_ZMEMBER, o->c.id, member, len, &score,
-                          sizeof score, 0, &cr)) ||
-        (rc = zs_put(t, o->c.id, score, member, len)))
-        return rc;
-    if (*created)
+    rc = st_elem_put(t, ST_ELEM_ZMEMBER, &o->c, member, len, &score,
+                     sizeof score, 0, &cr);
+    if (rc == 0)
+        rc = zs_put(t, o, score, member, len, moved);
+    if (rc == 0 || !*created)
         o->c.card++;
-    return 0;
+    return rc;
 }
 
 int st_zset_rem(st_txn *t, st_obj *o, const void *member, size_t len)
@@ -443,8 +209,8 @@ int st_zset_rem(st_txn *t, st_obj *o, const void *member, size_t len)
 
     if (rc)
         return rc;
-    if ((rc = st_elem_del(t, ST_ELEM_ZMEMBER, o->c.id, member, len)) ||
-        (rc = zs_del(t, o->c.id, old, member, len)))
+    if ((rc = st_elem_del(t, ST_ELEM_ZMEMBER, &o->c, member, len)) ||
+        (rc = zs_del(t, o, old, member, len, 1)))
         return rc;
     o->c.card--;
     return 0;
@@ -457,9 +223,9 @@ static int zfirst(MDB_cursor *cur, uint64_t id, int rev, MDB_val *k,
     uint8_t pos[ST_ZSET_HEAD];
     int rc;
 
-    /* Going down: from the block records, just after the elements. */
+    /* Going down: from the count records, just after the elements. */
     st_put_be64(pos, id);
-    st_put_be64(pos + ST_COLL_ID_BYTES, rev ? BLOCK_MARK : 0);
+    st_put_be64(pos + ST_COLL_ID_BYTES, rev ? ST_RANK_MARK : 0);
     k->mv_size = rev ? sizeof pos : ST_COLL_ID_BYTES;
     k->mv_data = pos;
     rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
@@ -659,10 +425,10 @@ int st_zset_rank(st_txn *t, const st_obj *o, const void *member, size_t len,
         size_t raw_at, sorted_at;
         if (!(rc = mdb_cursor_open(t->txn, ZSCORES(t), &cur)) &&
             !(rc = run_load(cur, &k, &run, &raw_at, &sorted_at)) &&
-            !(rc = blk_position(t, o->c.id, run.first, run.first_len, &pos)))
+            !(rc = key_position(t, o, run.first, run.first_len, &pos)))
             pos += sorted_at;
     } else {
-        rc = blk_position(t, o->c.id, buf, k.mv_size, &pos);
+        rc = key_position(t, o, buf, k.mv_size, &pos);
     }
     if (cur)
         mdb_cursor_close(cur);
@@ -675,15 +441,15 @@ int st_zset_rank(st_txn *t, const st_obj *o, const void *member, size_t len,
 
 /* Position of the first element at or after score bound `d` (after
  * every element scoring d when `past`). */
-static int score_position(st_txn *t, uint64_t id, double d, int past,
+static int score_position(st_txn *t, const st_obj *o, double d, int past,
                           uint64_t *pos)
 {
     uint8_t key[ST_ZSET_HEAD];
     uint64_t e = st_zset_score_enc(d);
 
-    st_put_be64(key, id);
+    st_put_be64(key, o->c.id);
     st_put_be64(key + ST_COLL_ID_BYTES, past ? e + 1 : e);
-    return blk_position(t, id, key, sizeof key, pos);
+    return key_position(t, o, key, sizeof key, pos);
 }
 
 int st_zset_count_score(st_txn *t, const st_obj *o, double min, int minex,
@@ -695,8 +461,8 @@ int st_zset_count_score(st_txn *t, const st_obj *o, double min, int minex,
     *n = 0;
     if (!o->c.id || o->c.card == 0)
         return 0;
-    if ((rc = score_position(t, o->c.id, min, minex, &lo)) ||
-        (rc = score_position(t, o->c.id, max, !maxex, &hi)))
+    if ((rc = score_position(t, o, min, minex, &lo)) ||
+        (rc = score_position(t, o, max, !maxex, &hi)))
         return st_map_err(rc);
     *n = hi > lo ? hi - lo : 0;
     return 0;
@@ -769,14 +535,13 @@ static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
     case ST_ZBY_RANK:
         if (r->start >= o->c.card)
             return MDB_NOTFOUND;
-        return blk_seek_position(t, cur, id, r->rev ? o->c.card - 1 -
-                                                      r->start
-                                                    : r->start, k, v);
+        return seek_position(t, o, cur, r->rev ? o->c.card - 1 - r->start
+                                               : r->start, k, v);
     case ST_ZBY_SCORE: {
         uint64_t e = st_zset_score_enc(r->rev ? r->max : r->min);
         st_put_be64(key, id);
         if (r->rev && e == UINT64_MAX) {
-            st_put_be64(key + ST_COLL_ID_BYTES, BLOCK_MARK);
+            st_put_be64(key + ST_COLL_ID_BYTES, ST_RANK_MARK);
             len = ST_ZSET_HEAD;
         } else {
             st_put_be64(key + ST_COLL_ID_BYTES, r->rev ? e + 1 : e);
@@ -877,8 +642,8 @@ static int walk_run(st_txn *t, MDB_cursor *cur, st_obj *o,
         (*visited)++;
         int fstop = fn ? fn(ctx, e->m, e->len, e->s) : 0;
         if (del) {
-            if ((rc = zs_del(t, o->c.id, e->s, e->m, e->len)) ||
-                (rc = st_elem_del(t, ST_ELEM_ZMEMBER, o->c.id, e->m,
+            if ((rc = zs_del(t, o, e->s, e->m, e->len, 1)) ||
+                (rc = st_elem_del(t, ST_ELEM_ZMEMBER, &o->c, e->m,
                                   e->len)))
                 return rc;
             o->c.card--;
@@ -950,8 +715,8 @@ int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r, uint64_t *n)
         return st_map_err(rc);
     if (in_run || !found)       /* members order differently: count them */
         return st_zset_walk(t, o, r, 0, NULL, NULL, n);
-    if ((rc = blk_position(t, o->c.id, a, al, &pa)) ||
-        (rc = blk_position(t, o->c.id, b, bl, &pb)))
+    if ((rc = key_position(t, o, a, al, &pa)) ||
+        (rc = key_position(t, o, b, bl, &pb)))
         return st_map_err(rc);
     if (r->rev) {
         uint64_t x = pa;
@@ -1021,10 +786,12 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
         /* Delete both records, then find the neighbour again. */
         size_t klen = k.mv_size;
         memcpy(kbuf, k.mv_data, klen);
+        MDB_val gone = { klen, kbuf };
+        st_rank rk = zrank_of(t, o->c.id);
         if ((rc = zcopy_in(&name, m, ml)) || (rc = mdb_cursor_del(cur, 0)) ||
-            (rc = blk_remove(t, o->c.id, kbuf, klen)))
+            (rc = st_rank_remove(&rk, o->c.card, &gone)))
             break;
-        if ((rc = st_elem_del(t, ST_ELEM_ZMEMBER, o->c.id, name.p, ml)))
+        if ((rc = st_elem_del(t, ST_ELEM_ZMEMBER, &o->c, name.p, ml)))
             break;
         o->c.card--;
         if (stop)
@@ -1062,11 +829,25 @@ int st_zset_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
                         &a, next);
 }
 
-int st_zset_sample(st_txn *t, const st_obj *o, uint64_t r, size_t count,
+static int adapt_zscore(void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    zadapt *a = ctx;
+    const uint8_t *m;
+    size_t ml;
+    double s;
+
+    zs_decode(k, v, &m, &ml, &s);
+    return a->fn(a->ctx, m, ml, s);
+}
+
+int st_zset_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
                    st_zset_fn fn, void *ctx)
 {
     zadapt a = { fn, ctx };
+    st_rank r = zrank_of(t, o->c.id);
 
-    return st_elem_sample(t, ST_ELEM_ZMEMBER, o->c.id, o->c.card, r, count,
-                          adapt, &a);
+    if (!o->c.id || !o->c.card)
+        return ST_ENOTFOUND;
+    return st_map_err(st_rank_sample(&r, o->c.card, seed, count,
+                                     adapt_zscore, &a));
 }

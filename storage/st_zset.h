@@ -1,13 +1,15 @@
 /*
  * st_zset.h - sorted sets in two databases under the collection id:
  * zmembers (hash-ordered, st_elem.h: member -> score) answers ZSCORE,
- * membership, ZSCAN and random members in O(log n); zscores (id, the
- * order-preserving score encoding, member) gives every ordered walk: by
- * rank, score or lex range, forward or reverse, deleting as it goes for
- * the pops and ZREMRANGEBY*. A member longer than ST_ZSET_INLINE_MAX
- * bytes is keyed in zscores by a prefix and a digest, its full text in
- * the value: such members sort right unless they share a score and their
- * first ST_ZSET_LONG_PREFIX bytes (then their order is the digest's).
+ * membership and ZSCAN in O(log n); zscores (id, the order-preserving
+ * score encoding, member) gives every ordered walk: by rank, score or lex
+ * range, forward or reverse, deleting as it goes for the pops and
+ * ZREMRANGEBY*. zscores also keeps order statistics (st_rank.h), so
+ * ranks, rank windows, counts of ranges and random members are O(log n).
+ * A member longer than ST_ZSET_INLINE_MAX bytes is keyed in zscores by a
+ * prefix and a digest, its full text in the value: such members sort
+ * right unless they share a score and their first ST_ZSET_LONG_PREFIX
+ * bytes (then their order is the digest's).
  * Calls take a collection opened with st_obj_open(..., ST_TYPE_ZSET, ...)
  * and keep its cardinality; the caller saves it with st_obj_save().
  */
@@ -42,13 +44,13 @@ int st_zset_add(st_txn *t, st_obj *o, const void *member, size_t len,
 int st_zset_rem(st_txn *t, st_obj *o, const void *member, size_t len);
 
 /* 0-based rank of `member` (from the top with `rev`) and its score:
- * O(n / block + block) through the rank blocks (see st_zset.c; blocks
- * hold at most 1024 elements). ST_ENOTFOUND when absent. */
+ * O(log n) through the counted B-tree over the score order (st_rank.h).
+ * ST_ENOTFOUND when absent. */
 int st_zset_rank(st_txn *t, const st_obj *o, const void *member, size_t len,
                  int rev, uint64_t *rank, double *score);
 
 /* ZCOUNT: members scoring within [min, max] (exclusive ends with minex /
- * maxex), from the rank blocks: O(n / block + block), not O(count). */
+ * maxex): rank(past max) - rank(min), O(log n), not O(count). */
 int st_zset_count_score(st_txn *t, const st_obj *o, double min, int minex,
                         double max, int maxex, uint64_t *n);
 
@@ -78,13 +80,14 @@ typedef struct st_zrange {
  * Walk range `r`, calling `fn` per element (may be NULL); with `del`
  * each visited element is removed after the call. *visited gets the
  * count. O(log n + offset + visited) for score/lex; for rank, the start
- * is found through the rank blocks (O(n / block + block)).
+ * is found by position (O(log n)), so O(log n + visited).
  */
 int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
                  st_zset_fn fn, void *ctx, uint64_t *visited);
 
-/* ZLEXCOUNT of lex range `r` (by == ST_ZBY_LEX): from the rank blocks
- * when both ends of the range are ordinary keys, else by walking. */
+/* ZLEXCOUNT of lex range `r` (by == ST_ZBY_LEX): rank(last) - rank(first)
+ * + 1, O(log n), when both ends of the range are ordinary keys; by
+ * walking when an end lies in a run of long members (see st_zset.c). */
 int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r,
                       uint64_t *n);
 
@@ -92,8 +95,14 @@ int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r,
 int st_zset_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
                  st_zset_fn fn, void *ctx, uint64_t *next);
 
-/* Up to `count` distinct members from random position `r`. */
-int st_zset_sample(st_txn *t, const st_obj *o, uint64_t r, size_t count,
+/*
+ * A uniform random sample of min(count, card) distinct members, drawn
+ * from `seed` over the score order (every subset of that size equally
+ * likely; count 1 is a uniform pick), visited in score order. O(count log
+ * n), or one O(n) pass from count >= n / 8 on (st_rank_sample).
+ * ST_ENOTFOUND if the zset is empty.
+ */
+int st_zset_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
                    st_zset_fn fn, void *ctx);
 
 #endif

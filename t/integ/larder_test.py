@@ -618,6 +618,27 @@ def assert_true(cond, what='condition'):
         raise AssertionError(what)
 
 
+# chi-square bound at p = 1e-6 (Wilson-Hilferty) for `df` degrees of
+# freedom: a fair picker exceeds it once in a million runs.
+CHI2_Z = 4.753
+
+
+def assert_uniform(picks, cells, what='picks'):
+    """picks (a list of values drawn from cells) hit every cell about
+    equally often: a chi-square test at p = 1e-6."""
+    counts = dict((c, 0) for c in cells)
+    for p in picks:
+        assert_true(p in counts, '%s: %r is not one of the cells' % (what, p))
+        counts[p] += 1
+    expect = len(picks) / len(counts)
+    x = sum((n - expect) ** 2 / expect for n in counts.values())
+    df = len(counts) - 1
+    bound = df * (1 - 2 / (9 * df) + CHI2_Z * (2 / (9 * df)) ** 0.5) ** 3
+    assert_true(x < bound, '%s not uniform: chi-square %.1f, bound %.1f '
+                '(%d cells, %d draws)' % (what, x, bound, len(counts),
+                                         len(picks)))
+
+
 def short(v, n=300):
     r = repr(v)
     return r if len(r) <= n else r[:n] + '...(%d chars)' % len(r)

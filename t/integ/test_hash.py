@@ -1,6 +1,7 @@
 """Checks hash commands: HSET HMSET HSETNX HGET HMGET HGETALL HKEYS HVALS HDEL HEXISTS HLEN HSTRLEN HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN, their errors, WRONGTYPE, long fields and keys of any type."""
 
-from larder_test import assert_eq, assert_error, assert_true, main, wait_until
+from larder_test import (IS_REDIS, assert_eq, assert_error, assert_true,
+                         assert_uniform, main, wait_until)
 
 WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 NOTINT = 'ERR value is not an integer or out of range'
@@ -141,6 +142,30 @@ def test_hrandfield(s):
         r = c.call('HRANDFIELD', 'h', '2', 'WITHVALUES')
         assert_eq(len(r), 2)
         assert_true(all(isinstance(p, list) and len(p) == 2 for p in r))
+
+
+def test_hrandfield_is_uniform(s):
+    # A hash past the size that keeps counts: single picks uniform,
+    # positive counts distinct fields with their own values.
+    fields = [b'f%d' % i for i in range(200)]
+    with s.client() as c:
+        c.call('HSET', 'rh', *sum(([f, b'v' + f] for f in fields), []))
+        # Uniform picks are larder's promise: Redis's hash tables pick
+        # only roughly fairly (dictGetFairRandomKey), so not against it.
+        picks = c.call('HRANDFIELD', 'rh', '-20000')
+        assert_eq(len(picks), 20000)
+        if not IS_REDIS:
+            assert_uniform(picks, fields, 'HRANDFIELD -20000')
+        picks = []
+        for _ in range(400):
+            r = c.call('HRANDFIELD', 'rh', '50', 'WITHVALUES')
+            assert_eq(len(r), 100)
+            assert_eq(len(set(r[0::2])), 50)
+            for f, v in zip(r[0::2], r[1::2]):
+                assert_eq(v, b'v' + f)
+            picks += r[0::2]
+        if not IS_REDIS:
+            assert_uniform(picks, fields, 'HRANDFIELD 50')
 
 
 def scan_all(c, cmd, key, *opts):

@@ -1,6 +1,7 @@
 """Checks set commands: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP SRANDMEMBER SMOVE SINTER SUNION SDIFF and their STORE forms, SINTERCARD, SSCAN, errors, WRONGTYPE and long members."""
 
-from larder_test import assert_eq, assert_error, assert_true, main
+from larder_test import (IS_REDIS, assert_eq, assert_error, assert_true,
+                         assert_uniform, main)
 
 WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 NOTINT = 'ERR value is not an integer or out of range'
@@ -92,6 +93,35 @@ def test_srandmember(s):
         for _ in range(200):
             seen.add(c.call('SRANDMEMBER', 's'))
         assert_eq(seen, {b'a', b'b', b'c'})
+
+
+def test_random_members_are_uniform(s):
+    # A set past the size that keeps counts: single picks uniform, samples
+    # distinct, SPOP removes what it returns.
+    members = [b'r%d' % i for i in range(200)]
+    with s.client() as c:
+        c.call('SADD', 'rs', *members)
+        # Uniform picks are larder's promise: Redis's hash tables pick
+        # only roughly fairly (dictGetFairRandomKey), so not against it.
+        picks = c.call('SRANDMEMBER', 'rs', '-20000')
+        assert_eq(len(picks), 20000)
+        if not IS_REDIS:
+            assert_uniform(picks, members, 'SRANDMEMBER -20000')
+        picks = []
+        for _ in range(400):
+            r = c.call('SRANDMEMBER', 'rs', '50')
+            assert_eq(len(r), 50)
+            assert_eq(len(set(r)), 50)
+            picks += r
+        if not IS_REDIS:
+            assert_uniform(picks, members, 'SRANDMEMBER 50')
+        got = c.call('SPOP', 'rs', '30')
+        assert_eq(len(set(got)), 30)
+        assert_true(set(got) <= set(members))
+        assert_eq(c.call('SCARD', 'rs'), 170)
+        assert_eq(c.call('SMISMEMBER', 'rs', *got), [0] * 30)
+        rest = set(members) - set(got)
+        assert_eq(set(c.call('SRANDMEMBER', 'rs', '1000')), rest)
 
 
 def test_smove(s):

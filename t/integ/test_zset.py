@@ -1,6 +1,7 @@
 """Checks sorted set commands: ZADD (NX XX GT LT CH INCR) ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT ZRANK ZREVRANK, ZRANGE in all forms, ZRANGESTORE, ZREMRANGEBY*, ZPOPMIN ZPOPMAX ZMPOP ZRANDMEMBER ZSCAN, ZUNION ZINTER ZDIFF and STORE forms, score formatting, inf/NaN, lexical ranges, errors and long members."""
 
-from larder_test import assert_eq, assert_error, assert_true, main
+from larder_test import (IS_REDIS, assert_eq, assert_error, assert_true,
+                         assert_uniform, main)
 
 WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 NOTINT = 'ERR value is not an integer or out of range'
@@ -413,7 +414,8 @@ def test_long_members_sharing_a_prefix(s):
 
 
 def test_ranks_and_counts_on_a_big_zset(s):
-    # Enough members for many rank blocks, then mass deletes (merges).
+    # Enough members for three levels of count nodes, then score changes
+    # (moves), mass deletes (merges) and rank-window deletes.
     import random
     rnd = random.Random(7)
     with s.client() as c:
@@ -433,11 +435,22 @@ def test_ranks_and_counts_on_a_big_zset(s):
                           len(order) - 1 - order.index(m))
             for a in rnd.sample(range(len(order)), 20):
                 assert_eq(c.call('ZRANGE', 'z', a, a + 2), order[a:a + 3])
-            for lo, hi in ((0, 999), (100, 200), (500, 500), (999, 0)):
+            for lo, hi in ((0, 999), (100, 200), (500, 500), (999, 0),
+                           (-800, 300), (-1000, 2000)):
                 want = sum(1 for v in score.values() if lo <= v <= hi)
                 assert_eq(c.call('ZCOUNT', 'z', lo, hi), want)
                 want = sum(1 for v in score.values() if lo < v < hi)
                 assert_eq(c.call('ZCOUNT', 'z', '(%d' % lo, '(%d' % hi), want)
+        check()
+        for m in rnd.sample(sorted(score), 300):
+            step = rnd.choice((1, 2, 500, -700))
+            score[m] += step
+            c.call('ZINCRBY', 'z', step, m)
+        check()
+        order = sorted(score, key=lambda m: (score[m], m))
+        assert_eq(c.call('ZREMRANGEBYRANK', 'z', 2000, 2999), 1000)
+        for m in order[2000:3000]:
+            del score[m]
         check()
         assert_eq(c.call('ZREMRANGEBYSCORE', 'z', '100', '899'),
                   sum(1 for v in score.values() if 100 <= v <= 899))
@@ -461,6 +474,31 @@ def test_ranks_and_counts_on_a_big_zset(s):
                        (hi == b'+' or (m <= hi[1:] if hi[:1] == b'['
                                        else m < hi[1:])))
             assert_eq(c.call('ZLEXCOUNT', 'lex', lo, hi), want)
+
+
+def test_zrandmember_is_uniform(s):
+    # A zset past the size that keeps counts: single picks uniform,
+    # positive counts distinct members with their own scores.
+    members = [b'r%d' % i for i in range(200)]
+    with s.client() as c:
+        c.call('ZADD', 'rz', *sum(([i % 7, m] for i, m in enumerate(members)),
+                                  []))
+        # Uniform picks are larder's promise: Redis's hash tables pick
+        # only roughly fairly (dictGetFairRandomKey), so not against it.
+        picks = c.call('ZRANDMEMBER', 'rz', '-20000')
+        assert_eq(len(picks), 20000)
+        if not IS_REDIS:
+            assert_uniform(picks, members, 'ZRANDMEMBER -20000')
+        picks = []
+        for _ in range(400):
+            r = c.call('ZRANDMEMBER', 'rz', '50', 'WITHSCORES')
+            assert_eq(len(r), 100)
+            assert_eq(len(set(r[0::2])), 50)
+            for m, sc in zip(r[0::2], r[1::2]):
+                assert_eq(sc, b'%d' % (members.index(m) % 7))
+            picks += r[0::2]
+        if not IS_REDIS:
+            assert_uniform(picks, members, 'ZRANDMEMBER 50')
 
 
 def test_wrongtype(s):

@@ -36,6 +36,7 @@ t_unit_check_bench_resp_SOURCES = t/unit/check_bench_resp.c \
 t_unit_check_bench_resp_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 t_unit_check_bench_resp_LDADD = $(CHECK_LIBS)
 TESTS += t/unit/check_bench_resp
+
 check_PROGRAMS += t/unit/check_bproto
 t_unit_check_bproto_SOURCES = t/unit/check_bproto.c
 t_unit_check_bproto_CFLAGS = $(UNIT_CFLAGS)
@@ -47,3 +48,9 @@ t_unit_check_dict_SOURCES = t/unit/check_dict.c
 t_unit_check_dict_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_dict_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_dict
+
+check_PROGRAMS += t/unit/check_st_rank
+t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c
+t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_rank
