@@ -5,6 +5,7 @@
  * with units, CONFIG GET globbing and the runtime-only rule of CONFIG SET.
  * Config files are written to a temp dir removed after each test.
  */
+#include "t/unit/unit_tmp.h"
 #include <check.h>
 #include <ftw.h>
 #include <limits.h>
@@ -22,7 +23,6 @@
 #define MAX_SEEN 64
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
-#define NFTW_FDS 16
 
 /*
  * A root temp dir per TCase (unchecked fixture, removed by the runner even
@@ -35,22 +35,12 @@ static int ntmpfiles;
 
 static void root_setup(void)
 {
-    const char *base = getenv("TMPDIR");
-
-    snprintf(root, sizeof root, "%s/check_config.XXXXXX",
-             base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
+    unit_tmp_make(root, sizeof root, "check_config");
 }
 
 static void root_teardown(void)
 {
-    nftw(root, rm_one, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
+    unit_tmp_remove(root);
 }
 
 static void setup(void)

@@ -9,6 +9,7 @@
  * zset walks by rank/score/lex both ways with deletes, and lazy freeing
  * of a detached collection.
  */
+#include "t/unit/unit_tmp.h"
 #include <check.h>
 #include <ftw.h>
 #include <math.h>
@@ -30,7 +31,6 @@
 
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
-#define NFTW_FDS 16
 #define MAP_SIZE (1ull << 30)
 #define NOW 1700000000000LL
 #define TIMEOUT_S 60
@@ -51,22 +51,12 @@ static st_txn *t;
 
 static void root_setup(void)
 {
-    const char *base = getenv("TMPDIR");
-
-    snprintf(root, sizeof root, "%s/check_st_coll.XXXXXX",
-             base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
+    unit_tmp_make(root, sizeof root, "check_st_coll");
 }
 
 static void root_teardown(void)
 {
-    nftw(root, rm_one, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
+    unit_tmp_remove(root);
 }
 
 static void setup(void)

@@ -13,6 +13,7 @@
  * uneven (the old gap-weighted picker fails it), positive-count samples
  * distinct, uniform per element and not runs of neighbours.
  */
+#include "t/unit/unit_tmp.h"
 #include <check.h>
 #include <ftw.h>
 #include <math.h>
@@ -33,7 +34,6 @@
 
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
-#define NFTW_FDS 16
 #define MAP_SIZE (1ull << 30)
 #define NOW 1700000000000LL
 #define TIMEOUT_S 120
@@ -83,22 +83,12 @@ static st_txn *t;
 
 static void root_setup(void)
 {
-    const char *base = getenv("TMPDIR");
-
-    snprintf(root, sizeof root, "%s/check_st_rank.XXXXXX",
-             base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
+    unit_tmp_make(root, sizeof root, "check_st_rank");
 }
 
 static void root_teardown(void)
 {
-    nftw(root, rm_one, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
+    unit_tmp_remove(root);
 }
 
 static void setup(void)

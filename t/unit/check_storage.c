@@ -12,6 +12,7 @@
  * crashing processes, a random-operation model check, and the key
  * encoding itself.
  */
+#include "t/unit/unit_tmp.h"
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -30,7 +31,6 @@
 
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
-#define NFTW_FDS 16
 #define MAP_SIZE (1ull << 30)
 #define DATABASES 16
 #define NOW 1700000000000LL             /* the tests' clock, ms */
@@ -106,22 +106,12 @@ static int env_reopen(unsigned databases, uint64_t map_size)
 
 static void root_setup(void)
 {
-    const char *base = getenv("TMPDIR");
-
-    snprintf(root, sizeof root, "%s/check_storage.XXXXXX",
-             base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
+    unit_tmp_make(root, sizeof root, "check_storage");
 }
 
 static void root_teardown(void)
 {
-    nftw(root, rm_one, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
+    unit_tmp_remove(root);
 }
 
 static void setup(void)

@@ -4,6 +4,8 @@
 
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 UNIT_LIBS = $(SERVER_LIBS) $(CHECK_LIBS)
+# scratch directories shared by the suites that need files
+UNIT_TMP = t/unit/unit_tmp.c t/unit/unit_tmp.h
 
 check_PROGRAMS += t/unit/check_resp
 t_unit_check_resp_SOURCES = t/unit/check_resp.c
@@ -18,13 +20,13 @@ t_unit_check_util_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_util
 
 check_PROGRAMS += t/unit/check_config
-t_unit_check_config_SOURCES = t/unit/check_config.c
+t_unit_check_config_SOURCES = t/unit/check_config.c $(UNIT_TMP)
 t_unit_check_config_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_config_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_config
 
 check_PROGRAMS += t/unit/check_storage
-t_unit_check_storage_SOURCES = t/unit/check_storage.c
+t_unit_check_storage_SOURCES = t/unit/check_storage.c $(UNIT_TMP)
 t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_storage_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_storage
@@ -50,7 +52,7 @@ t_unit_check_dict_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_dict
 
 check_PROGRAMS += t/unit/check_st_rank
-t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c
+t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_TMP)
 t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_rank
