@@ -677,7 +677,8 @@ class _Timeout(Exception):
 
 
 def _alarm(signum, frame):
-    raise _Timeout('test exceeded %ds' % TEST_TIMEOUT)
+    raise _Timeout('test exceeded its time limit (%ds unless it sets '
+                   'its own)' % TEST_TIMEOUT)
 
 
 class Shared:
@@ -711,7 +712,7 @@ def _run_one(fn, shared):
     during the test makes it FAIL whatever the test itself said."""
     outcome, detail, exc = 'ok', '', None
     take_crash_reports()
-    signal.alarm(TEST_TIMEOUT)
+    signal.alarm(getattr(fn, 'timeout', TEST_TIMEOUT))   # fn.timeout: its own
     try:
         if fn.__code__.co_argcount:
             fn(shared.get())

@@ -547,6 +547,11 @@ def test_reader_slots_and_file_size_over_100_kills():
                     'the dead readers were cleared' % (size1, size2))
 
 
+
+# 100 restarts of a worker take ~40 s on a quiet machine, minutes on a
+# loaded one: a generous limit of its own.
+test_reader_slots_and_file_size_over_100_kills.timeout = 300
+
 def test_dead_reader_pinning_a_snapshot():
     """A worker killed inside a long read (KEYS over 100,000 keys) leaves a
     reader slot that pins its snapshot: it is cleared within ~1 s while

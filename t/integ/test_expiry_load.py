@@ -117,8 +117,10 @@ def pipeline_all(c, cmds, chunk=1000):
         assert_eq(bad, [], 'replies to %s' % cmds[i][0])
 
 
-def expiry_attempt(s, c):
-    """One measurement; returns (baseline p99, p99 during, report)."""
+def expiry_attempt(s, c, lead_factor):
+    """One measurement; returns (baseline p99, p99 during, report), or
+    None when the machine was too slow to set every expiry before the
+    instant (the caller tries again with more lead)."""
     t_set = time.monotonic()
     pipeline_all(c, [('SET', 'exp:%d' % i, 'e%d' % i)
                      for i in range(EXPIRING)])
@@ -138,13 +140,14 @@ def expiry_attempt(s, c):
         # One instant for all: the server clock is the wall clock.
         # Far enough ahead for the PEXPIREATs to land first, however
         # slow the machine is today (they cost about what the SETs did).
-        lead_ms = max(6000 if SLOW else 1500, int(t_set * 3000) + 500)
+        lead_ms = max(6000 if SLOW else 1500,
+                      int(t_set * 1000 * lead_factor) + 500)
         at_ms = int(time.time() * 1000) + lead_ms
         mono_at = time.monotonic() + (at_ms / 1000.0 - time.time())
         pipeline_all(c, [('PEXPIREAT', 'exp:%d' % i, at_ms)
                          for i in range(EXPIRING)])
-        assert_true(time.monotonic() < mono_at - 0.2,
-                    'PEXPIREAT of all keys done before the instant')
+        if time.monotonic() > mono_at - 0.2:
+            return None             # finally: stops the load
         expired0 = info_int(c, 'expired_keys')
         wait_until(lambda: time.monotonic() > mono_at and
                    c.call('DBSIZE') == STEADY, 30,
@@ -220,8 +223,17 @@ def test_mass_expiry_does_not_stall_gets():
               'expiring key' % (RATE, CONNS, EXPIRING_SHARE))
         results = []
         need = ATTEMPTS // 2 + 1
-        for attempt in range(ATTEMPTS):
-            pb, pd, report = expiry_attempt(s, c)
+        lead_factor = 3
+        passes = 0
+        for attempt in range(ATTEMPTS * 2):
+            got = expiry_attempt(s, c, lead_factor)
+            if got is None:
+                print('# attempt %d: the machine was too slow to set the '
+                      'expiries before the instant; again with more lead'
+                      % (attempt + 1))
+                lead_factor *= 3
+                continue
+            pb, pd, report = got
             ok = pd <= P99_FACTOR * pb
             print('# attempt %d (%s): %s' % (attempt + 1,
                                             'ok' if ok else 'over', report))
@@ -231,12 +243,17 @@ def test_mass_expiry_does_not_stall_gets():
             passes = sum(1 for r in results if r[2])
             if passes >= need or len(results) - passes >= need:
                 break
+        assert_true(results, 'no attempt could set its expiries before the '
+                    'instant')
         assert_true(passes >= need,
                     'GET p99 during mass expiry above %.0fx the baseline '
                     'in %d of %d attempts: %s'
                     % (P99_FACTOR, len(results) - passes, len(results),
                        ', '.join('%.2f vs %.2f ms' % (d * 1000, b * 1000)
                                  for b, d, ok in results)))
+
+
+test_mass_expiry_does_not_stall_gets.timeout = 240   # slow machines: retries
 
 
 if __name__ == '__main__':
