@@ -191,6 +191,50 @@ int srv_parse(srv_parser *p, char *buf, size_t len)
     return parse_inline(p, buf, len);
 }
 
+/* "<lead>DIGITS\r\n" at *p (before end): 1 with *v, *p past it; else 0. */
+static int peek_number(const char **p, const char *end, char lead,
+                       long long *v)
+{
+    const char *q = *p;
+    long long n = 0;
+
+    if (q >= end || *q++ != lead || q >= end || !isdigit((unsigned char)*q))
+        return 0;
+    while (q < end && isdigit((unsigned char)*q)) {
+        if (n > SRV_PROTO_MAX_ARGS)
+            return 0;                   /* absurd: leave it to srv_parse */
+        n = n * 10 + (*q++ - '0');
+    }
+    if (end - q < CRLF_LEN || q[0] != '\r' || q[1] != '\n')
+        return 0;
+    *p = q + CRLF_LEN;
+    *v = n;
+    return 1;
+}
+
+size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
+                     long long *argc)
+{
+    const char *p = buf, *end = buf + len;
+    long long n, i, bulk;
+
+    if (!peek_number(&p, end, '*', &n) || n < 1)
+        return 0;
+    for (i = 0; i < n; i++) {
+        if (!peek_number(&p, end, '$', &bulk) ||
+            (size_t)(end - p) < (size_t)bulk + CRLF_LEN ||
+            p[bulk] != '\r' || p[bulk + 1] != '\n')
+            return 0;
+        if (i < max) {
+            argv[i].ptr = (char *)p;
+            argv[i].len = (size_t)bulk;
+        }
+        p += bulk + CRLF_LEN;
+    }
+    *argc = n;
+    return (size_t)(p - buf);
+}
+
 static int hexval(int c)
 {
     if (c >= '0' && c <= '9') return c - '0';

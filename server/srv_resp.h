@@ -63,6 +63,16 @@ void srv_parser_reset(srv_parser *p);
  */
 int srv_parse(srv_parser *p, char *buf, size_t len);
 
+/*
+ * Look ahead, without a parser: if buf[0..len) starts with a complete
+ * multibulk request, put its first (up to) `max` arguments in argv (slices
+ * of buf), its argument count in *argc, and return its length in bytes.
+ * Returns 0 when it is incomplete, inline or malformed: then srv_parse will
+ * say what it is. For hints only (prefetching what a pipeline will use).
+ */
+size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
+                     long long *argc);
+
 /* Results of srv_split_args besides an argument count. */
 #define SRV_SPLIT_EQUOTES (-1)
 #define SRV_SPLIT_ETOOMANY (-2)

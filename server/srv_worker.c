@@ -50,6 +50,8 @@
 #define KEEPALIVE_PROBES 3
 #define KEEPALIVE_DIVISOR 3
 #define US_PER_MS 1000
+#define PREFETCH_KEYS 64        /* keys hinted per input buffer */
+#define PREFETCH_ARGS 16        /* arguments a look-ahead looks at */
 /* Reads and accepts run first; the group commit after all of them. */
 #define SRV_PRIORITIES 2
 #define SRV_PRIORITY_GROUP 1
@@ -448,6 +450,55 @@ static int after_command(srv_conn *c, size_t pos)
     return 0;
 }
 
+/*
+ * Before running a pipeline's commands one by one, look ahead over the
+ * complete ones buffered and ask storage to prefetch the cache memory of
+ * their keys, all at once: each lookup would otherwise wait in turn for
+ * its bucket and then its item to come from memory (issue #4's profile:
+ * most of a cache hit's cost), while this way the misses overlap. Only a
+ * hint: nothing here changes what the commands do. A single command gets
+ * nothing from it and skips it. (Fetching each entry later instead, as
+ * the command before it starts, measured 5% more CPU per GET: isolated
+ * prefetches stall where a burst of them overlaps.)
+ */
+static void prefetch_keys(srv_conn *c)
+{
+    const void *names[PREFETCH_KEYS];
+    size_t lens[PREFETCH_KEYS], pos = c->in_done, n = 0;
+    srv_slice argv[PREFETCH_ARGS], last_name = { NULL, 0 };
+    const srv_command *cmd = NULL;
+    long long argc;
+    int cmds = 0;
+
+    if (!st_prefetch_useful(c->worker->env))
+        return;
+    while (n < PREFETCH_KEYS) {
+        size_t used = srv_resp_peek(c->in.data + pos, c->in.len - pos, argv,
+                                    PREFETCH_ARGS, &argc);
+        long long j, last;
+
+        if (used == 0 || (cmds++ == 0 && pos + used == c->in.len))
+            break;
+        pos += used;
+        /* a pipeline mostly repeats one command: look its name up once */
+        if (argv[0].len != last_name.len ||
+            memcmp(argv[0].ptr, last_name.ptr, last_name.len) != 0) {
+            cmd = srv_cmd_lookup(argv[0].ptr, argv[0].len);
+            last_name = argv[0];
+        }
+        if (!cmd || cmd->first_key <= 0 || cmd->key_step <= 0)
+            continue;
+        last = cmd->last_key >= 0 ? cmd->last_key : argc + cmd->last_key;
+        for (j = cmd->first_key; j <= last && j < argc && j < PREFETCH_ARGS &&
+                                 n < PREFETCH_KEYS; j += cmd->key_step) {
+            names[n] = argv[j].ptr;
+            lens[n++] = argv[j].len;
+        }
+    }
+    if (cmds > 1 && n > 0)
+        st_prefetch_keys(c->worker->env, (unsigned)c->db, names, lens, n);
+}
+
 /* Parse and run every complete command in the input buffer. */
 static void process_input(srv_conn *c)
 {
@@ -455,6 +506,7 @@ static void process_input(srv_conn *c)
     srv_group *g = &w->group;
 
     join_group(c);
+    prefetch_keys(c);
     while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) &&
            !g->failed && !c->blocked) {
         size_t pos = c->in_done;

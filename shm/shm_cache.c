@@ -43,7 +43,10 @@
  * hashed floor instead, which stays correct at the cost of refusing, for
  * 1/64 of the stripe's keys, fills from snapshots older than that delete.
  * Readers whose snapshots are that old are rare (a snapshot is taken per
- * command), so little is lost either way.
+ * command), so little is lost either way. A delete or overwrite of a key
+ * whose item's chunk is already the tombstone's size (small values: the
+ * common case of a key written again and again) retires the item in place
+ * instead: no room taken, and its place in the eviction order is kept.
  *
  * Each operation announces its version to the stripe (put, invalidate,
  * flush), locks it with shm_stripe_lock() — the only way in, which resets
@@ -419,6 +422,27 @@ shm_cache_get(shm_cache_t *c, const void *key, size_t klen, uint64_t hash,
 	return rc;
 }
 
+/* Two passes: every bucket first, then every first item, so the second
+ * pass finds most buckets already on their way. */
+void
+shm_cache_prefetch(const shm_cache_t *c, const uint64_t *hashes, size_t n)
+{
+	size_t i;
+
+	if (off(c))
+		return;
+	for (i = 0; i < n; i++) {
+		shm_stripe x;
+		stripe_for_hash(c, hashes[i], &x);
+		shm_stripe_prefetch_bucket(&x, hashes[i]);
+	}
+	for (i = 0; i < n; i++) {
+		shm_stripe x;
+		stripe_for_hash(c, hashes[i], &x);
+		shm_stripe_prefetch_item(&x, hashes[i]);
+	}
+}
+
 static int
 put_locked(const shm_stripe *x, const shm_cache_entry_t *e, int cls,
     int tcls)
@@ -471,6 +495,7 @@ shm_cache_invalidate(shm_cache_t *c, const void *key, size_t klen,
     uint64_t hash, uint64_t version)
 {
 	shm_cache_entry_t e;
+	shm_item_sh *it;
 	uint32_t ref;
 	int tcls, rc = 0;
 	shm_stripe x;
@@ -489,9 +514,18 @@ shm_cache_invalidate(shm_cache_t *c, const void *key, size_t klen,
 	if (rc != 0)
 		return rc;
 	ref = shm_stripe_find_locked(&x, key, klen, hash);
-	if (ref != 0 && shm_stripe_item(&x, ref)->version > version) {
+	it = ref != 0 ? shm_stripe_item(&x, ref) : NULL;
+	if (it != NULL && it->version > version) {
 		shm_stripe_count_locked(&x.st->ctr.puts_dropped, 1);
 		rc = SHM_ESTALE;
+	} else if (it != NULL && it->cls == tcls) {
+		/* The usual case, a key written again and again: its chunk
+		 * already fits the tombstone, so retire the item in place
+		 * rather than unlink, free, allocate and link again (which
+		 * touches both list neighbours and a list end). No floor
+		 * check: where a floor already covers version the tombstone
+		 * is redundant, not wrong, and costs no extra room. */
+		shm_stripe_retire_locked(&x, ref, version);
 	} else {
 		if (ref != 0)
 			shm_stripe_remove_locked(&x, ref, 0);

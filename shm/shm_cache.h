@@ -155,6 +155,16 @@ size_t shm_cache_max_item(const shm_cache_t *c);
 int shm_cache_get(shm_cache_t *c, const void *key, size_t klen,
     uint64_t hash, int64_t now_ms, shm_cache_value_t *out);
 
+/* Hint that the keys with these n hashes are about to be looked up (a
+ * pipeline's next commands): bring what shm_cache_get reads first — each
+ * key's bucket, then the item it leads to — into the CPU cache for all n
+ * keys at once, so their memory latencies overlap instead of adding up.
+ * Takes no lock and writes nothing: it reads bucket words with relaxed
+ * atomic loads only to pick addresses to prefetch, and never changes what
+ * any call returns. Any process; a NULL or off cache does nothing. */
+void shm_cache_prefetch(const shm_cache_t *c, const uint64_t *hashes,
+    size_t n);
+
 /* Install e after the LMDB commit whose txn id is e->version; call it
  * before acknowledging the write. An entry or tombstone with a newer
  * version, or a fill floor above e->version (flush, or an evicted newer

@@ -3,6 +3,9 @@
  *
  * Region: shm_region_sh | shm_cache_hdr_sh | stripe 0 | stripe 1 | ...
  * Stripe: shm_stripe_sh | buckets (u32 refs) | page descriptors | pages.
+ * Buckets are guarded by the stripe lock; shm_cache_prefetch also reads
+ * them without it (relaxed atomic loads, stored as such), only to choose
+ * addresses to prefetch.
  * A ref is a byte offset from its stripe's base (0 = none), never a pointer.
  * Created by the master before fork; every field says what guards it.
  * The shared counters live in each stripe (shm_stripe_ctr_sh, plus the
@@ -18,11 +21,12 @@
 #include "shm/shm_region.h"
 #include "shm/shm_slab.h"
 
-#define SHM_CACHE_LAYOUT_VERSION 1
+#define SHM_CACHE_LAYOUT_VERSION 2
 #define SHM_ITEM_MAGIC UINT32_C(0x4d455449)  /* "ITEM" */
 #define SHM_FLOOR_SLOTS 64                  /* hashed fill floors per stripe */
 #define SHM_FLOOR_SLOT_SHIFT 52             /* hash bits 52..57 pick a slot */
 #define SHM_STRIPE_HASH_SHIFT 32            /* hash bits 32.. pick a stripe */
+#define SHM_SECOND_CHANCES 128              /* hit items moved per victim */
 
 enum shm_item_kind { SHM_ITEM_ENTRY = 1, SHM_ITEM_TOMB = 2 };
 enum shm_seg { SHM_SEG_PROBATION = 0, SHM_SEG_PROTECTED = 1, SHM_NSEGS = 2 };
@@ -102,7 +106,9 @@ typedef struct shm_item_sh {
 	uint8_t kind;            /* guarded by: stripe lock; shm_item_kind */
 	uint8_t seg;             /* guarded by: stripe lock; shm_seg */
 	uint8_t cls;             /* guarded by: stripe lock; slab class */
-	uint8_t pad[3];
+	uint8_t ref;             /* guarded by: stripe lock; 1 = hit since the
+	                          * eviction order last moved it (CLOCK bit) */
+	uint8_t pad[2];
 } shm_item_sh;
 
 #endif /* SHM_CACHE_LAYOUT_H */

@@ -2,15 +2,30 @@
  * eviction order (LRU / segmented LRU), fill floors, allocation with
  * eviction, and copying values in and out (see shm_stripe.h).
  *
- * Eviction. LRU keeps one list, hot end first. SLRU (segmented LRU) puts
- * new items on the probation list; a hit moves an item to the protected
- * list (capped at protected_pct of the stripe's budget, its overflow
- * demoted back to the probation head); victims come from the probation
- * tail first. A one-time scan then only churns probation, and the items
- * that were hit twice survive it; tools/cachesim measures the gain.
+ * Eviction, with lazy promotion. A hit only sets the item's reference bit
+ * (and only if it was clear): it writes nothing but the item's own header
+ * line, which the lookup has just read, so a hit on a hot item writes no
+ * list link, no neighbour and no list head, and leaves no dirty line for
+ * the next worker to fetch. The order is fixed up when room is needed,
+ * CLOCK-style (second chance), at the cold end:
+ *   LRU:  the tail is the victim unless its bit is set; then the bit is
+ *         cleared and the item goes back to the head.
+ *   SLRU: new items enter the probation list. A probation tail with its
+ *         bit set is promoted to the protected list (capped at
+ *         protected_pct of the stripe's budget) instead of evicted; the
+ *         protected overflow leaves from the protected tail, which gets a
+ *         second chance there if it was hit, else is demoted to the
+ *         probation head. Victims come from the probation tail. A one-time
+ *         scan then only churns probation, and items hit while in the
+ *         cache survive it; tools/cachesim measures the gain over LRU.
+ * Each second chance clears a bit that a hit set, so the extra work is
+ * paid for by earlier hits; SHM_SECOND_CHANCES bounds it per victim
+ * (past it the plain tail goes), so no eviction walks a whole list under
+ * the lock.
  * Tombstones only take free room (they never evict) and enter at the cold
- * end: first to go under pressure, when their version moves to the hashed
- * slot floor (see shm_cache.c).
+ * end with a clear bit: first to go under pressure, when their version
+ * moves to the hashed slot floor (see shm_cache.c). An item retired in
+ * place (shm_stripe_retire_locked) keeps its chunk and its position.
  *
  * Under the lock: no malloc, no syscalls, no logging; the test hook is the
  * only call out, and it is NULL outside tests.
@@ -26,6 +41,7 @@
 
 #define SHM_PCT 100
 #define SHM_EVICT_TRIES 8    /* single evictions before evicting a page */
+#define SHM_PREFETCH_ITEM_BYTES (2 * SHM_CACHE_LINE)
 
 _Static_assert(sizeof(shm_item_sh) == 56, "item header size");
 _Static_assert(offsetof(shm_item_sh, magic) == 4,
@@ -180,6 +196,31 @@ shm_stripe_find_locked(const shm_stripe *x, const void *key, size_t klen,
 	return 0;
 }
 
+void
+shm_stripe_prefetch_bucket(const shm_stripe *x, uint64_t hash)
+{
+	__builtin_prefetch(bucket_of(x, hash), 0, 3);
+}
+
+/* The first SHM_PREFETCH_ITEM_BYTES of the first item on the chain (2 or
+ * 3 lines, whatever the chunk's alignment): its header, the key and a
+ * short value. Prefetching whole big values instead was measured no
+ * better (GET of 1 KiB values: the extra prefetches stall on the CPU's
+ * outstanding-miss limit, where the copy-out's own streaming loads would
+ * have waited). */
+void
+shm_stripe_prefetch_item(const shm_stripe *x, uint64_t hash)
+{
+	uint32_t ref = __atomic_load_n(bucket_of(x, hash), __ATOMIC_RELAXED);
+
+	if (ref != 0) {
+		const char *it = x->sb + ref;
+		__builtin_prefetch(it, 0, 3);
+		__builtin_prefetch(it + SHM_CACHE_LINE, 0, 3);
+		__builtin_prefetch(it + SHM_PREFETCH_ITEM_BYTES - 1, 0, 3);
+	}
+}
+
 static void
 hash_link_locked(const shm_stripe *x, uint32_t ref)
 {
@@ -187,7 +228,7 @@ hash_link_locked(const shm_stripe *x, uint32_t ref)
 	uint32_t *b = bucket_of(x, it->hash);
 
 	it->hnext = *b;
-	*b = ref;
+	__atomic_store_n(b, ref, __ATOMIC_RELAXED);  /* prefetch reads it */
 }
 
 static void
@@ -199,7 +240,7 @@ hash_unlink_locked(const shm_stripe *x, uint32_t ref)
 	while (*link != 0 && *link != ref)
 		link = &shm_stripe_item(x, *link)->hnext;
 	if (*link == ref)
-		*link = it->hnext;
+		__atomic_store_n(link, it->hnext, __ATOMIC_RELAXED);
 }
 
 /* --- eviction lists ------------------------------------------------- */
@@ -252,36 +293,66 @@ list_push_locked(const shm_stripe *x, unsigned seg, uint32_t ref,
 	l->bytes += item_csize(x, it);
 }
 
-/* A hit: LRU moves the item to the hot end. SLRU promotes a probation item
- * to the protected segment and demotes the protected tail back to the
- * probation head while protected is over its share, so a one-time scan
- * only ever churns the probation segment. */
+/* A hit: set the reference bit, writing the line only when it changes. */
 static void
-touch_locked(const shm_stripe *x, uint32_t ref)
+mark_used_locked(shm_item_sh *it)
+{
+	if (it->ref == 0)
+		it->ref = 1;
+}
+
+/* SLRU: move probation item ref (already unlinked) to the protected
+ * head, then bring the protected segment back within its share: its tail
+ * gets a second chance at the protected head if it was hit (while
+ * *budget lasts), else goes to the probation head. */
+static void
+promote_locked(const shm_stripe *x, uint32_t ref, unsigned *budget)
 {
 	shm_list_sh *prot = &x->st->seg[SHM_SEG_PROTECTED];
 	uint64_t cap = protected_cap(x);
 
-	list_unlink_locked(x, ref);
-	if (x->h->policy == SHM_POLICY_LRU) {
-		list_push_locked(x, SHM_SEG_PROBATION, ref, 1);
-		return;
-	}
 	list_push_locked(x, SHM_SEG_PROTECTED, ref, 1);
 	while (prot->bytes > cap && prot->tail != ref) {
 		uint32_t t = prot->tail;
+		shm_item_sh *it = shm_stripe_item(x, t);
 		list_unlink_locked(x, t);
-		list_push_locked(x, SHM_SEG_PROBATION, t, 1);
+		if (it->ref != 0 && *budget > 0) {
+			(*budget)--;
+			it->ref = 0;
+			list_push_locked(x, SHM_SEG_PROTECTED, t, 1);
+		} else {
+			it->ref = 0;
+			list_push_locked(x, SHM_SEG_PROBATION, t, 1);
+		}
 	}
 }
 
+/* The next item to evict (0 if the stripe holds none), after giving the
+ * items at the cold end that were hit since they got there their second
+ * chance (LRU: back to the head; SLRU: promotion). At most
+ * SHM_SECOND_CHANCES items move; then the cold end goes as it is. */
 static uint32_t
 victim_locked(const shm_stripe *x)
 {
-	const shm_stripe_sh *st = x->st;
+	shm_stripe_sh *st = x->st;
+	shm_list_sh *prob = &st->seg[SHM_SEG_PROBATION];
+	unsigned budget = SHM_SECOND_CHANCES;
 
-	if (st->seg[SHM_SEG_PROBATION].tail != 0)
-		return st->seg[SHM_SEG_PROBATION].tail;
+	while (prob->tail != 0 && budget > 0) {
+		uint32_t t = prob->tail;
+		shm_item_sh *it = shm_stripe_item(x, t);
+		if (it->ref == 0)
+			return t;
+		budget--;
+		it->ref = 0;
+		list_unlink_locked(x, t);
+		if (x->h->policy == SHM_POLICY_LRU)
+			list_push_locked(x, SHM_SEG_PROBATION, t, 1);
+		else
+			promote_locked(x, t, &budget);
+	}
+	if (prob->tail != 0)
+		return prob->tail;
 	return st->seg[SHM_SEG_PROTECTED].tail;
 }
 
@@ -450,6 +521,7 @@ shm_stripe_install_locked(const shm_stripe *x, const shm_cache_entry_t *e,
 	it->kind = (uint8_t)kind;
 	it->seg = SHM_SEG_PROBATION;
 	it->cls = (uint8_t)cls;
+	it->ref = 0;
 	if (e->klen != 0)
 		memcpy(item_key(it), e->key, e->klen);
 	if (kind == SHM_ITEM_ENTRY)
@@ -462,6 +534,26 @@ shm_stripe_install_locked(const shm_stripe *x, const shm_cache_entry_t *e,
 	    &ctr->entries, 1);
 	shm_stripe_count_locked(&ctr->bytes_used, item_csize(x, it));
 	return ref;
+}
+
+void
+shm_stripe_retire_locked(const shm_stripe *x, uint32_t ref,
+    uint64_t version)
+{
+	shm_item_sh *it = shm_stripe_item(x, ref);
+	shm_stripe_ctr_sh *ctr = &x->st->ctr;
+
+	if (it->kind == SHM_ITEM_ENTRY) {
+		shm_stripe_count_locked(&ctr->entries, -1);
+		shm_stripe_count_locked(&ctr->tombstones, 1);
+	}
+	it->kind = SHM_ITEM_TOMB;
+	it->version = version;
+	it->expire_at = 0;
+	it->vlen = 0;
+	it->type = 0;
+	it->flags = 0;
+	it->ref = 0;
 }
 
 /* K was deleted (or could not be stored) at version: a tombstone if one
@@ -506,7 +598,7 @@ shm_stripe_read_locked(const shm_stripe *x, uint32_t ref,
 	out->expire_at = it->expire_at;
 	out->type = it->type;
 	out->flags = it->flags;
-	touch_locked(x, ref);
+	mark_used_locked(it);
 }
 
 int

@@ -56,6 +56,13 @@ uint32_t shm_stripe_find_locked(const shm_stripe *x, const void *key,
     size_t klen, uint64_t hash);
 shm_item_sh *shm_stripe_item(const shm_stripe *x, uint32_t ref);
 
+/* Prefetch hash's bucket word (no lock). */
+void shm_stripe_prefetch_bucket(const shm_stripe *x, uint64_t hash);
+
+/* Prefetch the first item on hash's bucket chain, reading the bucket word
+ * without the lock (relaxed atomic: a hint, never dereferenced here). */
+void shm_stripe_prefetch_item(const shm_stripe *x, uint64_t hash);
+
 /* The fill floor for hash: max(stripe floor, the hash's slot floor). */
 uint64_t shm_stripe_floor_locked(const shm_stripe *x, uint64_t hash);
 
@@ -74,13 +81,21 @@ void shm_stripe_remove_locked(const shm_stripe *x, uint32_t ref, int fold);
 uint32_t shm_stripe_install_locked(const shm_stripe *x,
     const shm_cache_entry_t *e, int kind, int cls);
 
+/* Turn item ref (an entry or tombstone not newer than version) into a
+ * tombstone at version where it stands: same chunk, same place in the
+ * eviction order, nothing unlinked or allocated. The caller has checked
+ * that its chunk is of the tombstone's class (no memory is held back). */
+void shm_stripe_retire_locked(const shm_stripe *x, uint32_t ref,
+    uint64_t version);
+
 /* The key (which has no item) was deleted or could not be stored at
  * e->version: leave a tombstone of class tcls if it fits, else a floor. */
 void shm_stripe_mark_deleted_locked(const shm_stripe *x,
     const shm_cache_entry_t *e, int tcls);
 
 /* Copy entry ref's value and metadata into out (out->cap >= its vlen) and
- * count it as used for the eviction policy. */
+ * mark it used for the eviction policy: its reference bit, nothing else
+ * (lazy promotion, see shm_stripe.c). */
 void shm_stripe_read_locked(const shm_stripe *x, uint32_t ref,
     shm_cache_value_t *out);
 

@@ -51,7 +51,7 @@ typedef struct st_keyref {
     unsigned db;
     const uint8_t *name;
     size_t len;
-    uint64_t hash;      /* scan hash, also the cache's hash */
+    uint64_t hash;      /* scan hash; the cache remixes it (st_keys.c) */
     int is_long;        /* digest form */
     size_t enc_len;
     uint8_t enc[ST_LMDB_MAXKEY];

@@ -115,11 +115,50 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     return ST_ECOLLISION;
 }
 
-/* The cache's hash of a key: the scan hash mixed with the database, so
- * every bit varies and equal names in two databases part ways. */
+/* The cache's hash of a key: the scan hash (a full hash of the name that
+ * st_keyref_init computed once) remixed with the database, so every bit
+ * varies (the scan hash has bit 0 set and bit 63 clear) and equal names
+ * in two databases part ways. A finalizer, not a second st_hash64 pass:
+ * it runs on every cache call. */
+#define CACHE_HASH_DB_MUL 0x9e3779b97f4a7c15ull
+#define CACHE_HASH_MUL_A 0xbf58476d1ce4e5b9ull
+#define CACHE_HASH_MUL_B 0x94d049bb133111ebull
+#define PREFETCH_BATCH 64       /* keys hashed per st_prefetch_keys call */
+static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
+{
+    uint64_t h = scan_hash ^ ((uint64_t)db * CACHE_HASH_DB_MUL);
+
+    h ^= h >> 30;
+    h *= CACHE_HASH_MUL_A;
+    h ^= h >> 27;
+    h *= CACHE_HASH_MUL_B;
+    h ^= h >> 31;
+    return h;
+}
+
 static uint64_t cache_hash(const st_keyref *k)
 {
-    return st_hash64(&k->hash, sizeof k->hash, k->db);
+    return cache_hash_of(k->hash, k->db);
+}
+
+int st_prefetch_useful(const st_env *env)
+{
+    return env->cache != NULL && shm_cache_enabled(env->cache);
+}
+
+/* Long names are never cached (see cacheable()): nothing to fetch. */
+void st_prefetch_keys(st_env *env, unsigned db, const void *const *names,
+                      const size_t *lens, size_t n)
+{
+    uint64_t h[PREFETCH_BATCH];
+    size_t m = 0;
+
+    if (!env->cache)
+        return;
+    for (size_t i = 0; i < n && m < PREFETCH_BATCH; i++)
+        if (lens[i] <= ST_KEY_INLINE_MAX)
+            h[m++] = cache_hash_of(st_scan_hash(names[i], lens[i]), db);
+    shm_cache_prefetch(env->cache, h, m);
 }
 
 /*
@@ -230,10 +269,11 @@ static int cacheable(const st_txn *t, const st_keyref *k)
 }
 
 /* A read that missed the cache offers what it found in its snapshot. */
-static void cache_fill(st_txn *t, const st_keyref *k, const st_rec *r)
+static void cache_fill(st_txn *t, const st_keyref *k, uint64_t hash,
+                       const st_rec *r)
 {
     shm_cache_entry_t e = {
-        .key = k->enc, .klen = k->enc_len, .hash = cache_hash(k),
+        .key = k->enc, .klen = k->enc_len, .hash = hash,
         .val = r->payload, .vlen = r->payload_len,
         .version = r->version, .expire_at = r->expire_at,
         .type = (uint8_t)r->type, .flags = (uint8_t)r->flags,
@@ -251,21 +291,22 @@ static void cache_fill(st_txn *t, const st_keyref *k, const st_rec *r)
  * the snapshot sees; a newer one must not mix with this transaction's
  * older reads of other keys (MGET must see one snapshot).
  */
-static int cache_get(st_txn *t, const st_keyref *k, int64_t now, st_rec *out)
+static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
+                     st_rec *out)
 {
     st_env *e = t->env;
     shm_cache_value_t v;
     int rc;
 
     v.cap = st_arena_room(t, (uint8_t **)&v.buf);
-    rc = shm_cache_get(e->cache, k->enc, k->enc_len, cache_hash(k), now, &v);
+    rc = shm_cache_get(e->cache, k->enc, k->enc_len, hash, now, &v);
     if (rc == SHM_ETOOSMALL) {
         size_t need = v.len;
         if (!(v.buf = st_arena_alloc(t, need)))
             return 0;
         t->arena->used -= need;         /* claimed below if it is a hit */
         v.cap = need;
-        rc = shm_cache_get(e->cache, k->enc, k->enc_len, cache_hash(k), now, &v);
+        rc = shm_cache_get(e->cache, k->enc, k->enc_len, hash, now, &v);
     }
     if (rc || v.version > mdb_txn_id(t->txn))
         return 0;
@@ -282,14 +323,19 @@ static int cache_get(st_txn *t, const st_keyref *k, int64_t now, st_rec *out)
 
 int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
+    uint64_t hash;
     int rc;
 
-    if (cacheable(t, k) && cache_get(t, k, now, out))
+    if (!cacheable(t, k)) {
+        rc = lookup_raw(t, k, now, out);
+        return rc ? rc : inflate(t, out);
+    }
+    hash = cache_hash(k);
+    if (cache_get(t, k, hash, now, out))
         return inflate(t, out);
     if ((rc = lookup_raw(t, k, now, out)))
         return rc;
-    if (cacheable(t, k))
-        cache_fill(t, k, out);
+    cache_fill(t, k, hash, out);
     return inflate(t, out);
 }
 

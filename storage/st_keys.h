@@ -25,6 +25,19 @@
 int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
 
 /*
+ * Hint: the keys names[0..n) (lengths lens[]) of database `db` are about
+ * to be looked up or written, e.g. by the next commands of a pipeline.
+ * Starts fetching the cache's memory for all of them at once (see
+ * shm_cache_prefetch), so their lookups don't each wait on memory in turn.
+ * No transaction, no effect on any result; a no-op without a cache.
+ */
+void st_prefetch_keys(st_env *env, unsigned db, const void *const *names,
+                      const size_t *lens, size_t n);
+
+/* 1 if st_prefetch_keys can do anything (the environment has a cache). */
+int st_prefetch_useful(const st_env *env);
+
+/*
  * Replace whatever `k` holds with a string of `len` bytes expiring at
  * `expire_at` (0 = never); *dst receives where to write the bytes, valid
  * until the next storage call. A collection it replaces is detached for

@@ -885,6 +885,61 @@ START_TEST(test_split_args_len_bounded)
 }
 END_TEST
 
+/* --- look-ahead (srv_resp_peek) ------------------------------------ */
+
+#define PEEK_MAX 2
+
+START_TEST(test_peek_pipeline)
+{
+    char in[] = "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n"
+                "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n"
+                "*2\r\n$3\r\nGET\r\n$3\r\nba";
+    size_t len = sizeof in - 1, pos = 0, used;
+    srv_slice argv[PEEK_MAX];
+    long long argc = -1;
+    srv_parser p;
+
+    /* each complete command: the same length and arguments as the parser */
+    for (int i = 0; i < 2; i++) {
+        char *buf = in + pos;
+        used = srv_resp_peek(buf, len - pos, argv, PEEK_MAX, &argc);
+        ck_assert_int_eq(parse_one(&p, buf, len - pos), SRV_PARSE_DONE);
+        ck_assert_uint_eq(used, p.consumed);
+        ck_assert_int_eq(argc, p.argc);
+        for (int j = 0; j < PEEK_MAX; j++) {
+            ck_assert_ptr_eq(argv[j].ptr, p.argv[j].ptr);
+            ck_assert_uint_eq(argv[j].len, p.argv[j].len);
+        }
+        srv_parser_fini(&p);
+        pos += used;
+    }
+    /* the incomplete tail, and every prefix of a complete command */
+    ck_assert_uint_eq(srv_resp_peek(in + pos, len - pos, argv, PEEK_MAX,
+                                    &argc), 0);
+    for (size_t cut = 0; cut < 22; cut++)
+        ck_assert_uint_eq(srv_resp_peek(in, cut, argv, PEEK_MAX, &argc), 0);
+    ck_assert_uint_eq(srv_resp_peek(in, 22, argv, PEEK_MAX, &argc), 22);
+}
+END_TEST
+
+/* Anything but a well-formed complete multibulk is left to srv_parse. */
+START_TEST(test_peek_declines)
+{
+    static const char *const bad[] = {
+        "GET foo\r\n", "*0\r\n", "*-1\r\n", "*1\r\n+3\r\nfoo\r\n",
+        "*1\r\n$-1\r\n", "*1\r\n$3\r\nfooXY", "*\r\n", "*1\n$3\r\nfoo\r\n",
+        "*1\r\n$99999999999999999999999\r\nfoo\r\n",
+        "*99999999999999999999999\r\n$3\r\nfoo\r\n",
+    };
+    srv_slice argv[PEEK_MAX];
+    long long argc;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(srv_resp_peek(bad[i], strlen(bad[i]), argv, PEEK_MAX,
+                                    &argc) == 0, "peeked: %s", bad[i]);
+}
+END_TEST
+
 static Suite *resp_suite(void)
 {
     Suite *s = suite_create("resp");
@@ -924,6 +979,11 @@ static Suite *resp_suite(void)
     tcase_add_test(tc, test_long_lines_that_arrive_whole);
     tcase_add_test(tc, test_err_unbalanced_quotes);
     tcase_add_test(tc, test_err_huge_count_cheap);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("peek");
+    tcase_add_test(tc, test_peek_pipeline);
+    tcase_add_test(tc, test_peek_declines);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("split_args");

@@ -510,13 +510,56 @@ START_TEST(attach_checks_header)
 }
 END_TEST
 
+/* shm_cache_prefetch is only a hint: whatever the hashes (present keys,
+ * absent ones, garbage), it changes no result and no counter, and an off
+ * or NULL cache ignores it. */
+START_TEST(prefetch_is_only_a_hint)
+{
+	uint64_t h[6];
+	shm_cache_stats_t before, after;
+
+	g_c = mk(T_MIB, 0, 4, SHM_POLICY_DEFAULT);
+	ck_assert_int_eq(put_s(g_c, "a", "1", 1), 0);
+	ck_assert_int_eq(put_s(g_c, "b", "2", 2), 0);
+	ck_assert_int_eq(inv_s(g_c, "c", 3), 0);
+	h[0] = hash_key("a", 1);
+	h[1] = hash_key("b", 1);
+	h[2] = hash_key("c", 1);
+	h[3] = hash_key("absent", 6);
+	h[4] = 0;
+	h[5] = UINT64_MAX;
+	before = stats(g_c);
+	shm_cache_prefetch(g_c, h, 6);
+	shm_cache_prefetch(g_c, h, 0);
+	after = stats(g_c);
+	ck_assert_uint_eq(after.hits, before.hits);
+	ck_assert_uint_eq(after.misses, before.misses);
+	ck_assert_uint_eq(after.entries, before.entries);
+	ck_assert_uint_eq(after.tombstones, before.tombstones);
+	ck_assert_uint_eq(after.bytes_used, before.bytes_used);
+	ck_assert_uint_eq(after.lock_waits, before.lock_waits);
+	ck_assert_int_eq(get_s(g_c, "a", 0), 0);
+	ck_assert_str_eq(g_buf, "1");
+	ck_assert_int_eq(get_s(g_c, "b", 0), 0);
+	ck_assert_str_eq(g_buf, "2");
+	ck_assert_int_eq(get_s(g_c, "c", 0), SHM_EMISS);
+	ck_assert_int_eq(get_s(g_c, "absent", 0), SHM_EMISS);
+	shm_cache_prefetch(NULL, h, 6);
+	{
+		shm_cache_t *offc = mk(0, 0, 0, SHM_POLICY_DEFAULT);
+		shm_cache_prefetch(offc, h, 6);
+		shm_cache_destroy(&offc);
+	}
+}
+END_TEST
+
 /* --- layout --------------------------------------------------------- */
 
 /* These numbers are the mapped ABI: change them only with
  * SHM_CACHE_LAYOUT_VERSION. */
 START_TEST(layout_pins)
 {
-	ck_assert_uint_eq(SHM_CACHE_LAYOUT_VERSION, 1);
+	ck_assert_uint_eq(SHM_CACHE_LAYOUT_VERSION, 2);
 	ck_assert_uint_eq(sizeof(shm_region_sh), 64);
 	ck_assert_uint_eq(offsetof(shm_region_sh, layout_version), 8);
 	ck_assert_uint_eq(offsetof(shm_region_sh, region_size), 16);
@@ -547,6 +590,7 @@ START_TEST(layout_pins)
 	ck_assert_uint_eq(offsetof(shm_item_sh, klen), 40);
 	ck_assert_uint_eq(offsetof(shm_item_sh, type), 48);
 	ck_assert_uint_eq(offsetof(shm_item_sh, cls), 52);
+	ck_assert_uint_eq(offsetof(shm_item_sh, ref), 53);
 }
 END_TEST
 
@@ -640,12 +684,222 @@ START_TEST(lru_order)
 }
 END_TEST
 
-/* Every entry hit once: the protected segment stays within its share,
- * its overflow goes back to probation, and victims come from there. */
-START_TEST(slru_protected_capped)
+/* The item of key in a one-stripe cache (walks both lists), or NULL. */
+static shm_item_sh *
+item_of(shm_cache_t *c, const char *key)
+{
+	shm_stripe_sh *st = stripe_of(c, key);
+	size_t klen = strlen(key);
+	unsigned seg;
+
+	for (seg = 0; seg < SHM_NSEGS; seg++) {
+		uint32_t ref = st->seg[seg].head;
+		while (ref != 0) {
+			shm_item_sh *it = (shm_item_sh *)(void *)((char *)st + ref);
+			if (it->klen == klen && memcmp(it + 1, key, klen) == 0)
+				return it;
+			ref = it->next;
+		}
+	}
+	return NULL;
+}
+
+/* Lazy promotion: a hit sets the item's reference bit and writes nothing
+ * else — no list links, no neighbour, no list head — and a second hit
+ * writes nothing at all. (The old rule moved the item on every hit.) */
+static void
+hit_writes_only_its_bit(shm_cache_policy_t pol)
+{
+	char key[16];
+	unsigned n;
+	shm_stripe_sh *st;
+	shm_list_sh before[SHM_NSEGS];
+	shm_item_sh *it, *prev, *next, copy_it, copy_prev, copy_next;
+
+	g_c = mk(64 * T_KIB, 0, 1, pol);
+	n = fill_to_capacity(g_c);
+	snprintf(key, sizeof(key), "k%04u", n / 2);
+	st = stripe_of(g_c, key);
+	it = item_of(g_c, key);
+	ck_assert_ptr_nonnull(it);
+	ck_assert_uint_ne(it->prev, 0);
+	ck_assert_uint_ne(it->next, 0);
+	ck_assert_uint_eq(it->ref, 0);
+	prev = (shm_item_sh *)(void *)((char *)st + it->prev);
+	next = (shm_item_sh *)(void *)((char *)st + it->next);
+	memcpy(before, st->seg, sizeof(before));
+	copy_it = *it;
+	copy_prev = *prev;
+	copy_next = *next;
+
+	ck_assert_int_eq(get_s(g_c, key, 0), 0);
+	ck_assert_uint_eq(it->ref, 1);
+	ck_assert_uint_eq(it->seg, SHM_SEG_PROBATION);
+	ck_assert_int_eq(memcmp(st->seg, before, sizeof(before)), 0);
+	ck_assert_int_eq(memcmp(prev, &copy_prev, sizeof(*prev)), 0);
+	ck_assert_int_eq(memcmp(next, &copy_next, sizeof(*next)), 0);
+	copy_it.ref = 1;
+	ck_assert_int_eq(memcmp(it, &copy_it, sizeof(*it)), 0);
+
+	ck_assert_int_eq(get_s(g_c, key, 0), 0);
+	ck_assert_int_eq(memcmp(it, &copy_it, sizeof(*it)), 0);
+	ck_assert_int_eq(memcmp(st->seg, before, sizeof(before)), 0);
+}
+
+START_TEST(lru_hit_writes_only_its_bit)
+{
+	hit_writes_only_its_bit(SHM_POLICY_LRU);
+}
+END_TEST
+
+START_TEST(slru_hit_writes_only_its_bit)
+{
+	hit_writes_only_its_bit(SHM_POLICY_SLRU);
+}
+END_TEST
+
+/* LRU (CLOCK): a hit item reaching the cold end is spared once — back to
+ * the head, bit cleared — and goes on its next turn unless hit again. */
+START_TEST(lru_second_chance)
 {
 	char key[16];
 	unsigned n, i;
+
+	g_c = mk(64 * T_KIB, 0, 1, SHM_POLICY_LRU);
+	n = fill_to_capacity(g_c);  /* k0001 .. k<n> present, k0001 coldest */
+	ck_assert_int_eq(get_s(g_c, "k0001", 0), 0);
+	ck_assert_int_eq(get_s(g_c, "k0003", 0), 0);
+	snprintf(key, sizeof(key), "x%04u", 0);
+	ck_assert_int_eq(put_s(g_c, key, g_val60, n + 2), 0);
+	ck_assert_int_eq(get_s(g_c, "k0002", 0), SHM_EMISS);  /* victim */
+	ck_assert_ptr_nonnull(item_of(g_c, "k0001"));
+	ck_assert_uint_eq(item_of(g_c, "k0001")->ref, 0);     /* cleared */
+	ck_assert_int_eq(stripe_of(g_c, "k0001")->seg[SHM_SEG_PROBATION].head,
+	    (uint32_t)((char *)item_of(g_c, key) -
+	    (char *)stripe_of(g_c, key)));                    /* newest first */
+	/* k0003 is spared on the next turn (after x0000 went in); then
+	 * every other one goes in order, and the spared ones go when their
+	 * turn comes again: k0001, x0000, k0003 */
+	for (i = 1; i < n - 2; i++) {
+		snprintf(key, sizeof(key), "x%04u", i);
+		ck_assert_int_eq(put_s(g_c, key, g_val60, n + 2 + i), 0);
+	}
+	ck_assert_int_eq(get_s(g_c, "k0004", 0), SHM_EMISS);
+	snprintf(key, sizeof(key), "k%04u", n);
+	ck_assert_ptr_null(item_of(g_c, key));
+	ck_assert_ptr_nonnull(item_of(g_c, "k0001"));
+	ck_assert_ptr_nonnull(item_of(g_c, "k0003"));
+	ck_assert_int_eq(put_s(g_c, "y0", g_val60, 2 * n + 10), 0);
+	ck_assert_ptr_null(item_of(g_c, "k0001"));
+	ck_assert_int_eq(put_s(g_c, "y1", g_val60, 2 * n + 11), 0);
+	ck_assert_ptr_null(item_of(g_c, "x0000"));
+	ck_assert_ptr_nonnull(item_of(g_c, "k0003"));
+	ck_assert_int_eq(put_s(g_c, "y2", g_val60, 2 * n + 12), 0);
+	ck_assert_ptr_null(item_of(g_c, "k0003"));
+}
+END_TEST
+
+/* Invalidating a key whose chunk already has the tombstone's size retires
+ * the item in place: same chunk, same list position, neighbours and list
+ * ends untouched; the rules hold (older fills refused, newer accepted).
+ * A big entry is freed instead and the tombstone takes free room. */
+START_TEST(invalidate_retires_in_place)
+{
+	static char big[1500];
+	char key[16];
+	unsigned n;
+	shm_stripe_sh *st;
+	shm_list_sh before[SHM_NSEGS];
+	shm_item_sh *it, *prev, *next, copy_prev, copy_next;
+	shm_cache_stats_t s0, s1;
+
+	g_c = mk(64 * T_KIB, 0, 1, SHM_POLICY_SLRU);
+	n = fill_to_capacity(g_c);
+	snprintf(key, sizeof(key), "k%04u", n / 2);
+	ck_assert_int_eq(inv_s(g_c, key, n + 5), 0);        /* v60 -> tomb */
+	ck_assert_int_eq(fill_s(g_c, key, "x", 2, n + 5), 0); /* tomb -> 1B */
+	st = stripe_of(g_c, key);
+	it = item_of(g_c, key);
+	prev = (shm_item_sh *)(void *)((char *)st + it->prev);
+	next = (shm_item_sh *)(void *)((char *)st + it->next);
+	memcpy(before, st->seg, sizeof(before));
+	copy_prev = *prev;
+	copy_next = *next;
+	s0 = stats(g_c);
+
+	ck_assert_int_eq(inv_s(g_c, key, n + 10), 0);
+	ck_assert_ptr_eq(item_of(g_c, key), it);
+	ck_assert_uint_eq(it->kind, SHM_ITEM_TOMB);
+	ck_assert_uint_eq(it->version, n + 10);
+	ck_assert_uint_eq(it->vlen, 0);
+	ck_assert_int_eq(memcmp(st->seg, before, sizeof(before)), 0);
+	ck_assert_int_eq(memcmp(prev, &copy_prev, sizeof(*prev)), 0);
+	ck_assert_int_eq(memcmp(next, &copy_next, sizeof(*next)), 0);
+	s1 = stats(g_c);
+	ck_assert_uint_eq(s1.entries, s0.entries - 1);
+	ck_assert_uint_eq(s1.tombstones, s0.tombstones + 1);
+	ck_assert_uint_eq(s1.bytes_used, s0.bytes_used);
+	ck_assert_uint_eq(s1.evictions, s0.evictions);
+	ck_assert_int_eq(get_s(g_c, key, 0), SHM_EMISS);
+	ck_assert_int_eq(fill_s(g_c, key, "old", 3, n + 9), SHM_ESTALE);
+	ck_assert_int_eq(inv_s(g_c, key, n + 8), SHM_ESTALE);  /* older */
+	ck_assert_int_eq(inv_s(g_c, key, n + 11), 0);          /* again */
+	ck_assert_ptr_eq(item_of(g_c, key), it);
+	ck_assert_int_eq(fill_s(g_c, key, "new", n + 11, n + 11), 0);
+	ck_assert_int_eq(get_s(g_c, key, 0), 0);
+	ck_assert_str_eq(g_buf, "new");
+	shm_cache_destroy(&g_c);
+
+	/* a big entry's chunk is not kept for a tombstone */
+	g_c = mk(T_MIB, 0, 1, SHM_POLICY_SLRU);
+	memset(big, 'b', sizeof(big) - 1);
+	ck_assert_int_eq(put_s(g_c, "big", big, 1), 0);
+	s0 = stats(g_c);
+	ck_assert_int_eq(inv_s(g_c, "big", 2), 0);
+	s1 = stats(g_c);
+	ck_assert_uint_eq(s1.entries, 0);
+	ck_assert_uint_eq(s1.tombstones, 1);
+	ck_assert_uint_lt(s1.bytes_used, s0.bytes_used);
+	ck_assert_int_eq(fill_s(g_c, "big", "old", 1, 1), SHM_ESTALE);
+}
+END_TEST
+
+/* One victim search moves at most SHM_SECOND_CHANCES hit items, so an
+ * eviction never walks a whole list under the lock: with every entry hit,
+ * the first put spares the SHM_SECOND_CHANCES coldest and evicts the
+ * next. */
+START_TEST(second_chances_bounded)
+{
+	char key[16];
+	unsigned n, i;
+
+	g_c = mk(64 * T_KIB, 0, 1, SHM_POLICY_LRU);
+	n = fill_to_capacity(g_c);
+	ck_assert_uint_gt(n, SHM_SECOND_CHANCES + 2);
+	for (i = 1; i <= n; i++) {
+		snprintf(key, sizeof(key), "k%04u", i);
+		ck_assert_int_eq(get_s(g_c, key, 0), 0);
+	}
+	ck_assert_int_eq(put_s(g_c, "new", g_val60, n + 2), 0);
+	for (i = 1; i <= n; i++) {
+		snprintf(key, sizeof(key), "k%04u", i);
+		if (i == SHM_SECOND_CHANCES + 1)
+			ck_assert_ptr_null(item_of(g_c, key));
+		else
+			ck_assert_ptr_nonnull(item_of(g_c, key));
+	}
+}
+END_TEST
+
+/* SLRU: hits don't move anything; promotion happens at the probation
+ * tail when room is needed. Every entry hit once, then new entries: the
+ * hit ones are promoted (bit cleared) until the protected segment is at
+ * its share, its overflow goes back to probation, victims come from
+ * there, and the protected segment never exceeds its share. */
+START_TEST(slru_protected_capped)
+{
+	char key[16];
+	unsigned n, i, kept = 0;
 	const shm_stripe_sh *st;
 	uint64_t cap = (uint64_t)64 * T_KIB * 80 / 100;
 
@@ -656,16 +910,24 @@ START_TEST(slru_protected_capped)
 		ck_assert_int_eq(get_s(g_c, key, 0), 0);
 	}
 	st = stripe_of(g_c, "k0001");
-	ck_assert_uint_le(st->seg[SHM_SEG_PROTECTED].bytes, cap);
+	ck_assert_uint_eq(st->seg[SHM_SEG_PROTECTED].count, 0);  /* lazy */
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "x%04u", i);
+		ck_assert_int_eq(put_s(g_c, key, g_val60, n + 2 + i), 0);
+		ck_assert_uint_le(st->seg[SHM_SEG_PROTECTED].bytes, cap);
+	}
+	ck_assert_uint_gt(st->seg[SHM_SEG_PROTECTED].bytes, cap * 9 / 10);
 	ck_assert_uint_gt(st->seg[SHM_SEG_PROBATION].count, 0);
 	ck_assert_uint_eq(st->seg[SHM_SEG_PROBATION].count +
 	    st->seg[SHM_SEG_PROTECTED].count, stats(g_c).entries);
-	/* the first demoted (earliest hit) is the next victim */
-	snprintf(key, sizeof(key), "k%04u", n + 1);
-	ck_assert_int_eq(put_s(g_c, key, g_val60, n + 2), 0);
-	ck_assert_int_eq(get_s(g_c, "k0001", 0), SHM_EMISS);
-	snprintf(key, sizeof(key), "k%04u", n);
-	ck_assert_int_eq(get_s(g_c, key, 0), 0);
+	/* n new entries went through a full cache: the hit entries that
+	 * were promoted are still here, the new ones were the victims */
+	for (i = 1; i <= n; i++) {
+		snprintf(key, sizeof(key), "k%04u", i);
+		kept += item_of(g_c, key) != NULL;
+	}
+	ck_assert_uint_ge(kept, st->seg[SHM_SEG_PROTECTED].count);
+	ck_assert_uint_gt(stats(g_c).evictions, n / 2);
 }
 END_TEST
 
@@ -1384,6 +1646,7 @@ cache_suite(void)
 	tcase_add_test(core, create_rejects_bad_opts);
 	tcase_add_test(core, attach_checks_header);
 	tcase_add_test(core, counters);
+	tcase_add_test(core, prefetch_is_only_a_hint);
 	suite_add_tcase(s, core);
 
 	tcase_add_checked_fixture(layout, NULL, teardown);
@@ -1397,6 +1660,11 @@ cache_suite(void)
 	tcase_add_test(limits, slru_order);
 	tcase_add_test(limits, slru_resists_scan);
 	tcase_add_test(limits, slru_protected_capped);
+	tcase_add_test(limits, lru_hit_writes_only_its_bit);
+	tcase_add_test(limits, slru_hit_writes_only_its_bit);
+	tcase_add_test(limits, lru_second_chance);
+	tcase_add_test(limits, second_chances_bounded);
+	tcase_add_test(limits, invalidate_retires_in_place);
 	tcase_add_test(limits, tombstone_evicted_first);
 	tcase_add_test(limits, tombstone_never_evicts);
 	tcase_add_test(limits, lru_loses_to_scan);
