@@ -131,6 +131,8 @@ void srv_cmd_run(srv_conn *c)
     if (!srv_multi_in_exec())           /* EXEC's commands share one clock */
         srv_w->now_ms = srv_mstime();
     cmd->proc(c);
+    if (cmd->flags & F_NOREPLAY)
+        srv_worker_commit_after();      /* consumed: never replayed */
     cmd->calls++;
     c->commands++;
     c->last_cmd = cmd->name;

@@ -26,7 +26,9 @@ struct st_txn;
 #define F_DENYOOM 0x200u    /* may grow the data set */
 #define F_TXCTL 0x400u      /* runs at once inside MULTI, never queued */
 #define F_NOREPLAY 0x800u   /* acts outside storage (pub/sub): the group
-                             * commits after it too, so it never re-runs */
+                             * commits right after it runs (as for
+                             * srv_worker_commit_after), so it never
+                             * re-runs */
 
 typedef void srv_cmd_proc(srv_conn *c);
 

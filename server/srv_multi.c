@@ -403,17 +403,10 @@ static int load_queued(srv_conn *c, srv_multi *m, unsigned i)
  */
 static void reply_lost(srv_conn *c, size_t exec_mark, size_t cmd_mark)
 {
-    size_t n = c->out.len - cmd_mark;
-    char *err = malloc(n ? n : 1);
+    size_t n = c->out.len - cmd_mark;   /* the error, last in the buffer */
 
-    if (err)
-        memcpy(err, c->out.data + cmd_mark, n);
-    c->out.len = exec_mark;
-    if (err && n)
-        srv_buf_append(&c->out, err, n);
-    else
-        srv_reply_error(c, "ERR storage error: transaction lost");
-    free(err);
+    memmove(c->out.data + exec_mark, c->out.data + cmd_mark, n);
+    c->out.len = exec_mark + n;
 }
 
 void srv_cmd_exec(srv_conn *c)

@@ -545,8 +545,6 @@ static void process_input(srv_conn *c)
         srv_parser_reset(&c->parser);
         if (after_command(c, pos + consumed))
             break;
-        if (c->cmd && (c->cmd->flags & F_NOREPLAY))
-            group_commit(w);            /* consumed: never replayed */
     }
 }
 
