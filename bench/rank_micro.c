@@ -24,9 +24,10 @@
 
 #include "storage/st_env.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_set.h"
 #include "storage/st_zset.h"
+#include "storage/st_txn.h"
 
 #define BATCH 100
 #define LOAD_BATCH 10000
@@ -87,21 +88,21 @@ static int begin(bench *b)
 {
     int rc = st_txn_begin(b->env, 1, &b->t);
 
-    if (!rc && (rc = st_obj_open(b->t, &b->ks, ST_TYPE_SET, NOW, &b->s)) ==
+    if (!rc && (rc = st_coll_open(b->t, &b->ks, ST_TYPE_SET, NOW, &b->s)) ==
                    ST_ENOTFOUND)
-        rc = st_obj_create(b->t, &b->s);
-    if (!rc && (rc = st_obj_open(b->t, &b->kz, ST_TYPE_ZSET, NOW, &b->z)) ==
+        rc = st_coll_create(b->t, &b->s);
+    if (!rc && (rc = st_coll_open(b->t, &b->kz, ST_TYPE_ZSET, NOW, &b->z)) ==
                    ST_ENOTFOUND)
-        rc = st_obj_create(b->t, &b->z);
+        rc = st_coll_create(b->t, &b->z);
     return rc;
 }
 
 static int commit(bench *b)
 {
-    int rc = st_obj_save(b->t, &b->s, NOW);
+    int rc = st_coll_save(b->t, &b->s, NOW);
 
     if (!rc)
-        rc = st_obj_save(b->t, &b->z, NOW);
+        rc = st_coll_save(b->t, &b->z, NOW);
     return rc ? rc : st_txn_commit(&b->t);
 }
 
@@ -182,8 +183,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "open %s: %s\n", argv[1], st_strerror(rc));
         return 1;
     }
-    st_keyref_init(&b.ks, 0, "s", 1);
-    st_keyref_init(&b.kz, 0, "z", 1);
+    st_codec_keyref_init(&b.ks, 0, "s", 1);
+    st_codec_keyref_init(&b.kz, 0, "z", 1);
     if ((rc = begin(&b)))
         goto out;
     if (b.s.c.card == 0) {

@@ -1,7 +1,7 @@
 # server/coll.mk: command handlers of the collection types.
 libserver_a_SOURCES += \
-	server/srv_cmd_hash.c server/srv_cmd_set.c server/srv_cmd_list.c \
-	server/srv_cmd_zset.c
+	server/cmd/srv_cmd_hash.c server/cmd/srv_cmd_set.c server/cmd/srv_cmd_list.c \
+	server/cmd/srv_cmd_zset.c
 
 # Unit tests of the collection storage.
 check_PROGRAMS += t/unit/check_st_coll

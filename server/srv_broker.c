@@ -128,7 +128,7 @@ int srv_broker_listen(void)
     int fd, e;
 
     if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != (ssize_t)sizeof nonce)
-        nonce = (unsigned long long)srv_ustime();
+        nonce = (unsigned long long)srv_util_ustime();
     snprintf(srv_her.broker_name, sizeof srv_her.broker_name,
              "larder-broker-%d-%016llx", (int)getpid(), nonce);
     len = broker_addr(&sa);
@@ -450,7 +450,7 @@ static void route_publish(blink *l, const srv_bframe *f)
         srv_dict_iter it;
         srv_dict_iter_init(&it, &names[SRV_BP_PATTERN]);
         while ((de = srv_dict_iter_next(&it)))
-            if (srv_glob_match(de->key, de->klen, ch, chlen, 0)) {
+            if (srv_util_glob_match(de->key, de->klen, ch, chlen, 0)) {
                 receivers += ((bentry *)de->val)->total;
                 target(de->val, &ntargets);
             }
@@ -495,7 +495,7 @@ static void answer_channels(blink *l, const srv_bframe *f)
         goto nomem;
     srv_dict_iter_init(&it, &names[f->kind]);
     while ((de = srv_dict_iter_next(&it))) {
-        if (f->arg && !srv_glob_match(f->body, (size_t)f->len, de->key,
+        if (f->arg && !srv_util_glob_match(f->body, (size_t)f->len, de->key,
                                       de->klen, 0))
             continue;
         if (l->out.len - off + SRV_BP_FIELD_HDR + de->klen > limit)
@@ -620,7 +620,7 @@ static int setup(sigset_t *waitmask)
     sigprocmask(SIG_BLOCK, &block, waitmask);
     sigdelset(waitmask, SIGTERM);
     atomic_store(&slot->pid, getpid());
-    atomic_store(&slot->started_ms, srv_mstime());
+    atomic_store(&slot->started_ms, srv_util_mstime());
     if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         epoll_ctl(ep, EPOLL_CTL_ADD, srv_her.broker_fd, &ev)) {
         srv_log(SRV_LOG_WARNING, errno, "epoll set-up failed");

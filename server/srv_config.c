@@ -89,7 +89,7 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
     }
     switch (d->kind) {
     case SRV_CFG_INT:
-        if (!srv_str2ll(args[0], strlen(args[0]), &v) || v < d->min ||
+        if (!srv_util_str2ll(args[0], strlen(args[0]), &v) || v < d->min ||
             v > d->max) {
             snprintf(err, errlen,
                      "'%s' must be an integer between %lld and %lld, got '%s'",
@@ -245,7 +245,7 @@ int srv_config_load_file(srv_config *cfg, const char *path, char *err,
             p++;
         if (*p == '#' || *p == '\0')
             continue;
-        argc = srv_split_args(p, len - (size_t)(p - line), buf, argv,
+        argc = srv_resp_split_args(p, len - (size_t)(p - line), buf, argv,
                               CFG_ARGS_MAX);
         if (argc < 0) {
             snprintf(err, errlen, "file '%s', line %d: %s", path, lineno,
@@ -328,9 +328,9 @@ void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
 
     for (size_t i = 0; i < NDIRECTIVES; i++) {
         const directive *d = &directives[i];
-        if (!srv_glob_match(pattern, plen, d->name, strlen(d->name), 1))
+        if (!srv_util_glob_match(pattern, plen, d->name, strlen(d->name), 1))
             continue;
-        if ((d->flags & SRV_CFG_ALIAS) && !srv_streq(pattern, plen, d->name))
+        if ((d->flags & SRV_CFG_ALIAS) && !srv_util_streq(pattern, plen, d->name))
             continue;                   /* aliases only by exact name */
         format_value(cfg, d, value, sizeof value);
         fn(ctx, d->name, value);

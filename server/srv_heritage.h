@@ -11,6 +11,7 @@
 
 #include "server/srv_config.h"
 #include "server/srv_stats.h"
+#include "storage/st_env.h"
 
 #define SRV_MAX_BINDS 16
 #define SRV_BROKER_NAME_MAX 64
@@ -37,5 +38,12 @@ typedef struct srv_heritage {
 
 /* The process's heritage (set by the master before forking). */
 extern srv_heritage srv_her;
+
+/*
+ * Open this process's LMDB environment with the options the heritage's
+ * configuration gives (`nosync`: commits are not flushed, the syncer
+ * does it). st_env_open's codes.
+ */
+int srv_heritage_env_open(int nosync, st_env **env);
 
 #endif

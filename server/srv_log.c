@@ -86,7 +86,7 @@ void srv_log_set_role(const char *role, int index)
 /* 1 if this line should be written; *suppressed gets the skipped count. */
 static int rate_allow(const char *fmt, uint64_t th, unsigned *suppressed)
 {
-    int64_t now = srv_monotonic_ms();
+    int64_t now = srv_util_monotonic_ms();
     unsigned slot = (unsigned)(((uintptr_t)fmt >> 4) % LOG_RATE_SLOTS);
     int same = rate[slot].fmt == fmt && rate[slot].text_hash == th;
 

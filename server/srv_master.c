@@ -13,7 +13,8 @@
 #include "server/srv_master.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
-#include "server/srv_duty.h"
+#include "server/srv_reaper.h"
+#include "server/srv_syncer.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
@@ -49,7 +50,6 @@
 #define NS_PER_MS 1000000
 #define MS_PER_S 1000
 
-srv_heritage srv_her;
 
 static volatile sig_atomic_t got_term, got_chld, got_hup;
 
@@ -252,22 +252,12 @@ static void open_unix_listener(void)
 /* Create or check the environment, then close it before any fork. */
 static void check_storage(void)
 {
-    st_env_opts o = {
-        .dir = srv_her.cfg->dir,
-        .map_size = (uint64_t)srv_her.cfg->maxdisk,
-        .databases = (unsigned)srv_her.cfg->databases,
-        .nosync = 0,
-        .writemap = (int)srv_her.cfg->lmdb_writemap,
-        .cache = srv_her.cache,
-        .compress_threshold = (size_t)srv_her.cfg->compress_threshold,
-        .compress_level = (int)srv_her.cfg->compress_level,
-    };
     st_env *env;
-    int rc = st_env_open(&o, &env);
+    int rc = srv_heritage_env_open(0, &env);
 
     if (rc) {
         fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
-                o.dir, st_strerror(rc));
+                srv_her.cfg->dir, st_strerror(rc));
         exit(1);
     }
     st_env_close(&env);
@@ -371,7 +361,7 @@ static void spawn_child(int i)
     if (pid < 0) {
         child_name(i, name, sizeof name);
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
-        workers[i].respawn_at_ms = srv_monotonic_ms() + RESPAWN_MAX_MS;
+        workers[i].respawn_at_ms = srv_util_monotonic_ms() + RESPAWN_MAX_MS;
         return;
     }
     if (pid == 0) {
@@ -387,7 +377,7 @@ static void spawn_child(int i)
         _exit(child_main(i));
     }
     workers[i].pid = pid;
-    workers[i].started_ms = srv_monotonic_ms();
+    workers[i].started_ms = srv_util_monotonic_ms();
     workers[i].respawn_at_ms = 0;
 }
 
@@ -402,7 +392,7 @@ static void reap_children(void)
             char name[SRV_CONN_NAME_MAX];
             if (w->pid != pid)
                 continue;
-            int64_t now = srv_monotonic_ms();
+            int64_t now = srv_util_monotonic_ms();
             w->pid = 0;
             if (got_term)
                 break;
@@ -444,12 +434,12 @@ static int children_alive(int from, int to)
 /* Stop children [from, to): ask, wait (bounded), then force. */
 static void stop_range(int from, int to, const sigset_t *waitmask)
 {
-    int64_t deadline = srv_monotonic_ms() + STOP_WAIT_MS;
+    int64_t deadline = srv_util_monotonic_ms() + STOP_WAIT_MS;
 
     for (int i = from; i < to; i++)
         if (workers[i].pid)
             kill(workers[i].pid, SIGTERM);
-    while (children_alive(from, to) && srv_monotonic_ms() < deadline) {
+    while (children_alive(from, to) && srv_util_monotonic_ms() < deadline) {
         struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
         ppoll(NULL, 0, &ts, waitmask);
         got_chld = 0;
@@ -528,7 +518,7 @@ int srv_master_main(int argc, char **argv)
     }
     srv_her.cfg = load_config(argc, argv);
     srv_her.master_pid = getpid();
-    srv_her.start_ms = srv_mstime();
+    srv_her.start_ms = srv_util_mstime();
     srv_her.nworkers = srv_config_workers(srv_her.cfg);
     if (!realpath("/proc/self/exe", srv_her.executable))
         snprintf(srv_her.executable, sizeof srv_her.executable, "%s", argv[0]);
@@ -576,7 +566,7 @@ int srv_master_main(int argc, char **argv)
                 srv_log(SRV_LOG_WARNING, rc, "reopening the log failed");
             srv_log(SRV_LOG_NOTICE, 0, "SIGHUP: log reopened");
         }
-        int64_t now = srv_monotonic_ms();
+        int64_t now = srv_util_monotonic_ms();
         for (int i = 0; i < nchildren && !got_term; i++)
             if (!workers[i].pid && now >= workers[i].respawn_at_ms &&
                 child_wanted(i))

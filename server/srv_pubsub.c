@@ -29,11 +29,11 @@
 #include "server/srv_pubsub.h"
 #include "server/srv_bproto.h"
 #include "server/srv_broker.h"
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
-#include "server/srv_multi.h"
+#include "server/cmd/srv_multi.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -122,7 +122,7 @@ void srv_pubsub_reply_push(srv_conn *c, long long n)
     int len;
 
     buf[0] = c->resp == 3 ? '>' : '*';
-    len = 1 + srv_ll2str(buf + 1, n);
+    len = 1 + srv_util_ll2str(buf + 1, n);
     buf[len++] = '\r';
     buf[len++] = '\n';
     srv_reply_raw(c, buf, (size_t)len);
@@ -141,7 +141,7 @@ static void append_bulk_head(srv_buf *b, size_t n)
     int len;
 
     buf[0] = '$';
-    len = 1 + srv_ll2str(buf + 1, (long long)n);
+    len = 1 + srv_util_ll2str(buf + 1, (long long)n);
     buf[len++] = '\r';
     buf[len++] = '\n';
     srv_buf_append(b, buf, (size_t)len);
@@ -229,7 +229,7 @@ static long long deliver_local(int kind, const char *ch, size_t chlen,
         srv_dict_iter_init(&it, &ps.local[SRV_PS_PATTERN]);
         while ((de = srv_dict_iter_next(&it))) {
             ps_entry *e = de->val;
-            if (!srv_glob_match(de->key, de->klen, ch, chlen, 0))
+            if (!srv_util_glob_match(de->key, de->klen, ch, chlen, 0))
                 continue;
             push_all(e, kind, de, ch, chlen, msg, mlen);
             n += e->n;
@@ -265,7 +265,7 @@ static void answer_local(srv_conn *c, int query, int kind, int nargs,
         srv_dict_entry *de;
         srv_dict_iter_init(&it, &ps.local[kind]);
         while ((de = srv_dict_iter_next(&it))) {
-            if (nargs && !srv_glob_match(args[0].ptr, args[0].len, de->key,
+            if (nargs && !srv_util_glob_match(args[0].ptr, args[0].len, de->key,
                                          de->klen, 0))
                 continue;
             srv_reply_bulk(c, de->key, de->klen);
@@ -749,7 +749,7 @@ int srv_pubsub_dispatch(srv_worker *w)
 
 void srv_pubsub_start(srv_worker *w)
 {
-    int64_t deadline = srv_monotonic_ms() + START_WAIT_MS;
+    int64_t deadline = srv_util_monotonic_ms() + START_WAIT_MS;
 
     ps.w = w;
     ps.stopped = 0;
@@ -765,7 +765,7 @@ void srv_pubsub_start(srv_worker *w)
     }
     /* Wait (bounded) for the broker to welcome us before serving. */
     while (ps.state == LINK_HELLO && !ps.lost) {
-        int64_t left = deadline - srv_monotonic_ms();
+        int64_t left = deadline - srv_util_monotonic_ms();
         struct pollfd p = { ps.fd, POLLIN, 0 };
         if (left <= 0)
             break;
@@ -1127,7 +1127,7 @@ static int full_name(const srv_conn *c, char *buf, size_t size)
             continue;
         container = 1;
         if (c->argc < 2 ||
-            !srv_streq(c->argv[1].ptr, c->argv[1].len, subcommands[i].sub))
+            !srv_util_streq(c->argv[1].ptr, c->argv[1].len, subcommands[i].sub))
             continue;
         if ((arity > 0 && c->argc != arity) || (arity < 0 && c->argc < -arity))
             return 0;

@@ -35,7 +35,7 @@ static void header(srv_conn *c, char t, long long n)
     char buf[HEADER_MAX];
 
     buf[0] = t;
-    int len = 1 + srv_ll2str(buf + 1, n);
+    int len = 1 + srv_util_ll2str(buf + 1, n);
     buf[len++] = '\r';
     buf[len++] = '\n';
     srv_reply_raw(c, buf, (size_t)len);
@@ -95,7 +95,7 @@ void srv_reply_bulk_cstr(srv_conn *c, const char *s)
 void srv_reply_bulk_ll(srv_conn *c, long long v)
 {
     char buf[SRV_LLSTR_SIZE];
-    int n = srv_ll2str(buf, v);
+    int n = srv_util_ll2str(buf, v);
 
     srv_reply_bulk(c, buf, (size_t)n);
 }
@@ -134,7 +134,7 @@ void srv_reply_set(srv_conn *c, long long n)
 void srv_reply_double(srv_conn *c, double d)
 {
     char buf[SRV_DSTR_SIZE];
-    int n = srv_d2str(buf, sizeof buf, d);
+    int n = srv_util_d2str(buf, sizeof buf, d);
 
     if (c->resp == 3) {
         srv_reply_raw(c, ",", 1);
@@ -186,7 +186,7 @@ void srv_reply_defer_array(srv_conn *c, size_t mark, long long n)
     size_t len;
 
     buf[0] = '*';
-    len = 1 + (size_t)srv_ll2str(buf + 1, n);
+    len = 1 + (size_t)srv_util_ll2str(buf + 1, n);
     buf[len++] = '\r';
     buf[len++] = '\n';
     srv_reply_defer_fill(c, mark, buf, len);

@@ -12,14 +12,14 @@
 #define CRLF_LEN 2
 #define HEX_BASE 16
 
-void srv_parser_init(srv_parser *p, long long max_bulk)
+void srv_resp_parser_init(srv_parser *p, long long max_bulk)
 {
     memset(p, 0, sizeof *p);
     p->max_bulk = max_bulk;
     p->bulk = -1;
 }
 
-void srv_parser_fini(srv_parser *p)
+void srv_resp_parser_fini(srv_parser *p)
 {
     free(p->off);
     free(p->argv);
@@ -27,7 +27,7 @@ void srv_parser_fini(srv_parser *p)
     memset(p, 0, sizeof *p);
 }
 
-void srv_parser_reset(srv_parser *p)
+void srv_resp_parser_reset(srv_parser *p)
 {
     p->kind = 0;
     p->left = 0;
@@ -74,7 +74,7 @@ static int read_number_line(srv_parser *p, const char *buf, size_t len,
             return -1;
         return 0;
     }
-    *ok = srv_str2ll(start + 1, (size_t)(cr - start - 1), v);
+    *ok = srv_util_str2ll(start + 1, (size_t)(cr - start - 1), v);
     p->cur = (size_t)(cr - buf) + CRLF_LEN;
     return 1;
 }
@@ -172,7 +172,7 @@ static int parse_inline(srv_parser *p, char *buf, size_t len)
     }
     if (grow_argv(p, (long long)(linelen / 2 + 1)))
         return SRV_PARSE_NOMEM;
-    argc = srv_split_args(buf, linelen, p->inl, p->argv, p->argv_cap);
+    argc = srv_resp_split_args(buf, linelen, p->inl, p->argv, p->argv_cap);
     if (argc < 0) {
         p->error = "Protocol error: unbalanced quotes in request";
         return SRV_PARSE_ERROR;
@@ -182,7 +182,7 @@ static int parse_inline(srv_parser *p, char *buf, size_t len)
     return SRV_PARSE_DONE;
 }
 
-int srv_parse(srv_parser *p, char *buf, size_t len)
+int srv_resp_parse(srv_parser *p, char *buf, size_t len)
 {
     if (len == 0)
         return SRV_PARSE_MORE;
@@ -202,7 +202,7 @@ static int peek_number(const char **p, const char *end, char lead,
         return 0;
     while (q < end && isdigit((unsigned char)*q)) {
         if (n > SRV_PROTO_MAX_ARGS)
-            return 0;                   /* absurd: leave it to srv_parse */
+            return 0;                   /* absurd: leave it to srv_resp_parse */
         n = n * 10 + (*q++ - '0');
     }
     if (end - q < CRLF_LEN || q[0] != '\r' || q[1] != '\n')
@@ -255,7 +255,7 @@ static char unescape(char c)
     }
 }
 
-int srv_split_args(const char *line, size_t len, char *out, srv_slice *argv,
+int srv_resp_split_args(const char *line, size_t len, char *out, srv_slice *argv,
                    int maxargs)
 {
     size_t i = 0, o = 0;

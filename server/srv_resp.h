@@ -46,11 +46,11 @@ typedef struct srv_parser {
     const char *error;          /* protocol error text, without "-ERR " */
 } srv_parser;
 
-void srv_parser_init(srv_parser *p, long long max_bulk);
-void srv_parser_fini(srv_parser *p);
+void srv_resp_parser_init(srv_parser *p, long long max_bulk);
+void srv_resp_parser_fini(srv_parser *p);
 
 /* Forget the command just handled (or the partial one). */
-void srv_parser_reset(srv_parser *p);
+void srv_resp_parser_reset(srv_parser *p);
 
 /*
  * Parse from buf[0..len), the unconsumed bytes of a read buffer, which
@@ -61,19 +61,19 @@ void srv_parser_reset(srv_parser *p);
  * many bytes from buf's start the command will take at least, so the
  * caller can grow the buffer once for a big bulk.
  */
-int srv_parse(srv_parser *p, char *buf, size_t len);
+int srv_resp_parse(srv_parser *p, char *buf, size_t len);
 
 /*
  * Look ahead, without a parser: if buf[0..len) starts with a complete
  * multibulk request, put its first (up to) `max` arguments in argv (slices
  * of buf), its argument count in *argc, and return its length in bytes.
- * Returns 0 when it is incomplete, inline or malformed: then srv_parse will
+ * Returns 0 when it is incomplete, inline or malformed: then srv_resp_parse will
  * say what it is. For hints only (prefetching what a pipeline will use).
  */
 size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
                      long long *argc);
 
-/* Results of srv_split_args besides an argument count. */
+/* Results of srv_resp_split_args besides an argument count. */
 #define SRV_SPLIT_EQUOTES (-1)
 #define SRV_SPLIT_ETOOMANY (-2)
 
@@ -84,7 +84,7 @@ size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
  * len + 1 bytes; each argument is followed by a NUL there). Returns the
  * count, SRV_SPLIT_EQUOTES or SRV_SPLIT_ETOOMANY (more than maxargs).
  */
-int srv_split_args(const char *line, size_t len, char *out, srv_slice *argv,
+int srv_resp_split_args(const char *line, size_t len, char *out, srv_slice *argv,
                    int maxargs);
 
 #endif

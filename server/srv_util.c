@@ -18,7 +18,7 @@
 #define NS_PER_MS 1000000
 #define NS_PER_US 1000
 
-int srv_str2ll(const char *s, size_t len, long long *out)
+int srv_util_str2ll(const char *s, size_t len, long long *out)
 {
     unsigned long long v = 0;
     size_t i = 0;
@@ -58,7 +58,7 @@ int srv_str2ll(const char *s, size_t len, long long *out)
     return 1;
 }
 
-int srv_ll2str(char *buf, long long v)
+int srv_util_ll2str(char *buf, long long v)
 {
     char tmp[SRV_LLSTR_SIZE];
     unsigned long long u = v < 0 ? 0ull - (unsigned long long)v
@@ -92,7 +92,7 @@ static int numbuf(const char *s, size_t len, char *buf)
  * not NaN, and no overflow or underflow (ERANGE to infinity or to zero);
  * an explicit "inf" is fine.
  */
-int srv_str2ld(const char *s, size_t len, long double *out)
+int srv_util_str2ld(const char *s, size_t len, long double *out)
 {
     char buf[SRV_LDSTR_SIZE], *end;
     long double v;
@@ -108,7 +108,7 @@ int srv_str2ld(const char *s, size_t len, long double *out)
     return 1;
 }
 
-int srv_str2d(const char *s, size_t len, double *out)
+int srv_util_str2d(const char *s, size_t len, double *out)
 {
     char buf[SRV_LDSTR_SIZE], *end;
     double v;
@@ -124,7 +124,7 @@ int srv_str2d(const char *s, size_t len, double *out)
     return 1;
 }
 
-int srv_ld2str(char *buf, size_t size, long double v)
+int srv_util_ld2str(char *buf, size_t size, long double v)
 {
     int n;
 
@@ -148,7 +148,7 @@ int srv_ld2str(char *buf, size_t size, long double v)
     return n;
 }
 
-int srv_d2str(char *buf, size_t size, double v)
+int srv_util_d2str(char *buf, size_t size, double v)
 {
     if (isinf(v))
         return snprintf(buf, size, v > 0 ? "inf" : "-inf");
@@ -191,7 +191,7 @@ static int class_match(const char *pat, size_t plen, size_t *pi, int c,
     return neg ? !hit : hit;
 }
 
-int srv_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
+int srv_util_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
                    int nocase)
 {
     size_t p = 0, s = 0, star_p = (size_t)-1, star_s = 0;
@@ -243,28 +243,28 @@ int srv_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
     return p == plen;
 }
 
-int64_t srv_mstime(void)
+int64_t srv_util_mstime(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / NS_PER_MS;
 }
 
-int64_t srv_ustime(void)
+int64_t srv_util_ustime(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * US_PER_S + ts.tv_nsec / NS_PER_US;
 }
 
-int64_t srv_monotonic_ms(void)
+int64_t srv_util_monotonic_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / NS_PER_MS;
 }
 
-int srv_streq(const char *s, size_t len, const char *lit)
+int srv_util_streq(const char *s, size_t len, const char *lit)
 {
     return strlen(lit) == len && strncasecmp(s, lit, len) == 0;
 }

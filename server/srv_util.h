@@ -10,48 +10,48 @@
 
 /* Room for any long long in decimal, sign and NUL included. */
 #define SRV_LLSTR_SIZE 21
-/* Room for a long double printed by srv_ld2str. */
+/* Room for a long double printed by srv_util_ld2str. */
 #define SRV_LDSTR_SIZE 5120
-/* Room for a double printed by srv_d2str. */
+/* Room for a double printed by srv_util_d2str. */
 #define SRV_DSTR_SIZE 128
 
 /*
  * Parse exactly `len` bytes as a long long the way Redis does: optional
  * '-', no spaces, no '+', no leading zeros. Returns 1 on success, 0 else.
  */
-int srv_str2ll(const char *s, size_t len, long long *out);
+int srv_util_str2ll(const char *s, size_t len, long long *out);
 
 /* Decimal text of v into buf (SRV_LLSTR_SIZE bytes); returns its length. */
-int srv_ll2str(char *buf, long long v);
+int srv_util_ll2str(char *buf, long long v);
 
 /* Parse a float as Redis does for INCRBYFLOAT: 1 ok, 0 invalid or NaN. */
-int srv_str2ld(const char *s, size_t len, long double *out);
+int srv_util_str2ld(const char *s, size_t len, long double *out);
 
 /* Parse a double: 1 ok, 0 invalid (spaces, empty, NaN). Accepts inf. */
-int srv_str2d(const char *s, size_t len, double *out);
+int srv_util_str2d(const char *s, size_t len, double *out);
 
 /*
  * Human text of a long double (INCRBYFLOAT): fixed notation with 17
  * digits after the point, trailing zeros and point trimmed. Returns the
  * length, 0 if it cannot be printed (infinite).
  */
-int srv_ld2str(char *buf, size_t size, long double v);
+int srv_util_ld2str(char *buf, size_t size, long double v);
 
 /* A double as Redis replies it: "inf", "-inf", or %.17g. */
-int srv_d2str(char *buf, size_t size, double v);
+int srv_util_d2str(char *buf, size_t size, double v);
 
 /* Glob match of Redis's KEYS/SCAN MATCH: * ? [a-z] [^x] and \ escapes. */
-int srv_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
+int srv_util_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
                    int nocase);
 
 /* Wall-clock time in ms and µs since the epoch. */
-int64_t srv_mstime(void);
-int64_t srv_ustime(void);
+int64_t srv_util_mstime(void);
+int64_t srv_util_ustime(void);
 
 /* Monotonic time in ms (timeouts, back-off). */
-int64_t srv_monotonic_ms(void);
+int64_t srv_util_monotonic_ms(void);
 
 /* ASCII case-insensitive comparison of a slice with a C string. */
-int srv_streq(const char *s, size_t len, const char *lit);
+int srv_util_streq(const char *s, size_t len, const char *lit);
 
 #endif

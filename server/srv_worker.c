@@ -13,18 +13,20 @@
  * which is what makes the replay possible.
  */
 #include "server/srv_worker.h"
-#include "server/srv_cmd.h"
-#include "server/srv_duty.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/srv_syncer.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
-#include "server/srv_multi.h"
+#include "server/cmd/srv_multi.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_coll.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
+#include "storage/st_txn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -141,8 +143,8 @@ static srv_conn *conn_new(int fd, int is_unix)
     c->flags = is_unix ? SRV_CONN_UNIX : 0;
     c->authed = srv_her.cfg->requirepass[0] == '\0';
     c->id = atomic_fetch_add(&srv_her.stats->next_client_id, 1);
-    c->created_ms = c->last_ms = srv_mstime();
-    srv_parser_init(&c->parser, srv_her.cfg->proto_max_bulk_len);
+    c->created_ms = c->last_ms = srv_util_mstime();
+    srv_resp_parser_init(&c->parser, srv_her.cfg->proto_max_bulk_len);
     c->ev_read = new_event(w, fd, EV_READ | EV_PERSIST, on_read, c);
     c->ev_write = new_event(w, fd, EV_WRITE | EV_PERSIST, on_write, c);
     if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL)) {
@@ -150,7 +152,7 @@ static srv_conn *conn_new(int fd, int is_unix)
             event_free(c->ev_read);
         if (c->ev_write)
             event_free(c->ev_write);
-        srv_parser_fini(&c->parser);
+        srv_resp_parser_fini(&c->parser);
         free(c);
         return NULL;
     }
@@ -185,7 +187,7 @@ void srv_conn_close(srv_conn *c)
     close(c->fd);
     srv_buf_free(&c->in);
     srv_buf_free(&c->out);
-    srv_parser_fini(&c->parser);
+    srv_resp_parser_fini(&c->parser);
     srv_multi_free(c);
     free(c);
     SRV_STAT_ADD(w->stats, connected, -1);
@@ -353,7 +355,7 @@ static void members_rewind(srv_group *g)
             m->replay_until = m->in_done;
         m->in_done = 0;
         m->single = m->replay_until > 0;
-        srv_parser_reset(&m->parser);
+        srv_resp_parser_reset(&m->parser);
         srv_multi_rewind(m);
     }
 }
@@ -434,7 +436,7 @@ static int after_command(srv_conn *c, size_t pos)
         if (rc) {
             /* Only this command was in it: its reply becomes the error. */
             c->out.len = g->cmd_out_mark;
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             c->in_done = pos;
             srv_multi_lost(c);
             members_committed(g);
@@ -470,7 +472,7 @@ static void prefetch_keys(srv_conn *c)
     long long argc;
     int cmds = 0;
 
-    if (!st_prefetch_useful(c->worker->env))
+    if (!st_keyspace_prefetch_useful(c->worker->env))
         return;
     while (n < PREFETCH_KEYS) {
         size_t used = srv_resp_peek(c->in.data + pos, c->in.len - pos, argv,
@@ -496,7 +498,7 @@ static void prefetch_keys(srv_conn *c)
         }
     }
     if (cmds > 1 && n > 0)
-        st_prefetch_keys(c->worker->env, (unsigned)c->db, names, lens, n);
+        st_keyspace_prefetch(c->worker->env, (unsigned)c->db, names, lens, n);
 }
 
 /* Parse and run every complete command in the input buffer. */
@@ -510,7 +512,7 @@ static void process_input(srv_conn *c)
     while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) &&
            !g->failed && !c->blocked) {
         size_t pos = c->in_done;
-        int rc = srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+        int rc = srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
         if (rc == SRV_PARSE_MORE)
             break;
         if (rc != SRV_PARSE_DONE) {
@@ -525,7 +527,7 @@ static void process_input(srv_conn *c)
         size_t consumed = c->parser.consumed;
         if (c->parser.argc == 0) {
             c->in_done = pos + consumed;
-            srv_parser_reset(&c->parser);
+            srv_resp_parser_reset(&c->parser);
             continue;
         }
         c->argc = c->parser.argc;
@@ -535,14 +537,14 @@ static void process_input(srv_conn *c)
             if (group_commit(w))
                 break;                  /* rewound: replay comes first */
             pos = c->in_done;           /* input was consumed */
-            srv_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+            srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
             c->argv = c->parser.argv;
         }
         g->cmd_out_mark = c->out.len;
         g->cmd_wrote = 0;
         g->commit_after = 0;
         srv_cmd_execute(c);
-        srv_parser_reset(&c->parser);
+        srv_resp_parser_reset(&c->parser);
         if (after_command(c, pos + consumed))
             break;
     }
@@ -617,7 +619,7 @@ static void group_finish(srv_worker *w)
      * anyway within its tick.
      */
     if (!atomic_load(&srv_her.stats->reaper_expiring) &&
-        st_reap_seen(w->env, srv_mstime(), &reaped) == 0 && reaped)
+        st_keyspace_reap_seen(w->env, srv_util_mstime(), &reaped) == 0 && reaped)
         SRV_STAT_ADD(w->stats, expired_keys, (int64_t)reaped);
 }
 
@@ -654,7 +656,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     c->in.len += (size_t)n;
-    c->last_ms = srv_mstime();
+    c->last_ms = srv_util_mstime();
     SRV_STAT_ADD(c->worker->stats, net_input_bytes, n);
     if (c->in.len - c->in_done >
         (size_t)srv_her.cfg->client_query_buffer_limit) {
@@ -693,8 +695,8 @@ static void close_idle(srv_worker *w, int64_t now)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     srv_worker *w = arg;
-    int64_t now = srv_mstime();
-    int64_t mono = srv_monotonic_ms();
+    int64_t now = srv_util_mstime();
+    int64_t mono = srv_util_monotonic_ms();
 
     group_finish(w);                    /* its own txns below need the slot */
     close_idle(w, now);
@@ -800,27 +802,17 @@ static void seed_random(void)
     unsigned seed;
 
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed)
-        seed = (unsigned)getpid() ^ (unsigned)srv_mstime();
+        seed = (unsigned)getpid() ^ (unsigned)srv_util_mstime();
     srandom(seed);
 }
 
 static int open_env(srv_worker *w)
 {
-    st_env_opts o = {
-        .dir = srv_her.cfg->dir,
-        .map_size = (uint64_t)srv_her.cfg->maxdisk,
-        .databases = (unsigned)srv_her.cfg->databases,
-        .nosync = 1,                    /* the syncer flushes */
-        .writemap = (int)srv_her.cfg->lmdb_writemap,
-        .cache = srv_her.cache,
-        .compress_threshold = (size_t)srv_her.cfg->compress_threshold,
-        .compress_level = (int)srv_her.cfg->compress_level,
-    };
-    int rc = st_env_open(&o, &w->env);
+    int rc = srv_heritage_env_open(1, &w->env);   /* the syncer flushes */
 
     if (rc)
         srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "opening LMDB in '%s' failed: %s",
-                o.dir, rc > 0 ? "system error" : st_strerror(rc));
+                srv_her.cfg->dir, rc > 0 ? "system error" : st_strerror(rc));
     return rc;
 }
 
@@ -844,9 +836,9 @@ int srv_worker_main(int index)
     signal(SIGHUP, SIG_IGN);
     w->stats = &srv_her.stats->slot[index];
     atomic_store(&w->stats->pid, getpid());
-    atomic_store(&w->stats->started_ms, srv_mstime());
+    atomic_store(&w->stats->started_ms, srv_util_mstime());
     atomic_store(&w->stats->connected, 0);
-    w->last_sample_ms = srv_monotonic_ms();
+    w->last_sample_ms = srv_util_monotonic_ms();
     w->last_sample_cmds = atomic_load(&w->stats->total_commands);
     srv_cmd_init();
     seed_random();
@@ -913,7 +905,7 @@ int srv_worker_embed_open(const char *dir)
     srv_her.unix_fd = -1;
     srv_her.sync_efd = -1;
     srv_her.master_pid = 0;             /* no master to signal */
-    srv_her.start_ms = srv_mstime();
+    srv_her.start_ms = srv_util_mstime();
     if (!srv_her.stats && !(srv_her.stats = srv_stats_create(1)))
         return -1;
     memset(w, 0, sizeof *w);

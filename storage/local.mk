@@ -1,11 +1,12 @@
 # storage/: the LMDB keyspace library (libstorage.a).
 noinst_LIBRARIES += libstorage.a
 libstorage_a_SOURCES = \
-	storage/st_err.h \
+	storage/st_err.c storage/st_err.h \
 	storage/st_internal.h \
 	storage/st_coll.c storage/st_coll.h \
 	storage/st_env.c storage/st_env.h \
-	storage/st_key.c storage/st_key.h \
-	storage/st_keys.c storage/st_keys.h
+	storage/st_txn.c storage/st_txn.h \
+	storage/st_codec.c storage/st_codec.h \
+	storage/st_keyspace.c storage/st_keyspace.h
 libstorage_a_CFLAGS = $(AM_CFLAGS) $(LMDB_CFLAGS) $(ZSTD_CFLAGS)
 include storage/coll.mk

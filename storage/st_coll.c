@@ -1,9 +1,12 @@
 /*
- * st_coll.c - collection ids, detaching, lazy freeing and deep copies.
+ * st_coll.c - collection records (open, create, save), ids, detaching,
+ * lazy freeing and deep copies.
  */
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_keyspace.h"
+#include "storage/st_txn.h"
 
 #include <errno.h>
 #include <string.h>
@@ -43,11 +46,11 @@ int st_coll_new_id(st_txn *t, uint64_t *id)
     if (rc == 0 && v.mv_size == sizeof next)
         memcpy(&next, v.mv_data, sizeof next);
     else if (rc && rc != MDB_NOTFOUND)
-        return st_map_err(rc);
+        return st_err_map(rc);
     *id = next++;
     v.mv_size = sizeof next;
     v.mv_data = &next;
-    return st_map_err(mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
+    return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 /* The element databases of a type (zsets have two). */
@@ -72,8 +75,8 @@ int st_coll_detach(st_txn *t, const st_rec *r)
     st_coll c;
 
     st_coll_decode(r, &c);
-    st_put_be64(key, c.id);
-    return st_map_err(mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
+    st_codec_put_be64(key, c.id);
+    return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
 }
 
 int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
@@ -91,17 +94,17 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
         uint8_t at[ST_LMDB_MAXKEY], nkey[ST_LMDB_MAXKEY];
         MDB_cursor *cur;
         MDB_val k = { ST_COLL_ID_BYTES, at }, v;
-        st_put_be64(at, c.id);
+        st_codec_put_be64(at, c.id);
         if ((rc = mdb_cursor_open(t->txn, dbis[i], &cur)))
-            return st_map_err(rc);
+            return st_err_map(rc);
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
              rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-            if (k.mv_size < ST_COLL_ID_BYTES || st_get_be64(k.mv_data) != c.id)
+            if (k.mv_size < ST_COLL_ID_BYTES || st_codec_get_be64(k.mv_data) != c.id)
                 break;
             size_t klen = k.mv_size;
             memcpy(at, k.mv_data, klen);
             memcpy(nkey, k.mv_data, klen);
-            st_put_be64(nkey, out->id);
+            st_codec_put_be64(nkey, out->id);
             MDB_val nk = { klen, nkey };
             /* The new id is the largest yet: its keys append. */
             rc = mdb_put(t->txn, dbis[i], &nk, &v, MDB_APPEND);
@@ -117,7 +120,7 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
         }
         mdb_cursor_close(cur);
         if (rc && rc != MDB_NOTFOUND)
-            return st_map_err(rc);
+            return st_err_map(rc);
     }
     return 0;
 }
@@ -133,12 +136,12 @@ static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
     int rc;
 
     *empty = 0;
-    st_put_be64(prefix, id);
+    st_codec_put_be64(prefix, id);
     if ((rc = mdb_cursor_open(txn, dbi, &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && *budget > 0) {
-        if (k.mv_size < ST_COLL_ID_BYTES || st_get_be64(k.mv_data) != id)
+        if (k.mv_size < ST_COLL_ID_BYTES || st_codec_get_be64(k.mv_data) != id)
             break;
         if ((rc = mdb_cursor_del(cur, 0)))
             break;
@@ -147,12 +150,12 @@ static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
     }
     if (rc == MDB_NOTFOUND || rc == EINVAL ||
         (rc == 0 && (k.mv_size < ST_COLL_ID_BYTES ||
-                     st_get_be64(k.mv_data) != id))) {
+                     st_codec_get_be64(k.mv_data) != id))) {
         *empty = 1;
         rc = 0;
     }
     mdb_cursor_close(cur);
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
@@ -171,10 +174,10 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
         return rc;
     if ((rc = mdb_cursor_open(t->txn, env->dbi[ST_DBI_GARBAGE], &cur))) {
         st_txn_abort(&t);
-        return st_map_err(rc);
+        return st_err_map(rc);
     }
     while (budget > 0 && (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) == 0) {
-        uint64_t id = st_get_be64(k.mv_data);
+        uint64_t id = st_codec_get_be64(k.mv_data);
         int type = v.mv_size ? *(const uint8_t *)v.mv_data : ST_TYPE_NONE;
         MDB_dbi dbis[2];
         int n = type_dbis(env, type, dbis), all_empty = 1;
@@ -193,7 +196,7 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND) {
         st_txn_abort(&t);
-        return st_map_err(rc);
+        return st_err_map(rc);
     }
     *freed = max - budget;
     if (mdb_stat(t->txn, env->dbi[ST_DBI_GARBAGE], &st) == 0)
@@ -203,4 +206,63 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
         return 0;
     }
     return st_txn_commit(&t);
+}
+
+int st_coll_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o)
+{
+    st_rec r;
+    int rc = st_keyspace_lookup(t, k, now, &r);
+
+    memset(o, 0, sizeof *o);
+    o->k = k;
+    o->type = type;
+    if (rc)
+        return rc;
+    if (r.type != type)
+        return ST_EWRONGTYPE;
+    o->exists = 1;
+    o->expire_at = r.expire_at;
+    st_coll_decode(&r, &o->c);
+    return 0;
+}
+
+int st_coll_create(st_txn *t, st_obj *o)
+{
+    memset(&o->c, 0, sizeof o->c);
+    return st_coll_new_id(t, &o->c.id);
+}
+
+/* Rewrite the record of `o` in place (or create it, without a TTL). */
+static int rec_write(st_txn *t, st_obj *o)
+{
+    MDB_val key = { o->k->enc_len, o->k->enc }, v;
+    uint8_t *p;
+    int rc;
+
+    v.mv_size = st_codec_rec_size(o->k, ST_COLL_PAYLOAD);
+    v.mv_data = NULL;
+    rc = mdb_put(t->txn, t->env->dbi[ST_DBI_KEYS], &key, &v, MDB_RESERVE);
+    if (rc)
+        return st_err_map(rc);
+    p = st_codec_rec_encode_head(v.mv_data, o->k, o->type, 0, st_txn_version(t),
+                           o->expire_at);
+    st_coll_encode(p, &o->c);
+    if (!o->exists) {
+        st_txn_count_keys(t, o->k->db, 1, o->expire_at ? 1 : 0);
+        o->exists = 1;
+    }
+    return 0;
+}
+
+int st_coll_save(st_txn *t, st_obj *o, int64_t now)
+{
+    int rc;
+
+    if (o->c.card > 0)
+        return rec_write(t, o);
+    if (!o->exists)
+        return 0;
+    rc = st_keyspace_delete(t, o->k, now);
+    o->exists = 0;
+    return rc == ST_ENOTFOUND ? 0 : rc;
 }

@@ -1,8 +1,9 @@
 /*
- * st_coll.h - what every collection type shares: the collection record
- * payload (id, cardinality, list head/tail), fresh ids, O(1) detaching
- * into the garbage database, the bounded-chunk freer behind it, and the
- * deep copy COPY needs.
+ * st_coll.h - what every collection type shares: opening a key as a
+ * collection of one type and writing its record back (st_obj), the
+ * collection record payload (id, cardinality, list head/tail), fresh ids,
+ * O(1) detaching into the garbage database, the bounded-chunk freer
+ * behind it, and the deep copy COPY needs.
  *
  * Elements live in the type's database(s) under keys that start with the
  * collection id (big-endian u64): hashes, sets and lists in one database,
@@ -15,7 +16,7 @@
 #include <stdint.h>
 
 #include "storage/st_env.h"
-#include "storage/st_key.h"
+#include "storage/st_codec.h"
 
 #define ST_COLL_ID_BYTES 8
 
@@ -52,5 +53,35 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out);
  */
 int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
                        uint64_t *pending);
+
+/*
+ * A key opened as a collection. `k` is borrowed and must outlive the
+ * struct; its LMDB key form (long-name probe) is settled by the open.
+ */
+typedef struct st_obj {
+    st_keyref *k;
+    int type;           /* ST_TYPE_HASH, _SET, _LIST or _ZSET */
+    int exists;         /* a record is stored */
+    int64_t expire_at;
+    st_coll c;          /* id, cardinality, list bounds */
+} st_obj;
+
+/*
+ * Open `k` as a collection of `type`. 0: found; ST_ENOTFOUND: absent, *o
+ * set up for st_coll_create; ST_EWRONGTYPE: another type; else an error.
+ * Any transaction (a write one deletes an expired key on the spot).
+ */
+int st_coll_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o);
+
+/* Give an absent collection a fresh id (its record is written by save). */
+int st_coll_create(st_txn *t, st_obj *o);
+
+/*
+ * Write the record of `o` back after its elements changed: a collection
+ * left empty is deleted (the key disappears), otherwise the record is
+ * rewritten with the new cardinality and list bounds, its TTL kept and
+ * the transaction's version stamped. Write transaction.
+ */
+int st_coll_save(st_txn *t, st_obj *o, int64_t now);
 
 #endif

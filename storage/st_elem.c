@@ -1,12 +1,13 @@
 /*
- * st_elem.c - collection records (open, create, save) and the element
- * keys of the hash-ordered databases shared by hashes, sets and zsets.
+ * st_elem.c - the element keys of the hash-ordered databases shared by
+ * hashes, sets and zsets.
  */
 #include "storage/st_elem.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_rank.h"
+#include "storage/st_txn.h"
 
 #include <string.h>
 
@@ -31,82 +32,23 @@ static int counted(int kind, const st_txn *t, uint64_t id, st_rank *r)
     return kind != ST_ELEM_ZMEMBER;
 }
 
-int st_obj_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o)
-{
-    st_rec r;
-    int rc = st_lookup(t, k, now, &r);
-
-    memset(o, 0, sizeof *o);
-    o->k = k;
-    o->type = type;
-    if (rc)
-        return rc;
-    if (r.type != type)
-        return ST_EWRONGTYPE;
-    o->exists = 1;
-    o->expire_at = r.expire_at;
-    st_coll_decode(&r, &o->c);
-    return 0;
-}
-
-int st_obj_create(st_txn *t, st_obj *o)
-{
-    memset(&o->c, 0, sizeof o->c);
-    return st_coll_new_id(t, &o->c.id);
-}
-
-/* Rewrite the record of `o` in place (or create it, without a TTL). */
-static int rec_write(st_txn *t, st_obj *o)
-{
-    MDB_val key = { o->k->enc_len, o->k->enc }, v;
-    uint8_t *p;
-    int rc;
-
-    v.mv_size = st_rec_size(o->k, ST_COLL_PAYLOAD);
-    v.mv_data = NULL;
-    rc = mdb_put(t->txn, t->env->dbi[ST_DBI_KEYS], &key, &v, MDB_RESERVE);
-    if (rc)
-        return st_map_err(rc);
-    p = st_rec_encode_head(v.mv_data, o->k, o->type, 0, st_txn_version(t),
-                           o->expire_at);
-    st_coll_encode(p, &o->c);
-    if (!o->exists) {
-        st_count_keys(t, o->k->db, 1, o->expire_at ? 1 : 0);
-        o->exists = 1;
-    }
-    return 0;
-}
-
-int st_obj_save(st_txn *t, st_obj *o, int64_t now)
-{
-    int rc;
-
-    if (o->c.card > 0)
-        return rec_write(t, o);
-    if (!o->exists)
-        return 0;
-    rc = st_delete(t, o->k, now);
-    o->exists = 0;
-    return rc == ST_ENOTFOUND ? 0 : rc;
-}
-
 uint64_t st_elem_hash(const void *name, size_t len)
 {
-    return st_scan_hash(name, len);
+    return st_codec_scan_hash(name, len);
 }
 
 /* Build the element key of `name` in `buf` (ST_LMDB_MAXKEY bytes). */
 static size_t elem_key(uint8_t *buf, uint64_t id, const void *name,
                        size_t len)
 {
-    st_put_be64(buf, id);
-    st_put_be64(buf + ST_COLL_ID_BYTES, st_elem_hash(name, len));
+    st_codec_put_be64(buf, id);
+    st_codec_put_be64(buf + ST_COLL_ID_BYTES, st_elem_hash(name, len));
     if (len <= ST_ELEM_INLINE_MAX) {
         if (len)
             memcpy(buf + ST_ELEM_HEAD, name, len);
         return ST_ELEM_HEAD + len;
     }
-    st_put_be64(buf + ST_ELEM_HEAD, st_hash64(name, len, ELEM_SEED_DIGEST));
+    st_codec_put_be64(buf + ST_ELEM_HEAD, st_codec_hash64(name, len, ELEM_SEED_DIGEST));
     memcpy(buf + ST_ELEM_HEAD + ST_KEY_HASH_BYTES, name, ST_ELEM_LONG_PREFIX);
     return ST_LMDB_MAXKEY;
 }
@@ -156,7 +98,7 @@ int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
     k.mv_size = elem_key(buf, id, name, len);
     k.mv_data = buf;
     if ((rc = mdb_get(t->txn, kind_dbi(t, kind), &k, &v)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     if (k.mv_size == ST_LMDB_MAXKEY && !long_matches(&v, name, len))
         return ST_ENOTFOUND;
     elem_decode(&k, &v, &nm, &nl, val, vlen);
@@ -178,7 +120,7 @@ int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
     is_long = k.mv_size == ST_LMDB_MAXKEY;
     rc = mdb_get(t->txn, dbi, &k, &v);
     if (rc && rc != MDB_NOTFOUND)
-        return st_map_err(rc);
+        return st_err_map(rc);
     *created = rc == MDB_NOTFOUND;
     if (!*created) {
         if (is_long && !long_matches(&v, name, len))
@@ -206,7 +148,7 @@ int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
         MDB_val key = { k.mv_size, buf };
         rc = st_rank_insert(&r, c->card, &key);
     }
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 int st_elem_del(st_txn *t, int kind, const st_coll *c, const void *name,
@@ -222,7 +164,7 @@ int st_elem_del(st_txn *t, int kind, const st_coll *c, const void *name,
     k.mv_data = buf;
     if (k.mv_size == ST_LMDB_MAXKEY) {
         if ((rc = mdb_get(t->txn, dbi, &k, &v)))
-            return st_map_err(rc);
+            return st_err_map(rc);
         if (!long_matches(&v, name, len))
             return ST_ENOTFOUND;
     }
@@ -231,7 +173,7 @@ int st_elem_del(st_txn *t, int kind, const st_coll *c, const void *name,
         MDB_val key = { k.mv_size, buf };
         rc = st_rank_remove(&r, c->card, &key);
     }
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 /* Position `cur` on the first element of `id` with hash >= h. */
@@ -241,13 +183,13 @@ static int seek(MDB_cursor *cur, uint64_t id, uint64_t h, MDB_val *k,
     uint8_t pos[ST_ELEM_HEAD];
     int rc;
 
-    st_put_be64(pos, id);
-    st_put_be64(pos + ST_COLL_ID_BYTES, h);
+    st_codec_put_be64(pos, id);
+    st_codec_put_be64(pos + ST_COLL_ID_BYTES, h);
     k->mv_size = sizeof pos;
     k->mv_data = pos;
     rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
     if (rc == 0 && (k->mv_size < ST_ELEM_HEAD ||
-                    st_get_be64(k->mv_data) != id))
+                    st_codec_get_be64(k->mv_data) != id))
         rc = MDB_NOTFOUND;
     return rc;
 }
@@ -259,7 +201,7 @@ static int in_coll(const MDB_val *k, uint64_t id)
 
 static uint64_t key_hash(const MDB_val *k)
 {
-    return st_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES);
+    return st_codec_get_be64((const uint8_t *)k->mv_data + ST_COLL_ID_BYTES);
 }
 
 int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
@@ -273,7 +215,7 @@ int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
 
     *next = 0;
     if ((rc = mdb_cursor_open(t->txn, kind_dbi(t, kind), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     for (rc = seek(cur, id, cursor, &k, &v); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (!in_coll(&k, id))
@@ -291,7 +233,7 @@ int st_elem_scan(st_txn *t, int kind, uint64_t id, uint64_t cursor,
         stop = fn(ctx, nm, nl, pay, pl);
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 typedef struct elem_visit {
@@ -323,7 +265,7 @@ int st_elem_sample(st_txn *t, int kind, const st_coll *c, uint64_t seed,
     rc = st_rank_sample(&r, c->card, seed, count, visit_elem, &e);
     if (rc == 0 && !e.seen && count)
         rc = MDB_NOTFOUND;
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 int st_elem_at(st_txn *t, int kind, const st_coll *c, uint64_t pos,
@@ -338,9 +280,9 @@ int st_elem_at(st_txn *t, int kind, const st_coll *c, uint64_t pos,
     if (!counted(kind, t, c->id, &r))
         return ST_EWRONGTYPE;
     if ((rc = mdb_cursor_open(t->txn, r.dbi, &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     if ((rc = st_rank_seek(&r, c->card, cur, pos, &k, &v)) == 0)
         visit_elem(&e, &k, &v);
     mdb_cursor_close(cur);
-    return st_map_err(rc);
+    return st_err_map(rc);
 }

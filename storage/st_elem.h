@@ -1,7 +1,6 @@
 /*
- * st_elem.h - what the four collection modules share: opening a key as a
- * collection of one type and writing its record back (st_obj), and the
- * element keys of the hash-ordered databases (hashes, sets, zset members).
+ * st_elem.h - the element keys of the hash-ordered databases (hashes,
+ * sets, zset members), shared by their three modules.
  *
  * A hash-ordered element key is: collection id (BE u64), the name's scan
  * hash (BE u64, in [1, 2^63-1]), then the name when the key stays under
@@ -21,7 +20,7 @@
 
 #include "storage/st_coll.h"
 #include "storage/st_env.h"
-#include "storage/st_key.h"
+#include "storage/st_codec.h"
 
 #define ST_ELEM_HEAD (ST_COLL_ID_BYTES + ST_KEY_HASH_BYTES)
 /* Longest name kept inline in a hash-ordered element key. */
@@ -35,36 +34,6 @@ enum st_elem_kind {
     ST_ELEM_SET,        /* member -> nothing */
     ST_ELEM_ZMEMBER,    /* member -> score (native double) */
 };
-
-/*
- * A key opened as a collection. `k` is borrowed and must outlive the
- * struct; its LMDB key form (long-name probe) is settled by the open.
- */
-typedef struct st_obj {
-    st_keyref *k;
-    int type;           /* ST_TYPE_HASH, _SET, _LIST or _ZSET */
-    int exists;         /* a record is stored */
-    int64_t expire_at;
-    st_coll c;          /* id, cardinality, list bounds */
-} st_obj;
-
-/*
- * Open `k` as a collection of `type`. 0: found; ST_ENOTFOUND: absent, *o
- * set up for st_obj_create; ST_EWRONGTYPE: another type; else an error.
- * Any transaction (a write one deletes an expired key on the spot).
- */
-int st_obj_open(st_txn *t, st_keyref *k, int type, int64_t now, st_obj *o);
-
-/* Give an absent collection a fresh id (its record is written by save). */
-int st_obj_create(st_txn *t, st_obj *o);
-
-/*
- * Write the record of `o` back after its elements changed: a collection
- * left empty is deleted (the key disappears), otherwise the record is
- * rewritten with the new cardinality and list bounds, its TTL kept and
- * the transaction's version stamped. Write transaction.
- */
-int st_obj_save(st_txn *t, st_obj *o, int64_t now);
 
 /* Called per element by the iterators; `val` is the element's payload.
  * Pointers borrow LMDB memory for the call only; non-zero stops. */

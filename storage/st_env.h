@@ -78,30 +78,4 @@ int st_env_stat_get(st_env *env, st_env_stat *out);
 
 unsigned st_env_databases(const st_env *env);
 
-/*
- * Begin the process's read (write = 0) or write (write = 1) transaction.
- * A write transaction waits for other processes' writers. *out points into
- * the environment; it stays valid until commit or abort. ST_EBUSY if the
- * same kind is already open.
- */
-int st_txn_begin(st_env *env, int write, st_txn **out);
-
-/*
- * Commit (a read transaction is just released). Key-count changes recorded
- * during the transaction are applied first. NULLs *t whatever the result;
- * on failure nothing of the transaction is visible.
- */
-int st_txn_commit(st_txn **t);
-
-/* Drop everything the transaction wrote; NULLs *t. */
-void st_txn_abort(st_txn **t);
-
-int st_txn_is_write(const st_txn *t);
-
-/*
- * The version writes of this transaction stamp (its LMDB transaction id);
- * for a read transaction, the id of the snapshot it sees.
- */
-uint64_t st_txn_version(const st_txn *t);
-
 #endif

@@ -1,8 +1,8 @@
 /*
  * st_hash.h - hashes: field -> value records in the hashes database under
  * the collection id, hash-ordered (st_elem.h). Calls take a collection
- * opened with st_obj_open(..., ST_TYPE_HASH, ...) and keep its
- * cardinality; the caller writes the record back with st_obj_save().
+ * opened with st_coll_open(..., ST_TYPE_HASH, ...) and keep its
+ * cardinality; the caller writes the record back with st_coll_save().
  */
 #ifndef ST_HASH_H
 #define ST_HASH_H

@@ -6,13 +6,15 @@
 #ifndef ST_INTERNAL_H
 #define ST_INTERNAL_H
 
+#include <errno.h>
 #include <lmdb.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "storage/st_env.h"
-#include "storage/st_key.h"
+#include "storage/st_codec.h"
 
-/* Keys seen expired by a read transaction, deleted by st_reap_seen(). */
+/* Keys seen expired by a read transaction, deleted by st_keyspace_reap_seen(). */
 #define ST_SEEN_MAX 64
 
 /* The named databases of DESIGN.md's schema. */
@@ -76,23 +78,33 @@ struct st_env {
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.
- * st_arena_room() is what the newest chunk still has. */
-uint8_t *st_arena_alloc(st_txn *t, size_t len);
-size_t st_arena_room(const st_txn *t, uint8_t **at);
+ * st_txn_arena_room() is what the newest chunk still has. */
+uint8_t *st_txn_arena_alloc(st_txn *t, size_t len);
+size_t st_txn_arena_room(const st_txn *t, uint8_t **at);
 /* Give back what the arena handed out (its transaction ended). */
-void st_arena_reset(st_txn *t);
+void st_txn_arena_reset(st_txn *t);
 
 /* Grow-only buffer *buf of *cap bytes to at least len. 0 or ENOMEM. */
-int st_grow(uint8_t **buf, size_t *cap, size_t len);
+static inline int st_internal_grow(uint8_t **buf, size_t *cap, size_t len)
+{
+    if (len > *cap) {
+        uint8_t *p = realloc(*buf, len);
+        if (!p)
+            return ENOMEM;
+        *buf = p;
+        *cap = len;
+    }
+    return 0;
+}
 
 /* Map an LMDB return code to 0, a positive errno or an ST_E* code. */
-int st_map_err(int rc);
+int st_err_map(int rc);
 
 /* The grow-only scratch buffer of the environment, at least `len` bytes. */
-int st_scratch(st_env *env, size_t len, uint8_t **out);
+int st_env_scratch(st_env *env, size_t len, uint8_t **out);
 
 /* Record a change of key / TTL counts for `db` in the transaction. */
-void st_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
+void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
 
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"

@@ -15,13 +15,13 @@
 
 void st_list_key(uint8_t *buf, uint64_t id, int64_t seq)
 {
-    st_put_be64(buf, id);
-    st_put_be64(buf + ST_COLL_ID_BYTES, (uint64_t)seq ^ SEQ_BIAS);
+    st_codec_put_be64(buf, id);
+    st_codec_put_be64(buf + ST_COLL_ID_BYTES, (uint64_t)seq ^ SEQ_BIAS);
 }
 
 int64_t st_list_key_seq(const uint8_t *buf)
 {
-    return (int64_t)(st_get_be64(buf + ST_COLL_ID_BYTES) ^ SEQ_BIAS);
+    return (int64_t)(st_codec_get_be64(buf + ST_COLL_ID_BYTES) ^ SEQ_BIAS);
 }
 
 static int put_seq(st_txn *t, uint64_t id, int64_t seq, const void *val,
@@ -31,7 +31,7 @@ static int put_seq(st_txn *t, uint64_t id, int64_t seq, const void *val,
     MDB_val k = { sizeof buf, buf }, v = { len, (void *)val };
 
     st_list_key(buf, id, seq);
-    return st_map_err(mdb_put(t->txn, LISTS(t), &k, &v, 0));
+    return st_err_map(mdb_put(t->txn, LISTS(t), &k, &v, 0));
 }
 
 static int get_seq(st_txn *t, uint64_t id, int64_t seq, const uint8_t **val,
@@ -43,7 +43,7 @@ static int get_seq(st_txn *t, uint64_t id, int64_t seq, const uint8_t **val,
 
     st_list_key(buf, id, seq);
     if ((rc = mdb_get(t->txn, LISTS(t), &k, &v)))
-        return rc == MDB_NOTFOUND ? ST_ECORRUPT : st_map_err(rc);
+        return rc == MDB_NOTFOUND ? ST_ECORRUPT : st_err_map(rc);
     *val = v.mv_data;
     *len = v.mv_size;
     return 0;
@@ -55,7 +55,7 @@ static int del_seq(st_txn *t, uint64_t id, int64_t seq)
     MDB_val k = { sizeof buf, buf };
 
     st_list_key(buf, id, seq);
-    return st_map_err(mdb_del(t->txn, LISTS(t), &k, NULL));
+    return st_err_map(mdb_del(t->txn, LISTS(t), &k, NULL));
 }
 
 int st_list_push(st_txn *t, st_obj *o, int left, const void *val, size_t len)
@@ -128,19 +128,19 @@ int st_list_range(st_txn *t, const st_obj *o, uint64_t start, uint64_t count,
     if (start >= o->c.card || count == 0)
         return 0;
     if ((rc = mdb_cursor_open(t->txn, LISTS(t), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     st_list_key(buf, o->c.id, o->c.head + (int64_t)start);
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY); rc == 0 && count;
          rc = mdb_cursor_get(cur, &k, &v, rev ? MDB_PREV : MDB_NEXT)) {
         if (k.mv_size != ST_LIST_KEY_BYTES ||
-            st_get_be64(k.mv_data) != o->c.id)
+            st_codec_get_be64(k.mv_data) != o->c.id)
             break;
         count--;
         if (fn(ctx, v.mv_data, v.mv_size))
             break;
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 int st_list_trim(st_txn *t, st_obj *o, uint64_t start, uint64_t stop)
@@ -251,7 +251,7 @@ static int find_first(st_txn *t, const st_obj *o, const void *x, size_t xl,
 
     *at = -1;
     if ((rc = mdb_cursor_open(t->txn, LISTS(t), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     st_list_key(buf, o->c.id, o->c.head);
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
          rc == 0 && (uint64_t)i < o->c.card;
@@ -262,7 +262,7 @@ static int find_first(st_txn *t, const st_obj *o, const void *x, size_t xl,
         }
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 int st_list_insert(st_txn *t, st_obj *o, int after, const void *pivot,

@@ -5,8 +5,8 @@
  * dense between head (first element) and tail (after the last), so index
  * i lives at sequence head + i: LINDEX/LSET are one O(log n) lookup and
  * pushes/pops at either end touch one page. Calls take a collection
- * opened with st_obj_open(..., ST_TYPE_LIST, ...) and update its bounds
- * and cardinality; the caller writes the record back with st_obj_save().
+ * opened with st_coll_open(..., ST_TYPE_LIST, ...) and update its bounds
+ * and cardinality; the caller writes the record back with st_coll_save().
  * Indexes here are already normalised: 0 <= i < card.
  */
 #ifndef ST_LIST_H

@@ -145,11 +145,11 @@ static size_t key_of(uint8_t *buf, uint64_t id, unsigned level,
 {
     size_t head = NODE_HEAD;
 
-    st_put_be64(buf, id);
+    st_codec_put_be64(buf, id);
     if (level == 0) {
         head = ST_COLL_ID_BYTES;
     } else {
-        st_put_be64(buf + MARK_AT, ST_RANK_MARK);
+        st_codec_put_be64(buf + MARK_AT, ST_RANK_MARK);
         buf[LEVEL_AT] = (uint8_t)level;
         if (sl > SUFFIX_MAX)
             sl = SUFFIX_MAX;
@@ -549,8 +549,8 @@ static int drop_all(const st_rank *r, MDB_cursor *cur)
     MDB_val k = { sizeof key, key }, v;
     int rc;
 
-    st_put_be64(key, r->id);
-    st_put_be64(key + MARK_AT, ST_RANK_MARK);
+    st_codec_put_be64(key, r->id);
+    st_codec_put_be64(key + MARK_AT, ST_RANK_MARK);
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && is_node(&k, r->id, 0)) {
         if ((rc = mdb_cursor_del(cur, 0)))
@@ -738,8 +738,8 @@ static int last_child(const st_rank *r, MDB_cursor *cur, unsigned level,
         k->mv_size = key_of(key, r->id, level, NULL, 0);
     } else {
         /* Past the last element: where the count nodes begin. */
-        st_put_be64(key, r->id);
-        st_put_be64(key + MARK_AT, ST_RANK_MARK);
+        st_codec_put_be64(key, r->id);
+        st_codec_put_be64(key + MARK_AT, ST_RANK_MARK);
         k->mv_size = LEVEL_AT;
     }
     k->mv_data = key;
@@ -892,7 +892,7 @@ static int sample_pass(const st_rank *r, uint64_t card, uint64_t *s,
 
     if ((rc = mdb_cursor_open(r->txn, r->dbi, &cur)))
         return rc;
-    st_put_be64(start, r->id);
+    st_codec_put_be64(start, r->id);
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
          rc == 0 && count && left && st_rank_is_elem(&k, r->id);
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT), left--) {

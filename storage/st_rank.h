@@ -10,7 +10,7 @@
  * st_zset.c, and by unit tests built with LMDB's flags. Functions return
  * 0, an LMDB code (MDB_NOTFOUND where documented), ENOMEM, or
  * ST_ECORRUPT when the counts disagree with the elements; callers pass
- * them through st_map_err(). Single process, single thread: the caller's
+ * them through st_err_map(). Single process, single thread: the caller's
  * transaction.
  */
 #ifndef ST_RANK_H

@@ -1,8 +1,8 @@
 /*
  * st_set.h - sets: member records (no value) in the sets database under
  * the collection id, hash-ordered (st_elem.h). Calls take a collection
- * opened with st_obj_open(..., ST_TYPE_SET, ...) and keep its
- * cardinality; the caller writes the record back with st_obj_save().
+ * opened with st_coll_open(..., ST_TYPE_SET, ...) and keep its
+ * cardinality; the caller writes the record back with st_coll_save().
  */
 #ifndef ST_SET_H
 #define ST_SET_H

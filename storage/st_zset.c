@@ -41,18 +41,18 @@ double st_zset_score_dec(uint64_t u)
 static size_t zs_key(uint8_t *buf, uint64_t id, double score,
                      const void *m, size_t len)
 {
-    st_put_be64(buf, id);
-    st_put_be64(buf + ST_COLL_ID_BYTES, st_zset_score_enc(score));
+    st_codec_put_be64(buf, id);
+    st_codec_put_be64(buf + ST_COLL_ID_BYTES, st_zset_score_enc(score));
     if (len <= ST_ZSET_INLINE_MAX) {
         if (len)
             memcpy(buf + ST_ZSET_HEAD, m, len);
         return ST_ZSET_HEAD + len;
     }
     memcpy(buf + ST_ZSET_HEAD, m, ST_ZSET_LONG_PREFIX);
-    st_put_be64(buf + ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX,
-                st_hash64(m, len, ZSEED_A));
-    st_put_be64(buf + ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX + 8,
-                st_hash64(m, len, ZSEED_B));
+    st_codec_put_be64(buf + ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX,
+                st_codec_hash64(m, len, ZSEED_A));
+    st_codec_put_be64(buf + ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX + 8,
+                st_codec_hash64(m, len, ZSEED_B));
     return ST_LMDB_MAXKEY;
 }
 
@@ -62,7 +62,7 @@ static void zs_decode(const MDB_val *k, const MDB_val *v, const uint8_t **m,
 {
     const uint8_t *p = k->mv_data;
 
-    *score = st_zset_score_dec(st_get_be64(p + ST_COLL_ID_BYTES));
+    *score = st_zset_score_dec(st_codec_get_be64(p + ST_COLL_ID_BYTES));
     if (k->mv_size == ST_LMDB_MAXKEY) {
         *m = v->mv_data;
         *len = v->mv_size;
@@ -130,7 +130,7 @@ static int zs_put(st_txn *t, const st_obj *o, double score, const void *m,
         rc = st_rank_insert(&r, o->c.card, &k);
     else if (rc == MDB_KEYEXIST)
         rc = 0;
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 /* Delete the zscores record of (score, m) and uncount it. */
@@ -146,7 +146,7 @@ static int zs_del(st_txn *t, const st_obj *o, double score, const void *m,
     k.mv_data = buf;
     if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)) == 0 && count)
         rc = st_rank_remove(&r, o->c.card, &k);
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 int st_zset_score(st_txn *t, const st_obj *o, const void *member,
@@ -186,7 +186,7 @@ int st_zset_add(st_txn *t, st_obj *o, const void *member, size_t len,
         MDB_val ka = { zs_key(a, o->c.id, old, member, len), a };
         MDB_val kb = { zs_key(b, o->c.id, score, member, len), b };
         int same;
-        if ((rc = st_map_err(st_rank_same_leaf(&r, o->c.card, &ka, &kb,
+        if ((rc = st_err_map(st_rank_same_leaf(&r, o->c.card, &ka, &kb,
                                                &same))) ||
             (rc = zs_del(t, o, old, member, len, !same)))
             return rc;
@@ -224,8 +224,8 @@ static int zfirst(MDB_cursor *cur, uint64_t id, int rev, MDB_val *k,
     int rc;
 
     /* Going down: from the count records, just after the elements. */
-    st_put_be64(pos, id);
-    st_put_be64(pos + ST_COLL_ID_BYTES, rev ? ST_RANK_MARK : 0);
+    st_codec_put_be64(pos, id);
+    st_codec_put_be64(pos + ST_COLL_ID_BYTES, rev ? ST_RANK_MARK : 0);
     k->mv_size = rev ? sizeof pos : ST_COLL_ID_BYTES;
     k->mv_data = pos;
     rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
@@ -434,7 +434,7 @@ int st_zset_rank(st_txn *t, const st_obj *o, const void *member, size_t len,
         mdb_cursor_close(cur);
     run_free(&run);
     if (rc)
-        return st_map_err(rc);
+        return st_err_map(rc);
     *rank = rev ? o->c.card - 1 - pos : pos;
     return 0;
 }
@@ -447,8 +447,8 @@ static int score_position(st_txn *t, const st_obj *o, double d, int past,
     uint8_t key[ST_ZSET_HEAD];
     uint64_t e = st_zset_score_enc(d);
 
-    st_put_be64(key, o->c.id);
-    st_put_be64(key + ST_COLL_ID_BYTES, past ? e + 1 : e);
+    st_codec_put_be64(key, o->c.id);
+    st_codec_put_be64(key + ST_COLL_ID_BYTES, past ? e + 1 : e);
     return key_position(t, o, key, sizeof key, pos);
 }
 
@@ -463,7 +463,7 @@ int st_zset_count_score(st_txn *t, const st_obj *o, double min, int minex,
         return 0;
     if ((rc = score_position(t, o, min, minex, &lo)) ||
         (rc = score_position(t, o, max, !maxex, &hi)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     *n = hi > lo ? hi - lo : 0;
     return 0;
 }
@@ -539,12 +539,12 @@ static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
                                                : r->start, k, v);
     case ST_ZBY_SCORE: {
         uint64_t e = st_zset_score_enc(r->rev ? r->max : r->min);
-        st_put_be64(key, id);
+        st_codec_put_be64(key, id);
         if (r->rev && e == UINT64_MAX) {
-            st_put_be64(key + ST_COLL_ID_BYTES, ST_RANK_MARK);
+            st_codec_put_be64(key + ST_COLL_ID_BYTES, ST_RANK_MARK);
             len = ST_ZSET_HEAD;
         } else {
-            st_put_be64(key + ST_COLL_ID_BYTES, r->rev ? e + 1 : e);
+            st_codec_put_be64(key + ST_COLL_ID_BYTES, r->rev ? e + 1 : e);
             len = ST_ZSET_HEAD;
         }
         return zseek(cur, id, key, len, r->rev, k, v);
@@ -560,8 +560,8 @@ static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
             return 0;
         /* Lex ranges assume one score: seek within the end's score. */
         zs_decode(k, v, &m, &ml, &s0);
-        st_put_be64(key, id);
-        st_put_be64(key + ST_COLL_ID_BYTES, st_zset_score_enc(s0));
+        st_codec_put_be64(key, id);
+        st_codec_put_be64(key + ST_COLL_ID_BYTES, st_zset_score_enc(s0));
         len = ST_ZSET_HEAD;
         if (b->len <= ST_ZSET_INLINE_MAX) {
             memcpy(key + ST_ZSET_HEAD, b->p, b->len);
@@ -569,7 +569,7 @@ static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
             if (r->rev)
                 key[len++] = 0;     /* just past members equal to it */
         } else if (r->rev) {
-            st_put_be64(key + ST_COLL_ID_BYTES, st_zset_score_enc(s0) + 1);
+            st_codec_put_be64(key + ST_COLL_ID_BYTES, st_zset_score_enc(s0) + 1);
         } else {
             memcpy(key + ST_ZSET_HEAD, b->p, ST_ZSET_INLINE_MAX);
             len += ST_ZSET_INLINE_MAX;
@@ -708,16 +708,16 @@ int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r, uint64_t *n)
         return 0;
     back.rev = !r->rev;
     if ((rc = lex_edge(t, o, r, a, &al, &found, &in_run)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     if (!in_run && !found)
         return 0;
     if (!in_run && (rc = lex_edge(t, o, &back, b, &bl, &found, &in_run)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     if (in_run || !found)       /* members order differently: count them */
         return st_zset_walk(t, o, r, 0, NULL, NULL, n);
     if ((rc = key_position(t, o, a, al, &pa)) ||
         (rc = key_position(t, o, b, bl, &pb)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     if (r->rev) {
         uint64_t x = pa;
         pa = pb;
@@ -744,7 +744,7 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
     if (!o->c.id || left == 0)
         return 0;
     if ((rc = mdb_cursor_open(t->txn, ZSCORES(t), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     for (rc = zstart(t, cur, o, r, &k, &v); rc == 0;) {
         const uint8_t *m;
         size_t ml;
@@ -801,7 +801,7 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
     mdb_cursor_close(cur);
     free(name.p);
     run_free(&run);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 typedef struct zadapt {
@@ -848,6 +848,6 @@ int st_zset_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
 
     if (!o->c.id || !o->c.card)
         return ST_ENOTFOUND;
-    return st_map_err(st_rank_sample(&r, o->c.card, seed, count,
+    return st_err_map(st_rank_sample(&r, o->c.card, seed, count,
                                      adapt_zscore, &a));
 }

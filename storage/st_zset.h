@@ -10,8 +10,8 @@
  * prefix and a digest, its full text in the value: such members sort
  * right unless they share a score and their first ST_ZSET_LONG_PREFIX
  * bytes (then their order is the digest's).
- * Calls take a collection opened with st_obj_open(..., ST_TYPE_ZSET, ...)
- * and keep its cardinality; the caller saves it with st_obj_save().
+ * Calls take a collection opened with st_coll_open(..., ST_TYPE_ZSET, ...)
+ * and keep its cardinality; the caller saves it with st_coll_save().
  */
 #ifndef ST_ZSET_H
 #define ST_ZSET_H

@@ -1,6 +1,6 @@
 /*
- * fuzz_resp: libFuzzer target for the RESP request parser (srv_parse) and
- * the inline splitter (srv_split_args).
+ * fuzz_resp: libFuzzer target for the RESP request parser (srv_resp_parse) and
+ * the inline splitter (srv_resp_split_args).
  *
  * Input layout: the first byte picks how the rest arrives, the rest is the
  * byte stream a client sent.
@@ -104,7 +104,7 @@ static void run(const uint8_t *in, size_t size, feeder *f, long long max_bulk,
     memset(out, 0, sizeof *out);
     out->hash = FNV_OFFSET;
     out->rc = SRV_PARSE_MORE;
-    srv_parser_init(&p, max_bulk);
+    srv_resp_parser_init(&p, max_bulk);
     while (at < size && out->rc == SRV_PARSE_MORE) {
         size_t n = next_chunk(f, size - at);
         /* A fresh allocation of exactly len bytes: over-reads are caught. */
@@ -118,7 +118,7 @@ static void run(const uint8_t *in, size_t size, feeder *f, long long max_bulk,
         len += n;
         at += n;
         for (;;) {
-            int rc = srv_parse(&p, buf, len);
+            int rc = srv_resp_parse(&p, buf, len);
             if (rc == SRV_PARSE_MORE) {
                 check(p.need == 0 || p.need > len);
                 break;
@@ -146,12 +146,12 @@ static void run(const uint8_t *in, size_t size, feeder *f, long long max_bulk,
             out->commands++;
             memmove(buf, buf + p.consumed, len - p.consumed);
             len -= p.consumed;
-            srv_parser_reset(&p);
+            srv_resp_parser_reset(&p);
             if (len == 0)
                 break;
         }
     }
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(buf);
 }
 
@@ -167,7 +167,7 @@ static void fuzz_split(const uint8_t *in, size_t size)
 
     check(line && out);
     memcpy(line, in, len);
-    argc = srv_split_args(line, len, out, argv, SPLIT_MAXARGS);
+    argc = srv_resp_split_args(line, len, out, argv, SPLIT_MAXARGS);
     check(argc >= SRV_SPLIT_ETOOMANY && argc <= SPLIT_MAXARGS);
     for (int i = 0; i < argc; i++) {
         check(argv[i].ptr >= out && argv[i].len <= len &&

@@ -1,10 +1,10 @@
 /*
  * fuzz_util: libFuzzer target comparing server/srv_util.c with small
  * reference implementations written here for clarity, not speed:
- *   - srv_glob_match against a recursive matcher with the rules of Redis's
+ *   - srv_util_glob_match against a recursive matcher with the rules of Redis's
  *     stringmatchlen (KEYS, SCAN MATCH, CONFIG GET), both case modes;
- *   - srv_str2ll against "0 | -?[1-9][0-9]* that fits a long long", and
- *     srv_ll2str round trips.
+ *   - srv_util_str2ll against "0 | -?[1-9][0-9]* that fits a long long", and
+ *     srv_util_ll2str round trips.
  * Input layout: byte 0 picks the case mode and where the pattern ends
  * (byte 1 is the pattern length, modulo what is left); the rest after the
  * pattern is the subject. The whole input is also parsed as a number.
@@ -164,23 +164,23 @@ static int ref_str2ll(const uint8_t *s, size_t len, long long *out)
 static void fuzz_numbers(const uint8_t *data, size_t size)
 {
     long long a = 0, b = 0;
-    int ra = srv_str2ll((const char *)data, size, &a);
+    int ra = srv_util_str2ll((const char *)data, size, &a);
     int rb = ref_str2ll(data, size, &b);
     char text[SRV_LLSTR_SIZE];
 
     check(ra == rb);
     if (ra) {
         check(a == b);
-        int n = srv_ll2str(text, a);
+        int n = srv_util_ll2str(text, a);
         check(n > 0 && (size_t)n == size && memcmp(text, data, size) == 0);
     }
     /* Any long long made of the input's bytes survives a round trip. */
     if (size >= sizeof a) {
         long long v, back;
         memcpy(&v, data, sizeof v);
-        int n = srv_ll2str(text, v);
+        int n = srv_util_ll2str(text, v);
         check(n > 0 && n < SRV_LLSTR_SIZE && text[n] == '\0');
-        check(srv_str2ll(text, (size_t)n, &back) && back == v);
+        check(srv_util_str2ll(text, (size_t)n, &back) && back == v);
     }
 }
 
@@ -209,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (stars > MAX_REF_STARS)
             return 0;
     }
-    check(srv_glob_match((const char *)pat, plen, (const char *)str, slen,
+    check(srv_util_glob_match((const char *)pat, plen, (const char *)str, slen,
                          nocase) == ref_match(pat, plen, str, slen, nocase));
     return 0;
 }

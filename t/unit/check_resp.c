@@ -4,7 +4,7 @@
  * A pipelined buffer must give the same commands however the bytes arrive
  * (whole, one at a time, split at every position or every pair of
  * positions); a big bulk reports how many bytes it needs; malformed input
- * fails with Redis's exact error text; srv_split_args follows Redis's
+ * fails with Redis's exact error text; srv_resp_split_args follows Redis's
  * inline quoting rules.
  */
 #include <check.h>
@@ -73,7 +73,7 @@ typedef struct conn {
 static void conn_init(conn *c, size_t cap, long long max_bulk)
 {
     memset(c, 0, sizeof *c);
-    srv_parser_init(&c->p, max_bulk);
+    srv_resp_parser_init(&c->p, max_bulk);
     c->buf = malloc(cap ? cap : 1);
     ck_assert_ptr_nonnull(c->buf);
     c->cap = cap;
@@ -82,7 +82,7 @@ static void conn_init(conn *c, size_t cap, long long max_bulk)
 
 static void conn_fini(conn *c)
 {
-    srv_parser_fini(&c->p);
+    srv_resp_parser_fini(&c->p);
     free(c->buf);
 }
 
@@ -105,7 +105,7 @@ static void feed(conn *c, const char *bytes, size_t n)
     memcpy(c->buf + c->len, bytes, n);
     c->len += n;
     for (;;) {
-        int rc = srv_parse(&c->p, c->buf, c->len);
+        int rc = srv_resp_parse(&c->p, c->buf, c->len);
         if (rc == SRV_PARSE_MORE) {
             /* need, when set, is more than what is there. */
             if (c->p.need)
@@ -125,7 +125,7 @@ static void feed(conn *c, const char *bytes, size_t n)
         t_record(&c->t, &c->p);
         memmove(c->buf, c->buf + c->p.consumed, c->len - c->p.consumed);
         c->len -= c->p.consumed;
-        srv_parser_reset(&c->p);
+        srv_resp_parser_reset(&c->p);
     }
 }
 
@@ -168,8 +168,8 @@ static void run_whole(transcript *out, const char *in, size_t n)
 /* Parse one complete request from a writable copy; returns the rc. */
 static int parse_one(srv_parser *p, char *buf, size_t len)
 {
-    srv_parser_init(p, MAX_BULK);
-    return srv_parse(p, buf, len);
+    srv_resp_parser_init(p, MAX_BULK);
+    return srv_resp_parse(p, buf, len);
 }
 
 static void assert_arg(const srv_parser *p, int i, const char *want)
@@ -194,7 +194,7 @@ START_TEST(test_multibulk_simple)
     ck_assert_ptr_eq(p.argv[0].ptr, buf + 8);
     ck_assert_ptr_eq(p.argv[2].ptr,
                      buf + strlen("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\n"));
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -210,7 +210,7 @@ START_TEST(test_multibulk_binary)
     ck_assert_mem_eq(p.argv[0].ptr, "a\r\nb", 4);
     ck_assert_uint_eq(p.argv[1].len, 3);
     ck_assert_mem_eq(p.argv[1].ptr, "x\0y", 3);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -223,7 +223,7 @@ START_TEST(test_multibulk_empty_arg)
     ck_assert_int_eq(p.argc, 2);
     assert_arg(&p, 1, "");
     ck_assert_uint_eq(p.consumed, sizeof buf - 1);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -238,17 +238,17 @@ START_TEST(test_multibulk_zero_and_negative)
     ck_assert_int_eq(parse_one(&p, zero, 4), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 0);
     ck_assert_uint_eq(p.consumed, 4);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 
     ck_assert_int_eq(parse_one(&p, null, 5), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 0);
     ck_assert_uint_eq(p.consumed, 5);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 
     ck_assert_int_eq(parse_one(&p, neg, sizeof neg - 1), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 0);
     ck_assert_uint_eq(p.consumed, 5);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -274,7 +274,7 @@ START_TEST(test_multibulk_many_args)
         assert_arg(&p, i, arg);
     }
     ck_assert_uint_eq(p.consumed, n);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(buf);
 }
 END_TEST
@@ -288,7 +288,7 @@ START_TEST(test_multibulk_pipelined_consumed)
     ck_assert_int_eq(parse_one(&p, buf, sizeof buf - 1), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 1);
     ck_assert_uint_eq(p.consumed, 14);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -311,7 +311,7 @@ START_TEST(test_inline_simple)
                   p.argv[i].ptr + p.argv[i].len < p.inl + p.inl_cap);
         ck_assert_int_eq(p.argv[i].ptr[p.argv[i].len], '\0');
     }
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -324,7 +324,7 @@ START_TEST(test_inline_lf_only)
     ck_assert_int_eq(p.argc, 1);
     assert_arg(&p, 0, "PING");
     ck_assert_uint_eq(p.consumed, 5);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -338,17 +338,17 @@ START_TEST(test_inline_empty_lines)
     ck_assert_int_eq(parse_one(&p, crlf, 2), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 0);
     ck_assert_uint_eq(p.consumed, 2);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 
     ck_assert_int_eq(parse_one(&p, lf, 1), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 0);
     ck_assert_uint_eq(p.consumed, 1);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 
     ck_assert_int_eq(parse_one(&p, blanks, sizeof blanks - 1), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 0);
     ck_assert_uint_eq(p.consumed, sizeof blanks - 1);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -358,8 +358,8 @@ START_TEST(test_nothing_yet)
     char buf[] = "*";
 
     ck_assert_int_eq(parse_one(&p, buf, 0), SRV_PARSE_MORE);
-    ck_assert_int_eq(srv_parse(&p, buf, 1), SRV_PARSE_MORE);
-    srv_parser_fini(&p);
+    ck_assert_int_eq(srv_resp_parse(&p, buf, 1), SRV_PARSE_MORE);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -372,15 +372,15 @@ START_TEST(test_parser_reuse)
     char c[] = "*1\r\n$4\r\nPING\r\n";
 
     ck_assert_int_eq(parse_one(&p, a, sizeof a - 1), SRV_PARSE_DONE);
-    srv_parser_reset(&p);
-    ck_assert_int_eq(srv_parse(&p, b, sizeof b - 1), SRV_PARSE_DONE);
+    srv_resp_parser_reset(&p);
+    ck_assert_int_eq(srv_resp_parse(&p, b, sizeof b - 1), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 2);
     assert_arg(&p, 1, "k2");
-    srv_parser_reset(&p);
-    ck_assert_int_eq(srv_parse(&p, c, sizeof c - 1), SRV_PARSE_DONE);
+    srv_resp_parser_reset(&p);
+    ck_assert_int_eq(srv_resp_parse(&p, c, sizeof c - 1), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 1);
     assert_arg(&p, 0, "PING");
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -510,28 +510,28 @@ START_TEST(test_split_big_bulk_need)
     memcpy(buf + hdr + BIG_BULK, "\r\n", 2);
     total = hdr + BIG_BULK + 2;
 
-    srv_parser_init(&p, MAX_BULK);
+    srv_resp_parser_init(&p, MAX_BULK);
     /* Header of the big bulk incomplete: no need known yet. */
-    rc = srv_parse(&p, buf, hdr - 2);
+    rc = srv_resp_parse(&p, buf, hdr - 2);
     ck_assert_int_eq(rc, SRV_PARSE_MORE);
     ck_assert_uint_eq(p.need, 0);
-    rc = srv_parse(&p, buf, hdr);
+    rc = srv_resp_parse(&p, buf, hdr);
     ck_assert_int_eq(rc, SRV_PARSE_MORE);
     ck_assert_uint_eq(p.need, total);
-    rc = srv_parse(&p, buf, hdr + BIG_BULK / 2);
+    rc = srv_resp_parse(&p, buf, hdr + BIG_BULK / 2);
     ck_assert_int_eq(rc, SRV_PARSE_MORE);
     ck_assert_uint_eq(p.need, total);
     /* Data in but not its CRLF. */
-    rc = srv_parse(&p, buf, total - 1);
+    rc = srv_resp_parse(&p, buf, total - 1);
     ck_assert_int_eq(rc, SRV_PARSE_MORE);
     ck_assert_uint_eq(p.need, total);
-    rc = srv_parse(&p, buf, total);
+    rc = srv_resp_parse(&p, buf, total);
     ck_assert_int_eq(rc, SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 2);
     ck_assert_uint_eq(p.argv[1].len, BIG_BULK);
     ck_assert_ptr_eq(p.argv[1].ptr, buf + hdr);
     ck_assert_uint_eq(p.consumed, total);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(buf);
 }
 END_TEST
@@ -549,13 +549,13 @@ START_TEST(test_split_buffer_moves)
 
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
-    srv_parser_init(&p, MAX_BULK);
-    ck_assert_int_eq(srv_parse(&p, a, strlen(a)), SRV_PARSE_MORE);
-    ck_assert_int_eq(srv_parse(&p, b, strlen(b)), SRV_PARSE_DONE);
+    srv_resp_parser_init(&p, MAX_BULK);
+    ck_assert_int_eq(srv_resp_parse(&p, a, strlen(a)), SRV_PARSE_MORE);
+    ck_assert_int_eq(srv_resp_parse(&p, b, strlen(b)), SRV_PARSE_DONE);
     ck_assert_ptr_eq(p.argv[0].ptr, b + 8);
     assert_arg(&p, 1, "hello");
     ck_assert(p.argv[1].ptr >= b && p.argv[1].ptr < b + strlen(b));
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(a);
     free(b);
 }
@@ -573,13 +573,13 @@ static void expect_error(const char *in, size_t n, long long max_bulk,
 
     ck_assert_ptr_nonnull(buf);
     memcpy(buf, in, n);
-    srv_parser_init(&p, max_bulk);
-    rc = srv_parse(&p, buf, n);
+    srv_resp_parser_init(&p, max_bulk);
+    rc = srv_resp_parse(&p, buf, n);
     ck_assert_msg(rc == SRV_PARSE_ERROR, "input %.*s: rc %d, want ERROR",
                   (int)(n < 40 ? n : 40), in, rc);
     ck_assert_ptr_nonnull(p.error);
     ck_assert_str_eq(p.error, want);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(buf);
 }
 
@@ -629,10 +629,10 @@ START_TEST(test_err_bulk_length)
     {
         char buf[] = "*1\r\n$100\r\n";
         srv_parser p;
-        srv_parser_init(&p, SMALL_MAX_BULK);
-        ck_assert_int_eq(srv_parse(&p, buf, sizeof buf - 1), SRV_PARSE_MORE);
+        srv_resp_parser_init(&p, SMALL_MAX_BULK);
+        ck_assert_int_eq(srv_resp_parse(&p, buf, sizeof buf - 1), SRV_PARSE_MORE);
         ck_assert_uint_eq(p.need, sizeof buf - 1 + SMALL_MAX_BULK + 2);
-        srv_parser_fini(&p);
+        srv_resp_parser_fini(&p);
     }
 }
 END_TEST
@@ -661,9 +661,9 @@ START_TEST(test_err_too_big_count_strings)
     expect_error(bulk, n + 4, MAX_BULK,
                  "Protocol error: too big bulk count string");
     /* Up to the limit the parser waits for the CR. */
-    srv_parser_init(&p, MAX_BULK);
-    ck_assert_int_eq(srv_parse(&p, mb, SRV_PROTO_INLINE_MAX), SRV_PARSE_MORE);
-    srv_parser_fini(&p);
+    srv_resp_parser_init(&p, MAX_BULK);
+    ck_assert_int_eq(srv_resp_parse(&p, mb, SRV_PROTO_INLINE_MAX), SRV_PARSE_MORE);
+    srv_resp_parser_fini(&p);
     free(mb);
     free(bulk);
 }
@@ -676,10 +676,10 @@ START_TEST(test_err_too_big_inline)
     srv_parser p;
 
     expect_error(line, n, MAX_BULK, "Protocol error: too big inline request");
-    srv_parser_init(&p, MAX_BULK);
-    ck_assert_int_eq(srv_parse(&p, line, SRV_PROTO_INLINE_MAX),
+    srv_resp_parser_init(&p, MAX_BULK);
+    ck_assert_int_eq(srv_resp_parse(&p, line, SRV_PROTO_INLINE_MAX),
                      SRV_PARSE_MORE);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(line);
 }
 END_TEST
@@ -695,12 +695,12 @@ START_TEST(test_long_lines_that_arrive_whole)
     srv_parser p;
 
     line[n - 1] = '\n';
-    srv_parser_init(&p, MAX_BULK);
-    ck_assert_int_eq(srv_parse(&p, line, n), SRV_PARSE_DONE);
+    srv_resp_parser_init(&p, MAX_BULK);
+    ck_assert_int_eq(srv_resp_parse(&p, line, n), SRV_PARSE_DONE);
     ck_assert_int_eq(p.argc, 3);
     ck_assert_uint_eq(p.argv[2].len, n - strlen("SET k ") - 1);
     ck_assert_uint_eq(p.consumed, n);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
     free(line);
 }
 END_TEST
@@ -723,10 +723,10 @@ START_TEST(test_err_huge_count_cheap)
     char buf[] = "*2147483647\r\n$4\r\nPING\r\n";
     srv_parser p;
 
-    srv_parser_init(&p, MAX_BULK);
-    ck_assert_int_eq(srv_parse(&p, buf, sizeof buf - 1), SRV_PARSE_MORE);
+    srv_resp_parser_init(&p, MAX_BULK);
+    ck_assert_int_eq(srv_resp_parse(&p, buf, sizeof buf - 1), SRV_PARSE_MORE);
     ck_assert_int_le(p.argv_cap, 1 << 16);
-    srv_parser_fini(&p);
+    srv_resp_parser_fini(&p);
 }
 END_TEST
 
@@ -744,7 +744,7 @@ static int split(split_result *r, const char *line)
     size_t len = strlen(line);
 
     ck_assert_uint_lt(len + 1, sizeof r->out);
-    r->argc = srv_split_args(line, len, r->out, r->argv, SPLIT_MAXARGS);
+    r->argc = srv_resp_split_args(line, len, r->out, r->argv, SPLIT_MAXARGS);
     return r->argc;
 }
 
@@ -867,9 +867,9 @@ START_TEST(test_split_args_too_many)
     char out[32];
     const char *three = "a b c";
 
-    ck_assert_int_eq(srv_split_args(three, strlen(three), out, argv, 2),
+    ck_assert_int_eq(srv_resp_split_args(three, strlen(three), out, argv, 2),
                      SRV_SPLIT_ETOOMANY);
-    ck_assert_int_eq(srv_split_args("a b ", 4, out, argv, 2), 2);
+    ck_assert_int_eq(srv_resp_split_args("a b ", 4, out, argv, 2), 2);
 }
 END_TEST
 
@@ -879,7 +879,7 @@ START_TEST(test_split_args_len_bounded)
     split_result r;
     const char *line = "get key trailing";
 
-    r.argc = srv_split_args(line, 7, r.out, r.argv, SPLIT_MAXARGS);
+    r.argc = srv_resp_split_args(line, 7, r.out, r.argv, SPLIT_MAXARGS);
     ck_assert_int_eq(r.argc, 2);
     ARG(&r, 1, "key");
 }
@@ -910,7 +910,7 @@ START_TEST(test_peek_pipeline)
             ck_assert_ptr_eq(argv[j].ptr, p.argv[j].ptr);
             ck_assert_uint_eq(argv[j].len, p.argv[j].len);
         }
-        srv_parser_fini(&p);
+        srv_resp_parser_fini(&p);
         pos += used;
     }
     /* the incomplete tail, and every prefix of a complete command */
@@ -922,7 +922,7 @@ START_TEST(test_peek_pipeline)
 }
 END_TEST
 
-/* Anything but a well-formed complete multibulk is left to srv_parse. */
+/* Anything but a well-formed complete multibulk is left to srv_resp_parse. */
 START_TEST(test_peek_declines)
 {
     static const char *const bad[] = {

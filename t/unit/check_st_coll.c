@@ -23,11 +23,12 @@
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 #include "storage/st_hash.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_list.h"
 #include "storage/st_rank.h"
 #include "storage/st_set.h"
 #include "storage/st_zset.h"
+#include "storage/st_txn.h"
 
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
@@ -90,8 +91,8 @@ START_TEST(score_encoding_orders)
         ck_assert(st_zset_score_dec(st_zset_score_enc(v[i])) == v[i]);
         if (i + 1 == n)
             break;
-        st_put_be64(a, st_zset_score_enc(v[i]));
-        st_put_be64(b, st_zset_score_enc(v[i + 1]));
+        st_codec_put_be64(a, st_zset_score_enc(v[i]));
+        st_codec_put_be64(b, st_zset_score_enc(v[i + 1]));
         ck_assert_msg(memcmp(a, b, sizeof a) < 0, "%g < %g", v[i], v[i + 1]);
     }
     /* -0 and 0 encode alike: ties order by member, as Redis compares. */
@@ -122,9 +123,9 @@ END_TEST
 
 static void open_new(st_keyref *k, const char *name, int type, st_obj *o)
 {
-    st_keyref_init(k, 0, name, strlen(name));
-    ck_assert_int_eq(st_obj_open(t, k, type, NOW, o), ST_ENOTFOUND);
-    ck_assert_int_eq(st_obj_create(t, o), 0);
+    st_codec_keyref_init(k, 0, name, strlen(name));
+    ck_assert_int_eq(st_coll_open(t, k, type, NOW, o), ST_ENOTFOUND);
+    ck_assert_int_eq(st_coll_create(t, o), 0);
 }
 
 START_TEST(record_type_card_and_empty_delete)
@@ -141,28 +142,28 @@ START_TEST(record_type_card_and_empty_delete)
     ck_assert_int_eq(created, 0);
     ck_assert_int_eq(st_hash_set(t, &o, "f", 1, "x", 1, 1, &created),
                      ST_EEXISTS);
-    ck_assert_int_eq(st_obj_save(t, &o, NOW), 0);
-    ck_assert_int_eq(st_lookup(t, &k, NOW, &r), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_keyspace_lookup(t, &k, NOW, &r), 0);
     ck_assert_int_eq(r.type, ST_TYPE_HASH);
-    ck_assert_int_eq(st_obj_open(t, &k, ST_TYPE_SET, NOW, &o2),
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o2),
                      ST_EWRONGTYPE);
-    ck_assert_int_eq(st_obj_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
     ck_assert_uint_eq(o2.c.card, 1);
     ck_assert_uint_eq(o2.c.id, o.c.id);
     /* The TTL survives element writes. */
-    ck_assert_int_eq(st_expire_set(t, &k, NOW, NOW + 5000), 0);
-    ck_assert_int_eq(st_obj_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + 5000), 0);
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
     ck_assert_int_eq(st_hash_set(t, &o2, "g", 1, "v", 1, 0, &created), 0);
-    ck_assert_int_eq(st_obj_save(t, &o2, NOW), 0);
-    ck_assert_int_eq(st_lookup(t, &k, NOW, &r), 0);
+    ck_assert_int_eq(st_coll_save(t, &o2, NOW), 0);
+    ck_assert_int_eq(st_keyspace_lookup(t, &k, NOW, &r), 0);
     ck_assert_int_eq(r.expire_at, NOW + 5000);
     /* Emptied: the key disappears. */
-    ck_assert_int_eq(st_obj_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
     ck_assert_int_eq(st_hash_del(t, &o2, "f", 1), 0);
     ck_assert_int_eq(st_hash_del(t, &o2, "f", 1), ST_ENOTFOUND);
     ck_assert_int_eq(st_hash_del(t, &o2, "g", 1), 0);
-    ck_assert_int_eq(st_obj_save(t, &o2, NOW), 0);
-    ck_assert_int_eq(st_lookup(t, &k, NOW, &r), ST_ENOTFOUND);
+    ck_assert_int_eq(st_coll_save(t, &o2, NOW), 0);
+    ck_assert_int_eq(st_keyspace_lookup(t, &k, NOW, &r), ST_ENOTFOUND);
 }
 END_TEST
 
@@ -560,8 +561,8 @@ START_TEST(detached_collection_is_freed_in_chunks)
         int n = snprintf(name, sizeof name, "m%d", i);
         ck_assert_int_eq(st_zset_add(t, &o, name, (size_t)n, i, &created), 0);
     }
-    ck_assert_int_eq(st_obj_save(t, &o, NOW), 0);
-    ck_assert_int_eq(st_delete(t, &k, NOW), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
     ck_assert_int_eq(st_txn_commit(&t), 0);
     while (pending) {
         ck_assert_int_eq(st_coll_free_chunk(env, FREE_CHUNK, &freed,

@@ -27,10 +27,11 @@
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 #include "storage/st_hash.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_rank.h"
 #include "storage/st_set.h"
 #include "storage/st_zset.h"
+#include "storage/st_txn.h"
 
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
@@ -123,9 +124,9 @@ static uint64_t rng(void)
 
 static void open_new(st_keyref *k, const char *name, int type, st_obj *o)
 {
-    st_keyref_init(k, 0, name, strlen(name));
-    ck_assert_int_eq(st_obj_open(t, k, type, NOW, o), ST_ENOTFOUND);
-    ck_assert_int_eq(st_obj_create(t, o), 0);
+    st_codec_keyref_init(k, 0, name, strlen(name));
+    ck_assert_int_eq(st_coll_open(t, k, type, NOW, o), ST_ENOTFOUND);
+    ck_assert_int_eq(st_coll_create(t, o), 0);
 }
 
 /* Check the count nodes of `o` (db: ST_DBI_ZSCORES, _SETS, _HASHES);
@@ -860,11 +861,11 @@ START_TEST(abort_and_copy_keep_counts_whole)
         size_t len = member_name(name, i);
         ck_assert_int_eq(st_set_add(t, &o, name, len, &created), 0);
     }
-    ck_assert_int_eq(st_obj_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
     ck_assert_int_eq(st_txn_commit(&t), 0);
     /* Grow it in a transaction that is thrown away. */
     ck_assert_int_eq(st_txn_begin(env, 1, &t), 0);
-    ck_assert_int_eq(st_obj_open(t, &k, ST_TYPE_SET, NOW, &o), 0);
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o), 0);
     for (int i = SAMPLE_N / 5; i < SAMPLE_N; i++) {
         size_t len = member_name(name, i);
         ck_assert_int_eq(st_set_add(t, &o, name, len, &created), 0);
@@ -873,13 +874,13 @@ START_TEST(abort_and_copy_keep_counts_whole)
     verify(&o, ST_DBI_SETS);
     st_txn_abort(&t);
     ck_assert_int_eq(st_txn_begin(env, 1, &t), 0);
-    ck_assert_int_eq(st_obj_open(t, &k, ST_TYPE_SET, NOW, &o), 0);
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o), 0);
     ck_assert_uint_eq(o.c.card, SAMPLE_N / 5);
     ck_assert_uint_eq(verify(&o, ST_DBI_SETS), 2);
     /* A copy carries its own counts; changing it leaves the source's. */
-    st_keyref_init(&kc, 0, "copy", 4);
-    ck_assert_int_eq(st_copy(t, &k, &kc, NOW, 0), 0);
-    ck_assert_int_eq(st_obj_open(t, &kc, ST_TYPE_SET, NOW, &oc), 0);
+    st_codec_keyref_init(&kc, 0, "copy", 4);
+    ck_assert_int_eq(st_keyspace_copy(t, &k, &kc, NOW, 0), 0);
+    ck_assert_int_eq(st_coll_open(t, &kc, ST_TYPE_SET, NOW, &oc), 0);
     ck_assert_uint_ne(oc.c.id, o.c.id);
     verify(&oc, ST_DBI_SETS);
     for (int i = 0; i < SAMPLE_N / 20; i++) {

@@ -1,6 +1,6 @@
 /*
  * check_storage: unit tests of the LMDB keyspace (storage/st_env.h,
- * storage/st_keys.h, storage/st_key.h).
+ * storage/st_keyspace.h, storage/st_codec.h).
  *
  * Each test gets a fresh environment in its own temp dir, removed after.
  * Covered: open/close/reopen, the schema stamp, backups, string round
@@ -26,8 +26,9 @@
 #include "shm/shm_cache.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
-#include "storage/st_key.h"
-#include "storage/st_keys.h"
+#include "storage/st_codec.h"
+#include "storage/st_keyspace.h"
+#include "storage/st_txn.h"
 
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
@@ -198,8 +199,8 @@ static int putn(st_txn *t, unsigned db, const void *name, size_t nlen,
 {
     st_keyref k;
 
-    st_keyref_init(&k, db, name, nlen);
-    return st_string_set(t, &k, val, vlen, at);
+    st_codec_keyref_init(&k, db, name, nlen);
+    return st_keyspace_string_set(t, &k, val, vlen, at);
 }
 
 static int put(st_txn *t, unsigned db, const char *name, const char *val,
@@ -222,8 +223,8 @@ static int lookupn(st_txn *t, unsigned db, const void *name, size_t nlen,
 {
     st_keyref k;
 
-    st_keyref_init(&k, db, name, nlen);
-    return st_lookup(t, &k, now, r);
+    st_codec_keyref_init(&k, db, name, nlen);
+    return st_keyspace_lookup(t, &k, now, r);
 }
 
 static int lookup(st_txn *t, unsigned db, const char *name, int64_t now,
@@ -274,7 +275,7 @@ static void counts(unsigned db, uint64_t want_keys, uint64_t want_expires)
     st_txn *t = rbegin();
     uint64_t keys, expires;
 
-    ck_assert_int_eq(st_dbsize(t, db, &keys, &expires), 0);
+    ck_assert_int_eq(st_keyspace_dbsize(t, db, &keys, &expires), 0);
     commit(&t);
     ck_assert_msg(keys == want_keys && expires == want_expires,
                   "db %u: %llu keys, %llu with TTL; want %llu, %llu", db,
@@ -288,9 +289,9 @@ static size_t expire_due(int64_t now, size_t max, uint64_t *ver)
 {
     size_t done = 0;
     uint64_t v;
-    int rc = st_expire_due(env, now, max, &done, ver ? ver : &v);
+    int rc = st_keyspace_expire_due(env, now, max, &done, ver ? ver : &v);
 
-    ck_assert_msg(rc == 0, "st_expire_due: %s", st_strerror(rc));
+    ck_assert_msg(rc == 0, "st_keyspace_expire_due: %s", st_strerror(rc));
     return done;
 }
 
@@ -356,7 +357,7 @@ static size_t scan_all(unsigned db, size_t count, int64_t now, collector *c)
 
     do {
         st_txn *t = rbegin();
-        int rc = st_scan(t, db, cursor, count, now, collect, c, &cursor);
+        int rc = st_keyspace_scan(t, db, cursor, count, now, collect, c, &cursor);
         ck_assert_msg(rc == 0, "scan: %s", st_strerror(rc));
         commit(&t);
         steps++;
@@ -437,13 +438,13 @@ START_TEST(test_reopen_other_databases)
         put1(0, "zero2", "v", 0);
         counts(0, 2, 0);
         /* FLUSHDB 0 holds every key of dbs 0..3, not of db 5. */
-        ck_assert_int_eq(st_flush(env, 0, &ver), 0);
+        ck_assert_int_eq(st_keyspace_flush(env, 0, &ver), 0);
         put1(0, "zero", "v", 0);
     }
     ck_assert_int_eq(env_reopen(DATABASES, MAP_SIZE), 0);
     counts(5, 1, 1);
     expect(5, "five", "v");
-    ck_assert_int_eq(st_flush(env, 0, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 0, &ver), 0);
     expect(5, "five", "v");
     counts(5, 1, 1);
     counts(0, 0, 0);
@@ -488,8 +489,8 @@ START_TEST(test_map_full)
         st_keyref k;
         for (int j = 0; j < stored; j++) {
             snprintf(name, sizeof name, "fill%d", j);
-            st_keyref_init(&k, 0, name, strlen(name));
-            ck_assert_int_eq(st_delete(t, &k, NOW), 0);
+            st_codec_keyref_init(&k, 0, name, strlen(name));
+            ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
         }
         commit(&t);
     }
@@ -596,7 +597,7 @@ static void check_backup(const char *file, int want_keys)
     o.dir = bdir;
     ck_assert_int_eq(st_env_open(&o, &env), 0);
     t = rbegin();
-    ck_assert_int_eq(st_dbsize(t, 0, &keys, &exp), 0);
+    ck_assert_int_eq(st_keyspace_dbsize(t, 0, &keys, &exp), 0);
     ck_assert_uint_eq(keys, (uint64_t)want_keys);
     ck_assert_int_eq(lookup(t, 0, "k0", NOW, &r), 0);
     ck_assert_mem_eq(r.payload, "v", 1);
@@ -685,8 +686,8 @@ START_TEST(test_string_round_trip)
     ck_assert_int_eq(putn(t, 0, "bin", 3, binary, sizeof binary, 0), 0);
     ck_assert_int_eq(putn(t, 0, "empty", 5, "", 0, 0), 0);
     ck_assert_int_eq(putn(t, 0, "a\0b", 3, "nul in name", 11, 0), 0);
-    st_keyref_init(&k, 0, "reserved", 8);
-    ck_assert_int_eq(st_string_reserve(t, &k, 4, 0, &dst), 0);
+    st_codec_keyref_init(&k, 0, "reserved", 8);
+    ck_assert_int_eq(st_keyspace_string_reserve(t, &k, 4, 0, &dst), 0);
     memcpy(dst, "wxyz", 4);
     /* Visible inside the writing transaction. */
     ck_assert_int_eq(lookup(t, 0, "plain", NOW, &r), 0);
@@ -824,10 +825,10 @@ START_TEST(test_lazy_expiry)
     /* Keys a reader saw expired are reaped on request. */
     put1(0, "soon2", "v", NOW + SEC);
     expect_at(0, "soon2", NULL, NOW + 2 * SEC);
-    ck_assert_int_eq(st_reap_seen(env, NOW + 2 * SEC, &done), 0);
+    ck_assert_int_eq(st_keyspace_reap_seen(env, NOW + 2 * SEC, &done), 0);
     ck_assert_uint_eq(done, 1);
     counts(0, 1, 0);
-    ck_assert_int_eq(st_reap_seen(env, NOW + 2 * SEC, &done), 0);
+    ck_assert_int_eq(st_keyspace_reap_seen(env, NOW + 2 * SEC, &done), 0);
     ck_assert_uint_eq(done, 0);
 }
 END_TEST
@@ -840,7 +841,7 @@ START_TEST(test_reap_seen_rechecks)
     put1(0, "k", "old", NOW + SEC);
     expect_at(0, "k", NULL, NOW + 2 * SEC);
     put1(0, "k", "new", 0);
-    ck_assert_int_eq(st_reap_seen(env, NOW + 2 * SEC, &done), 0);
+    ck_assert_int_eq(st_keyspace_reap_seen(env, NOW + 2 * SEC, &done), 0);
     ck_assert_uint_eq(done, 0);
     expect(0, "k", "new");
     counts(0, 1, 0);
@@ -880,13 +881,13 @@ START_TEST(test_delete)
     put1(3, "a", "3", 0);
     counts(0, 2, 1);
     t = wbegin();
-    st_keyref_init(&k, 0, "a", 1);
-    ck_assert_int_eq(st_delete(t, &k, NOW), 0);
-    ck_assert_int_eq(st_delete(t, &k, NOW), ST_ENOTFOUND);
-    st_keyref_init(&k, 0, "b", 1);
-    ck_assert_int_eq(st_delete(t, &k, NOW), 0);
-    st_keyref_init(&k, 0, "zzz", 3);
-    ck_assert_int_eq(st_delete(t, &k, NOW), ST_ENOTFOUND);
+    st_codec_keyref_init(&k, 0, "a", 1);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), ST_ENOTFOUND);
+    st_codec_keyref_init(&k, 0, "b", 1);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
+    st_codec_keyref_init(&k, 0, "zzz", 3);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), ST_ENOTFOUND);
     commit(&t);
     expect(0, "a", NULL);
     expect(0, "b", NULL);
@@ -897,8 +898,8 @@ START_TEST(test_delete)
     /* Deleting an expired key finds nothing, and still cleans up. */
     put1(0, "e", "v", NOW + SEC);
     t = wbegin();
-    st_keyref_init(&k, 0, "e", 1);
-    ck_assert_int_eq(st_delete(t, &k, NOW + SEC), ST_ENOTFOUND);
+    st_codec_keyref_init(&k, 0, "e", 1);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW + SEC), ST_ENOTFOUND);
     commit(&t);
     counts(0, 0, 0);
 }
@@ -913,8 +914,8 @@ START_TEST(test_expire_set)
 
     put1(0, "k", "value", 0);
     t = wbegin();
-    st_keyref_init(&k, 0, "k", 1);
-    ck_assert_int_eq(st_expire_set(t, &k, NOW, NOW + 10 * SEC), 0);
+    st_codec_keyref_init(&k, 0, "k", 1);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + 10 * SEC), 0);
     commit(&t);
     ck_assert_int_eq(ttl_of(0, "k"), NOW + 10 * SEC);
     counts(0, 1, 1);
@@ -922,12 +923,12 @@ START_TEST(test_expire_set)
 
     /* Change it, then persist it (0). */
     t = wbegin();
-    ck_assert_int_eq(st_expire_set(t, &k, NOW, NOW + 20 * SEC), 0);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + 20 * SEC), 0);
     commit(&t);
     ck_assert_int_eq(ttl_of(0, "k"), NOW + 20 * SEC);
     counts(0, 1, 1);
     t = wbegin();
-    ck_assert_int_eq(st_expire_set(t, &k, NOW, 0), 0);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, 0), 0);
     commit(&t);
     ck_assert_int_eq(ttl_of(0, "k"), 0);
     counts(0, 1, 0);
@@ -939,9 +940,9 @@ START_TEST(test_expire_set)
 
     /* Persisting a key without TTL, or touching an absent one. */
     t = wbegin();
-    ck_assert_int_eq(st_expire_set(t, &k, NOW, 0), 0);
-    st_keyref_init(&k, 0, "nope", 4);
-    ck_assert_int_eq(st_expire_set(t, &k, NOW, NOW + SEC), ST_ENOTFOUND);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, 0), 0);
+    st_codec_keyref_init(&k, 0, "nope", 4);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + SEC), ST_ENOTFOUND);
     commit(&t);
     counts(0, 1, 0);
 }
@@ -1030,7 +1031,7 @@ END_TEST
 START_TEST(test_expire_due_chunk_bound)
 {
     /*
-     * st_keys.h: ST_CHUNK_KEYS is the "largest number of keys one st_flush
+     * st_keyspace.h: ST_CHUNK_KEYS is the "largest number of keys one st_keyspace_flush
      * chunk or expiry batch deletes" (DESIGN: no write transaction grows
      * without bound), whatever max the caller passes.
      */
@@ -1064,9 +1065,9 @@ static int do_rename(unsigned db, const char *src, const char *dst, int nx)
     st_keyref s, d;
     int rc;
 
-    st_keyref_init(&s, db, src, strlen(src));
-    st_keyref_init(&d, db, dst, strlen(dst));
-    rc = st_rename(t, &s, &d, NOW, nx);
+    st_codec_keyref_init(&s, db, src, strlen(src));
+    st_codec_keyref_init(&d, db, dst, strlen(dst));
+    rc = st_keyspace_rename(t, &s, &d, NOW, nx);
     commit(&t);
     return rc;
 }
@@ -1078,9 +1079,9 @@ static int do_copy(unsigned sdb, const char *src, unsigned ddb,
     st_keyref s, d;
     int rc;
 
-    st_keyref_init(&s, sdb, src, strlen(src));
-    st_keyref_init(&d, ddb, dst, strlen(dst));
-    rc = st_copy(t, &s, &d, NOW, replace);
+    st_codec_keyref_init(&s, sdb, src, strlen(src));
+    st_codec_keyref_init(&d, ddb, dst, strlen(dst));
+    rc = st_keyspace_copy(t, &s, &d, NOW, replace);
     commit(&t);
     return rc;
 }
@@ -1138,9 +1139,9 @@ START_TEST(test_rename)
     {
         st_txn *t = wbegin();
         st_keyref s, d;
-        st_keyref_init(&s, 0, "mv", 2);
-        st_keyref_init(&d, 7, "mv", 2);
-        ck_assert_int_eq(st_rename(t, &s, &d, NOW, 1), 0);
+        st_codec_keyref_init(&s, 0, "mv", 2);
+        st_codec_keyref_init(&d, 7, "mv", 2);
+        ck_assert_int_eq(st_keyspace_rename(t, &s, &d, NOW, 1), 0);
         commit(&t);
     }
     expect(0, "mv", NULL);
@@ -1210,7 +1211,7 @@ START_TEST(test_dbsize)
     ck_assert_int_eq(put(t, 7, "a", "1", 0), 0);
     ck_assert_int_eq(put(t, 15, "z", "1", NOW + SEC), 0);
     /* The writer sees its own pending changes. */
-    ck_assert_int_eq(st_dbsize(t, 0, &keys, &exp), 0);
+    ck_assert_int_eq(st_keyspace_dbsize(t, 0, &keys, &exp), 0);
     ck_assert_uint_eq(keys, 3);
     ck_assert_uint_eq(exp, 2);
     commit(&t);
@@ -1225,14 +1226,14 @@ START_TEST(test_dbsize)
         snprintf(name, sizeof name, "tmp%d", i);
         ck_assert_int_eq(put(t, 0, name, "v", i % 2 ? NOW + SEC : 0), 0);
     }
-    ck_assert_int_eq(st_dbsize(t, 0, &keys, &exp), 0);
+    ck_assert_int_eq(st_keyspace_dbsize(t, 0, &keys, &exp), 0);
     ck_assert_uint_eq(keys, 13);
     ck_assert_uint_eq(exp, 7);
     st_txn_abort(&t);
     counts(0, 3, 2);
     /* ...and the next transaction starts from clean deltas. */
     t = wbegin();
-    ck_assert_int_eq(st_dbsize(t, 0, &keys, &exp), 0);
+    ck_assert_int_eq(st_keyspace_dbsize(t, 0, &keys, &exp), 0);
     ck_assert_uint_eq(keys, 3);
     ck_assert_uint_eq(exp, 2);
     ck_assert_int_eq(put(t, 0, "d", "4", 0), 0);
@@ -1357,7 +1358,7 @@ START_TEST(test_scan_concurrent_writes)
     commit(&t);
     do {
         t = rbegin();
-        ck_assert_int_eq(st_scan(t, 0, cursor, SCAN_COUNT, NOW, collect, &c,
+        ck_assert_int_eq(st_keyspace_scan(t, 0, cursor, SCAN_COUNT, NOW, collect, &c,
                                  &cursor), 0);
         commit(&t);
         /* Between steps: add some keys, delete some others. */
@@ -1369,8 +1370,8 @@ START_TEST(test_scan_concurrent_writes)
         for (int j = 0; j < 2 && deleted < STABLE_KEYS; j++) {
             st_keyref k;
             snprintf(name, sizeof name, "doomed:%d", deleted++);
-            st_keyref_init(&k, 0, name, strlen(name));
-            ck_assert_int_eq(st_delete(t, &k, NOW), 0);
+            st_codec_keyref_init(&k, 0, name, strlen(name));
+            ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
         }
         commit(&t);
         ck_assert_int_lt(++step, STABLE_KEYS * 10);
@@ -1406,7 +1407,7 @@ START_TEST(test_scan_cursor_positive)
     commit(&t);
     do {
         t = rbegin();
-        ck_assert_int_eq(st_scan(t, 0, cursor, CURSOR_COUNT, NOW, collect, &c,
+        ck_assert_int_eq(st_keyspace_scan(t, 0, cursor, CURSOR_COUNT, NOW, collect, &c,
                                  &cursor),
                          0);
         commit(&t);
@@ -1423,7 +1424,7 @@ END_TEST
 static int random_key(unsigned db, uint64_t r, int64_t now, collector *c)
 {
     st_txn *t = rbegin();
-    int rc = st_random_key(t, db, r, now, collect, c);
+    int rc = st_keyspace_random_key(t, db, r, now, collect, c);
 
     commit(&t);
     return rc;
@@ -1506,7 +1507,7 @@ START_TEST(test_flush_one_db)
     commit(&t);
     counts(1, (uint64_t)big, (uint64_t)(big + 9) / 10);
 
-    ck_assert_int_eq(st_flush(env, 1, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 1, &ver), 0);
     ck_assert_uint_gt(ver, before);
     counts(1, 0, 0);
     scan_all(1, MANY_KEYS, NOW, &c);
@@ -1538,12 +1539,12 @@ START_TEST(test_flush_only_db_with_keys)
 
     put1(4, "a", "1", NOW + SEC);
     put1(4, "b", "2", 0);
-    ck_assert_int_eq(st_flush(env, 4, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 4, &ver), 0);
     counts(4, 0, 0);
     expect(4, "a", NULL);
     /* Flushing an empty database is fine. */
-    ck_assert_int_eq(st_flush(env, 4, &ver), 0);
-    ck_assert_int_eq(st_flush(env, 9, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 4, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 9, &ver), 0);
     put1(4, "c", "3", 0);
     expect(4, "c", "3");
     counts(4, 1, 0);
@@ -1559,7 +1560,7 @@ START_TEST(test_flush_all)
         put1(db, "a", "1", 0);
         put1(db, "t", "2", NOW + SEC);
     }
-    ck_assert_int_eq(st_flush(env, -1, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, -1, &ver), 0);
     for (unsigned db = 0; db < DATABASES; db++) {
         counts(db, 0, 0);
         expect(db, "a", NULL);
@@ -1641,7 +1642,7 @@ START_TEST(test_long_names)
         uint64_t draw = 1;
         for (int i = 0; i < RANDOM_DRAWS / 10; i++) {
             st_txn *rt = rbegin();
-            ck_assert_int_eq(st_random_key(rt, 6, draw, NOW, collect, &c),
+            ck_assert_int_eq(st_keyspace_random_key(rt, 6, draw, NOW, collect, &c),
                              0);
             commit(&rt);
             draw = draw * 6364136223846793005ull + 1442695040888963407ull;
@@ -1665,9 +1666,9 @@ START_TEST(test_long_names)
         st_keyref s, d;
         if (len == 0)
             continue;                   /* only one empty name */
-        st_keyref_init(&s, 6, names[i], len);
-        st_keyref_init(&d, 6, renamed[i], len);
-        ck_assert_msg(st_rename(t, &s, &d, NOW, 0) == 0,
+        st_codec_keyref_init(&s, 6, names[i], len);
+        st_codec_keyref_init(&d, 6, renamed[i], len);
+        ck_assert_msg(st_keyspace_rename(t, &s, &d, NOW, 0) == 0,
                       "rename of a %zu-byte name", len);
     }
     commit(&t);
@@ -1689,8 +1690,8 @@ START_TEST(test_long_names)
     for (size_t i = 0; i < N_LENGTHS; i++) {
         st_keyref k;
         uint8_t *n = name_lengths[i] ? renamed[i] : names[i];
-        st_keyref_init(&k, 6, n, name_lengths[i]);
-        ck_assert_msg(st_delete(t, &k, NOW) == 0, "delete of a %zu-byte name",
+        st_codec_keyref_init(&k, 6, n, name_lengths[i]);
+        ck_assert_msg(st_keyspace_delete(t, &k, NOW) == 0, "delete of a %zu-byte name",
                       name_lengths[i]);
     }
     commit(&t);
@@ -1803,8 +1804,8 @@ START_TEST(test_long_names_shared_prefix)
 
     /* Deleting one leaves the others. */
     t = wbegin();
-    st_keyref_init(&k, 0, a, len);
-    ck_assert_int_eq(st_delete(t, &k, NOW), 0);
+    st_codec_keyref_init(&k, 0, a, len);
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
     commit(&t);
     t = rbegin();
     ck_assert_int_eq(lookupn(t, 0, a, len, NOW, &r), ST_ENOTFOUND);
@@ -1828,12 +1829,12 @@ START_TEST(test_long_names_shared_prefix)
     t = wbegin();
     {
         st_keyref s, d;
-        st_keyref_init(&s, 0, b, len);
-        st_keyref_init(&d, 0, "short-b", 7);
-        ck_assert_int_eq(st_copy(t, &s, &d, NOW, 0), 0);
-        st_keyref_init(&s, 0, "short-b", 7);
-        st_keyref_init(&d, 2, a, len);
-        ck_assert_int_eq(st_copy(t, &s, &d, NOW, 0), 0);
+        st_codec_keyref_init(&s, 0, b, len);
+        st_codec_keyref_init(&d, 0, "short-b", 7);
+        ck_assert_int_eq(st_keyspace_copy(t, &s, &d, NOW, 0), 0);
+        st_codec_keyref_init(&s, 0, "short-b", 7);
+        st_codec_keyref_init(&d, 2, a, len);
+        ck_assert_int_eq(st_keyspace_copy(t, &s, &d, NOW, 0), 0);
     }
     commit(&t);
     expect(0, "short-b", "B");
@@ -1864,7 +1865,7 @@ START_TEST(test_long_names_flush)
     }
     ck_assert_int_eq(put(t, 0, "bystander", "v", 0), 0);
     commit(&t);
-    ck_assert_int_eq(st_flush(env, 8, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 8, &ver), 0);
     counts(8, 0, 0);
     counts(0, 1, 0);
     done = expire_due(FAR_FUTURE, BATCH_ALL, &ver);
@@ -1934,8 +1935,8 @@ START_TEST(test_compress_round_trip)
     {
         st_keyref k;
         t = wbegin();
-        st_keyref_init(&k, 3, "z3", 2);
-        ck_assert_int_eq(st_expire_set(t, &k, NOW, NOW + SEC), 0);
+        st_codec_keyref_init(&k, 3, "z3", 2);
+        ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + SEC), 0);
         commit(&t);
     }
     expect_bytes(0, "z2", zv, big);
@@ -1948,7 +1949,7 @@ START_TEST(test_compress_round_trip)
 END_TEST
 
 /*
- * st_keys.h: "Records returned borrow LMDB's memory until the transaction
+ * st_keyspace.h: "Records returned borrow LMDB's memory until the transaction
  * ends or writes." A handler that looks up two keys (LCS, MSETNX-style
  * checks, ...) must still see the first record after the second lookup,
  * also when the values were decompressed or copied out of the cache.
@@ -2002,8 +2003,8 @@ END_TEST
 
 /*
  * A process may hold its read and its write transaction at once (a worker
- * serving a read while a pipelined write commits; st_expire_due or
- * st_flush running their own write transactions). Ending the write
+ * serving a read while a pipelined write commits; st_keyspace_expire_due or
+ * st_keyspace_flush running their own write transactions). Ending the write
  * transaction must not take back what the read transaction was handed.
  */
 static void read_survives_writes(size_t alen, size_t blen)
@@ -2027,7 +2028,7 @@ static void read_survives_writes(size_t alen, size_t blen)
     w = wbegin();
     ck_assert_int_eq(put(w, 0, "other", "v", 0), 0);
     commit(&w);
-    ck_assert_int_eq(st_expire_due(env, NOW, BATCH_ALL, &done, &ver), 0);
+    ck_assert_int_eq(st_keyspace_expire_due(env, NOW, BATCH_ALL, &done, &ver), 0);
     ck_assert_int_eq(lookup(r, 0, "b", NOW, &rb), 0);
     ck_assert_uint_eq(rb.payload_len, blen);
     ck_assert_int_eq(memcmp(rb.payload, b, blen), 0);
@@ -2103,8 +2104,8 @@ START_TEST(test_cache_sees_writes)
     {
         st_keyref kr;
         st_txn *t = wbegin();
-        st_keyref_init(&kr, 0, "k", 1);
-        ck_assert_int_eq(st_expire_set(t, &kr, NOW, 0), 0);
+        st_codec_keyref_init(&kr, 0, "k", 1);
+        ck_assert_int_eq(st_keyspace_expire_set(t, &kr, NOW, 0), 0);
         commit(&t);
     }
     ck_assert_int_eq(ttl_of(0, "k"), 0);
@@ -2112,8 +2113,8 @@ START_TEST(test_cache_sees_writes)
     {
         st_keyref kr;
         st_txn *t = wbegin();
-        st_keyref_init(&kr, 0, "k", 1);
-        ck_assert_int_eq(st_delete(t, &kr, NOW), 0);
+        st_codec_keyref_init(&kr, 0, "k", 1);
+        ck_assert_int_eq(st_keyspace_delete(t, &kr, NOW), 0);
         commit(&t);
     }
     expect(0, "k", NULL);
@@ -2144,7 +2145,7 @@ START_TEST(test_cache_sees_writes)
     done = expire_due(NOW + SEC, 10, &ver);
     ck_assert_uint_eq(done, 1);
     expect_at(4, "e", NULL, NOW + SEC);
-    ck_assert_int_eq(st_flush(env, -1, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, -1, &ver), 0);
     expect(3, "same", NULL);
     expect(0, "c", NULL);
 }
@@ -2163,7 +2164,7 @@ START_TEST(test_cache_flushdb)
     put1(3, "same", "three", 0);
     expect(2, "same", "two");           /* now cached */
     expect(3, "same", "three");
-    ck_assert_int_eq(st_flush(env, 2, &ver), 0);
+    ck_assert_int_eq(st_keyspace_flush(env, 2, &ver), 0);
     counts(2, 0, 0);
     expect(2, "same", NULL);
     expect(3, "same", "three");
@@ -2299,13 +2300,13 @@ START_TEST(test_cache_other_process_writes)
             if (st_env_open(&o, &e))
                 _exit(CHILD_FAILED);
             if (i == 2) {
-                rc = st_flush(e, 1, &ver);
+                rc = st_keyspace_flush(e, 1, &ver);
             } else {
-                st_keyref_init(&k, 1, "k", 1);
+                st_codec_keyref_init(&k, 1, "k", 1);
                 rc = st_txn_begin(e, 1, &t);
                 if (rc == 0)
-                    rc = i == 0 ? st_string_set(t, &k, "new", 3, 0)
-                                : st_delete(t, &k, NOW);
+                    rc = i == 0 ? st_keyspace_string_set(t, &k, "new", 3, 0)
+                                : st_keyspace_delete(t, &k, NOW);
                 if (rc == 0)
                     rc = st_txn_commit(&t);
             }
@@ -2354,8 +2355,8 @@ START_TEST(test_cache_snapshot_isolation)
         st_keyref k;
         if (st_env_open(&o, &e) || st_txn_begin(e, 0, &t))
             _exit(CHILD_FAILED);
-        st_keyref_init(&k, 0, "b", 1);
-        if (st_lookup(t, &k, NOW, &rec) || rec.payload_len != 5 ||
+        st_codec_keyref_init(&k, 0, "b", 1);
+        if (st_keyspace_lookup(t, &k, NOW, &rec) || rec.payload_len != 5 ||
             memcmp(rec.payload, "new-b", 5))
             _exit(CHILD_FAILED);
         _exit(0);
@@ -2440,7 +2441,7 @@ static int64_t model_unique_at(model *m)
 
 static void model_keyref(const model *m, st_keyref *k, int db, int i)
 {
-    st_keyref_init(k, (unsigned)db, m->names[i], m->lens[i]);
+    st_codec_keyref_init(k, (unsigned)db, m->names[i], m->lens[i]);
 }
 
 static void model_verify(model *m)
@@ -2455,7 +2456,7 @@ static void model_verify(model *m)
             st_rec r;
             int rc;
             model_keyref(m, &k, d, i);
-            rc = st_lookup(t, &k, m->now, &r);
+            rc = st_keyspace_lookup(t, &k, m->now, &r);
             keys += mk->present;
             exps += mk->present && mk->at;
             live += model_live(m, mk);
@@ -2507,7 +2508,7 @@ static void model_step(model *m, int op)
             for (size_t x = 0; x < len; x++)
                 a->val[x] = (char)('a' + (op + (int)x / 50) % 26);
         t = wbegin();
-        ck_assert_int_eq(st_string_set(t, &ka, a->val, len, at), 0);
+        ck_assert_int_eq(st_keyspace_string_set(t, &ka, a->val, len, at), 0);
         commit(&t);
         a->present = 1;
         a->at = at;
@@ -2517,7 +2518,7 @@ static void model_step(model *m, int op)
     case 2:                                     /* DEL */
         want = model_touch(m, a) ? 0 : ST_ENOTFOUND;
         t = wbegin();
-        rc = st_delete(t, &ka, m->now);
+        rc = st_keyspace_delete(t, &ka, m->now);
         commit(&t);
         ck_assert_int_eq(rc, want);
         a->present = 0;
@@ -2526,7 +2527,7 @@ static void model_step(model *m, int op)
         int64_t at = flag ? model_unique_at(m) : 0;
         want = model_touch(m, a) ? 0 : ST_ENOTFOUND;
         t = wbegin();
-        rc = st_expire_set(t, &ka, m->now, at);
+        rc = st_keyspace_expire_set(t, &ka, m->now, at);
         commit(&t);
         ck_assert_int_eq(rc, want);
         if (rc == 0)
@@ -2545,7 +2546,7 @@ static void model_step(model *m, int op)
         else
             want = 0;
         t = wbegin();
-        rc = st_rename(t, &ka, &kb, m->now, flag);
+        rc = st_keyspace_rename(t, &ka, &kb, m->now, flag);
         commit(&t);
         ck_assert_msg(rc == want, "op %d rename: rc %d want %d", op, rc,
                       want);
@@ -2562,7 +2563,7 @@ static void model_step(model *m, int op)
         else
             want = 0;
         t = wbegin();
-        rc = st_copy(t, &ka, &kb, m->now, flag);
+        rc = st_keyspace_copy(t, &ka, &kb, m->now, flag);
         commit(&t);
         ck_assert_msg(rc == want, "op %d copy: rc %d want %d", op, rc, want);
         if (rc == 0)
@@ -2583,7 +2584,7 @@ static void model_step(model *m, int op)
     default:                            /* time passes; rarely a flush */
         if (model_rand(m) % MODEL_FLUSH_ODDS == 0) {
             uint64_t ver;
-            ck_assert_int_eq(st_flush(env, db, &ver), 0);
+            ck_assert_int_eq(st_keyspace_flush(env, db, &ver), 0);
             for (int x = 0; x < MODEL_NAMES; x++)
                 m->k[db][x].present = 0;
         }
@@ -2665,9 +2666,9 @@ START_TEST(test_concurrent_writers)
                 st_txn *t;
                 st_keyref k;
                 snprintf(name, sizeof name, "w%d:%d", w, i);
-                st_keyref_init(&k, 0, name, strlen(name));
+                st_codec_keyref_init(&k, 0, name, strlen(name));
                 if (st_txn_begin(e, 1, &t) ||
-                    st_string_set(t, &k, "v", 1, i % 2 ? NOW + SEC : 0) ||
+                    st_keyspace_string_set(t, &k, "v", 1, i % 2 ? NOW + SEC : 0) ||
                     st_txn_commit(&t))
                     _exit(CHILD_FAILED);
             }
@@ -2702,8 +2703,8 @@ START_TEST(test_writer_dies_in_txn)
         st_env *e = child_env();
         st_txn *t;
         st_keyref k;
-        st_keyref_init(&k, 0, "ghost", 5);
-        if (st_txn_begin(e, 1, &t) || st_string_set(t, &k, "v", 1, 0))
+        st_codec_keyref_init(&k, 0, "ghost", 5);
+        if (st_txn_begin(e, 1, &t) || st_keyspace_string_set(t, &k, "v", 1, 0))
             _exit(CHILD_FAILED);
         _exit(0);                       /* dies holding the writer lock */
     }
@@ -2754,37 +2755,37 @@ START_TEST(test_keyref_forms)
     uint8_t *name = make_name(MIB, 3);
     st_keyref k;
 
-    st_keyref_init(&k, 0, name, 0);
+    st_codec_keyref_init(&k, 0, name, 0);
     ck_assert(!k.is_long);
     ck_assert_uint_eq(k.enc_len, ST_KEY_HEAD_BYTES);
 
-    st_keyref_init(&k, 513, name, 1);
+    st_codec_keyref_init(&k, 513, name, 1);
     ck_assert(!k.is_long);
     ck_assert_uint_eq(k.enc_len, ST_KEY_HEAD_BYTES + 1);
-    ck_assert_uint_eq(st_get_be16(k.enc), 513);
-    ck_assert_uint_eq(st_get_be64(k.enc + ST_KEY_DB_BYTES), k.hash);
-    ck_assert_uint_eq(k.hash, st_scan_hash(name, 1));
+    ck_assert_uint_eq(st_codec_get_be16(k.enc), 513);
+    ck_assert_uint_eq(st_codec_get_be64(k.enc + ST_KEY_DB_BYTES), k.hash);
+    ck_assert_uint_eq(k.hash, st_codec_scan_hash(name, 1));
     ck_assert_uint_eq(k.enc[ST_KEY_HEAD_BYTES], name[0]);
     ck_assert_uint_eq(k.db, 513);
     ck_assert_ptr_eq(k.name, name);
     ck_assert_uint_eq(k.len, 1);
 
-    st_keyref_init(&k, ST_KEY_MAXDB, name, ST_KEY_INLINE_MAX);
+    st_codec_keyref_init(&k, ST_KEY_MAXDB, name, ST_KEY_INLINE_MAX);
     ck_assert(!k.is_long);
     ck_assert_uint_eq(k.enc_len, ST_KEY_HEAD_BYTES + ST_KEY_INLINE_MAX);
     ck_assert_uint_lt(k.enc_len, ST_LMDB_MAXKEY);
-    ck_assert_uint_eq(st_get_be16(k.enc), ST_KEY_MAXDB);
+    ck_assert_uint_eq(st_codec_get_be16(k.enc), ST_KEY_MAXDB);
     ck_assert_int_eq(memcmp(k.enc + ST_KEY_HEAD_BYTES, name,
                             ST_KEY_INLINE_MAX), 0);
 
     for (size_t len = ST_KEY_INLINE_MAX + 1; len <= MIB;
          len = len < 2 * KIB ? len + 1 : len * 2) {
-        st_keyref_init(&k, 1, name, len);
+        st_codec_keyref_init(&k, 1, name, len);
         ck_assert(k.is_long);
         ck_assert_uint_eq(k.enc_len, ST_LMDB_MAXKEY);
-        ck_assert_uint_eq(st_get_be16(k.enc), 1);
-        ck_assert_uint_eq(st_get_be64(k.enc + ST_KEY_DB_BYTES), k.hash);
-        ck_assert_uint_eq(k.hash, st_scan_hash(name, len));
+        ck_assert_uint_eq(st_codec_get_be16(k.enc), 1);
+        ck_assert_uint_eq(st_codec_get_be64(k.enc + ST_KEY_DB_BYTES), k.hash);
+        ck_assert_uint_eq(k.hash, st_codec_scan_hash(name, len));
         ck_assert_int_eq(memcmp(k.enc + ST_KEY_LONG_STEM +
                                     ST_KEY_PROBE_BYTES,
                                 name, ST_KEY_LONG_PREFIX), 0);
@@ -2805,8 +2806,8 @@ START_TEST(test_keyref_digest_differs)
     ck_assert_ptr_nonnull(b);
     memcpy(b, a, 4 * KIB);
     b[4 * KIB - 1] ^= 1;
-    st_keyref_init(&ka, 0, a, 4 * KIB);
-    st_keyref_init(&kb, 0, b, 4 * KIB);
+    st_codec_keyref_init(&ka, 0, a, 4 * KIB);
+    st_codec_keyref_init(&kb, 0, b, 4 * KIB);
     ck_assert_int_ne(memcmp(ka.enc, kb.enc, ST_KEY_LONG_STEM), 0);
     ck_assert_int_eq(memcmp(ka.enc + ST_KEY_LONG_STEM + ST_KEY_PROBE_BYTES,
                             kb.enc + ST_KEY_LONG_STEM + ST_KEY_PROBE_BYTES,
@@ -2821,14 +2822,14 @@ START_TEST(test_scan_hash_range)
     char name[NAME_SIZE];
     uint64_t ored = 0, anded = UINT64_MAX;
 
-    ck_assert_uint_ne(st_scan_hash("", 0), 0);
-    ck_assert_uint_eq(st_scan_hash("", 0) & TOP_BIT, 0);
+    ck_assert_uint_ne(st_codec_scan_hash("", 0), 0);
+    ck_assert_uint_eq(st_codec_scan_hash("", 0) & TOP_BIT, 0);
     for (int i = 0; i < HASH_SAMPLES; i++) {
         int n = snprintf(name, sizeof name, "key:%d", i);
-        uint64_t h = st_scan_hash(name, (size_t)n);
+        uint64_t h = st_codec_scan_hash(name, (size_t)n);
         ck_assert_uint_ne(h, 0);
         ck_assert_uint_eq(h & TOP_BIT, 0);
-        ck_assert_uint_eq(h, st_scan_hash(name, (size_t)n)); /* stable */
+        ck_assert_uint_eq(h, st_codec_scan_hash(name, (size_t)n)); /* stable */
         ored |= h;
         anded &= h;
     }
@@ -2836,9 +2837,9 @@ START_TEST(test_scan_hash_range)
     ck_assert_uint_eq(ored, ~TOP_BIT);
     ck_assert_uint_le(anded, 1);
     /* The hash covers length and content; seeds separate hashes. */
-    ck_assert_uint_ne(st_scan_hash("a", 1), st_scan_hash("a\0", 2));
-    ck_assert_uint_ne(st_hash64("abc", 3, 1), st_hash64("abc", 3, 2));
-    ck_assert_uint_eq(st_hash64("abc", 3, 1), st_hash64("abc", 3, 1));
+    ck_assert_uint_ne(st_codec_scan_hash("a", 1), st_codec_scan_hash("a\0", 2));
+    ck_assert_uint_ne(st_codec_hash64("abc", 3, 1), st_codec_hash64("abc", 3, 2));
+    ck_assert_uint_eq(st_codec_hash64("abc", 3, 1), st_codec_hash64("abc", 3, 1));
 }
 END_TEST
 
@@ -2847,24 +2848,24 @@ START_TEST(test_big_endian)
     uint8_t b[8];
     static const uint8_t want64[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
-    st_put_be16(b, 0x0102);
+    st_codec_put_be16(b, 0x0102);
     ck_assert_uint_eq(b[0], 1);
     ck_assert_uint_eq(b[1], 2);
-    ck_assert_uint_eq(st_get_be16(b), 0x0102);
-    st_put_be16(b, 0xffff);
-    ck_assert_uint_eq(st_get_be16(b), 0xffff);
-    st_put_be64(b, 0x0102030405060708ull);
+    ck_assert_uint_eq(st_codec_get_be16(b), 0x0102);
+    st_codec_put_be16(b, 0xffff);
+    ck_assert_uint_eq(st_codec_get_be16(b), 0xffff);
+    st_codec_put_be64(b, 0x0102030405060708ull);
     ck_assert_mem_eq(b, want64, 8);
-    ck_assert_uint_eq(st_get_be64(b), 0x0102030405060708ull);
-    st_put_be64(b, UINT64_MAX);
-    ck_assert_uint_eq(st_get_be64(b), UINT64_MAX);
-    st_put_be64(b, 0);
-    ck_assert_uint_eq(st_get_be64(b), 0);
+    ck_assert_uint_eq(st_codec_get_be64(b), 0x0102030405060708ull);
+    st_codec_put_be64(b, UINT64_MAX);
+    ck_assert_uint_eq(st_codec_get_be64(b), UINT64_MAX);
+    st_codec_put_be64(b, 0);
+    ck_assert_uint_eq(st_codec_get_be64(b), 0);
     /* Big-endian bytes sort like the numbers (memcmp order). */
     {
         uint8_t lo[8], hi[8];
-        st_put_be64(lo, 0x00ffffffffffffffull);
-        st_put_be64(hi, 0x0100000000000000ull);
+        st_codec_put_be64(lo, 0x00ffffffffffffffull);
+        st_codec_put_be64(hi, 0x0100000000000000ull);
         ck_assert_int_lt(memcmp(lo, hi, 8), 0);
     }
 }
@@ -2879,12 +2880,12 @@ START_TEST(test_record_codec)
     uint8_t *payload;
 
     /* Short name: header then payload. */
-    st_keyref_init(&k, 0, "abc", 3);
-    ck_assert_uint_eq(st_rec_size(&k, 5), ST_REC_HEADER + 5);
-    payload = st_rec_encode_head(buf, &k, ST_TYPE_STRING, 0, 42, NOW);
+    st_codec_keyref_init(&k, 0, "abc", 3);
+    ck_assert_uint_eq(st_codec_rec_size(&k, 5), ST_REC_HEADER + 5);
+    payload = st_codec_rec_encode_head(buf, &k, ST_TYPE_STRING, 0, 42, NOW);
     ck_assert_ptr_eq(payload, buf + ST_REC_HEADER);
     memcpy(payload, "hello", 5);
-    ck_assert_int_eq(st_rec_decode(buf, ST_REC_HEADER + 5, &r), 0);
+    ck_assert_int_eq(st_codec_rec_decode(buf, ST_REC_HEADER + 5, &r), 0);
     ck_assert_int_eq(r.type, ST_TYPE_STRING);
     ck_assert_uint_eq(r.flags, 0);
     ck_assert_uint_eq(r.version, 42);
@@ -2894,12 +2895,12 @@ START_TEST(test_record_codec)
     ck_assert_mem_eq(r.payload, "hello", 5);
 
     /* Long name: the full name sits between header and payload. */
-    st_keyref_init(&k, 0, name, 600);
-    ck_assert_uint_eq(st_rec_size(&k, 8), ST_REC_HEADER + 600 + 8);
-    payload = st_rec_encode_head(buf, &k, ST_TYPE_HASH, ST_REC_ZSTD, 7, 0);
+    st_codec_keyref_init(&k, 0, name, 600);
+    ck_assert_uint_eq(st_codec_rec_size(&k, 8), ST_REC_HEADER + 600 + 8);
+    payload = st_codec_rec_encode_head(buf, &k, ST_TYPE_HASH, ST_REC_ZSTD, 7, 0);
     ck_assert_ptr_eq(payload, buf + ST_REC_HEADER + 600);
     memset(payload, 'p', 8);
-    ck_assert_int_eq(st_rec_decode(buf, sizeof buf, &r), 0);
+    ck_assert_int_eq(st_codec_rec_decode(buf, sizeof buf, &r), 0);
     ck_assert_int_eq(r.type, ST_TYPE_HASH);
     ck_assert_uint_eq(r.flags, ST_REC_LONGNAME | ST_REC_ZSTD);
     ck_assert_uint_eq(r.name_len, 600);
@@ -2907,13 +2908,13 @@ START_TEST(test_record_codec)
     ck_assert_uint_eq(r.payload_len, 8);
 
     /* Corrupt records are refused. */
-    ck_assert_int_eq(st_rec_decode(buf, ST_REC_HEADER - 1, &r), ST_ECORRUPT);
-    ck_assert_int_eq(st_rec_decode(buf, ST_REC_HEADER + 599, &r),
+    ck_assert_int_eq(st_codec_rec_decode(buf, ST_REC_HEADER - 1, &r), ST_ECORRUPT);
+    ck_assert_int_eq(st_codec_rec_decode(buf, ST_REC_HEADER + 599, &r),
                      ST_ECORRUPT);
     buf[0] = 0;
-    ck_assert_int_eq(st_rec_decode(buf, sizeof buf, &r), ST_ECORRUPT);
+    ck_assert_int_eq(st_codec_rec_decode(buf, sizeof buf, &r), ST_ECORRUPT);
     buf[0] = ST_TYPE_HASH + 1;
-    ck_assert_int_eq(st_rec_decode(buf, sizeof buf, &r), ST_ECORRUPT);
+    ck_assert_int_eq(st_codec_rec_decode(buf, sizeof buf, &r), ST_ECORRUPT);
     free(name);
 }
 END_TEST

@@ -26,7 +26,7 @@
 
 static int s2ll(const char *s, long long *v)
 {
-    return srv_str2ll(s, strlen(s), v);
+    return srv_util_str2ll(s, strlen(s), v);
 }
 
 START_TEST(test_str2ll_valid)
@@ -87,11 +87,11 @@ START_TEST(test_str2ll_length_bounded)
     long long v;
 
     /* Exactly len bytes count: no NUL needed, nothing after read. */
-    ck_assert(srv_str2ll("123abc", 3, &v));
+    ck_assert(srv_util_str2ll("123abc", 3, &v));
     ck_assert_int_eq(v, 123);
-    ck_assert(!srv_str2ll("12\0", 3, &v));
-    ck_assert(!srv_str2ll("5", 0, &v));
-    ck_assert(srv_str2ll("-77777", 3, &v));
+    ck_assert(!srv_util_str2ll("12\0", 3, &v));
+    ck_assert(!srv_util_str2ll("5", 0, &v));
+    ck_assert(srv_util_str2ll("-77777", 3, &v));
     ck_assert_int_eq(v, -77);
 }
 END_TEST
@@ -100,11 +100,11 @@ static void ll_round_trip(long long v, const char *want)
 {
     char buf[SRV_LLSTR_SIZE];
     long long back;
-    int n = srv_ll2str(buf, v);
+    int n = srv_util_ll2str(buf, v);
 
     ck_assert_str_eq(buf, want);
     ck_assert_int_eq(n, (int)strlen(want));
-    ck_assert(srv_str2ll(buf, (size_t)n, &back));
+    ck_assert(srv_util_str2ll(buf, (size_t)n, &back));
     ck_assert(back == v);
 }
 
@@ -126,12 +126,12 @@ END_TEST
 
 static int s2ld(const char *s, long double *v)
 {
-    return srv_str2ld(s, strlen(s), v);
+    return srv_util_str2ld(s, strlen(s), v);
 }
 
 static int s2d(const char *s, double *v)
 {
-    return srv_str2d(s, strlen(s), v);
+    return srv_util_str2d(s, strlen(s), v);
 }
 
 START_TEST(test_str2ld_valid)
@@ -168,7 +168,7 @@ START_TEST(test_str2ld_invalid)
     ck_assert(!s2ld("nan", &v));
     ck_assert(!s2ld("NaN", &v));
     ck_assert(!s2ld("-nan", &v));
-    ck_assert(!srv_str2ld("1\0", 2, &v));
+    ck_assert(!srv_util_str2ld("1\0", 2, &v));
     /* Overflow to infinity is not a number. */
     ck_assert(!s2ld("1e999999", &v));
     ck_assert(!s2ld("-1e999999", &v));
@@ -212,7 +212,7 @@ START_TEST(test_str2d)
     ck_assert(!s2d("nan", &v));
     ck_assert(!s2d("-nan", &v));
     ck_assert(!s2d("1x", &v));
-    ck_assert(!srv_str2d("1\0", 2, &v));
+    ck_assert(!srv_util_str2d("1\0", 2, &v));
 }
 END_TEST
 
@@ -243,11 +243,11 @@ START_TEST(test_long_ld_text)
      */
     char text[SRV_LDSTR_SIZE];
     long double ld = 1e200L, back;
-    int n = srv_ld2str(text, sizeof text, ld);
+    int n = srv_util_ld2str(text, sizeof text, ld);
 
     ck_assert_int_gt(n, 200);
-    ck_assert_msg(srv_str2ld(text, (size_t)n, &back),
-                  "srv_str2ld refused srv_ld2str's own %d-byte output", n);
+    ck_assert_msg(srv_util_str2ld(text, (size_t)n, &back),
+                  "srv_util_str2ld refused srv_util_ld2str's own %d-byte output", n);
     ck_assert(back == ld);
 }
 END_TEST
@@ -261,7 +261,7 @@ START_TEST(test_long_d_text)
     memset(digits, '0', LONG_NUMBER_DIGITS);
     digits[0] = '1';
     digits[LONG_NUMBER_DIGITS] = '\0';
-    ck_assert_msg(s2d(digits, &d), "srv_str2d refused a %d-digit number",
+    ck_assert_msg(s2d(digits, &d), "srv_util_str2d refused a %d-digit number",
                   LONG_NUMBER_DIGITS);
     ck_assert(d == 1e299);
 }
@@ -270,9 +270,9 @@ END_TEST
 static void ld_is(long double v, const char *want)
 {
     char buf[SRV_LDSTR_SIZE];
-    int n = srv_ld2str(buf, sizeof buf, v);
+    int n = srv_util_ld2str(buf, sizeof buf, v);
 
-    ck_assert_msg(n > 0, "srv_ld2str(%Lg) failed", v);
+    ck_assert_msg(n > 0, "srv_util_ld2str(%Lg) failed", v);
     ck_assert_str_eq(buf, want);
     ck_assert_int_eq(n, (int)strlen(want));
 }
@@ -315,13 +315,13 @@ START_TEST(test_ld2str_limits)
     char buf[SRV_LDSTR_SIZE];
     char tiny[4];
 
-    ck_assert_int_eq(srv_ld2str(buf, sizeof buf, INFINITY), 0);
-    ck_assert_int_eq(srv_ld2str(buf, sizeof buf, -INFINITY), 0);
-    ck_assert_int_eq(srv_ld2str(buf, sizeof buf, NAN), 0);
+    ck_assert_int_eq(srv_util_ld2str(buf, sizeof buf, INFINITY), 0);
+    ck_assert_int_eq(srv_util_ld2str(buf, sizeof buf, -INFINITY), 0);
+    ck_assert_int_eq(srv_util_ld2str(buf, sizeof buf, NAN), 0);
     /* Too small a buffer is a failure, not a truncated number. */
-    ck_assert_int_eq(srv_ld2str(tiny, sizeof tiny, 12345.0L), 0);
+    ck_assert_int_eq(srv_util_ld2str(tiny, sizeof tiny, 12345.0L), 0);
     /* The largest long double fits the documented size. */
-    ck_assert_int_gt(srv_ld2str(buf, sizeof buf, -LDBL_MAX), 0);
+    ck_assert_int_gt(srv_util_ld2str(buf, sizeof buf, -LDBL_MAX), 0);
 }
 END_TEST
 
@@ -329,17 +329,17 @@ START_TEST(test_d2str)
 {
     char buf[SRV_DSTR_SIZE];
 
-    ck_assert_int_eq(srv_d2str(buf, sizeof buf, 1.5), 3);
+    ck_assert_int_eq(srv_util_d2str(buf, sizeof buf, 1.5), 3);
     ck_assert_str_eq(buf, "1.5");
-    srv_d2str(buf, sizeof buf, INFINITY);
+    srv_util_d2str(buf, sizeof buf, INFINITY);
     ck_assert_str_eq(buf, "inf");
-    srv_d2str(buf, sizeof buf, -INFINITY);
+    srv_util_d2str(buf, sizeof buf, -INFINITY);
     ck_assert_str_eq(buf, "-inf");
-    srv_d2str(buf, sizeof buf, 0.1);
+    srv_util_d2str(buf, sizeof buf, 0.1);
     ck_assert_str_eq(buf, "0.10000000000000001");
-    srv_d2str(buf, sizeof buf, 3.0);
+    srv_util_d2str(buf, sizeof buf, 3.0);
     ck_assert_str_eq(buf, "3");
-    srv_d2str(buf, sizeof buf, -DBL_MAX);
+    srv_util_d2str(buf, sizeof buf, -DBL_MAX);
     ck_assert_str_eq(buf, "-1.7976931348623157e+308");
 }
 END_TEST
@@ -349,12 +349,12 @@ END_TEST
 
 static int gm(const char *pat, const char *str)
 {
-    return srv_glob_match(pat, strlen(pat), str, strlen(str), 0);
+    return srv_util_glob_match(pat, strlen(pat), str, strlen(str), 0);
 }
 
 static int gmi(const char *pat, const char *str)
 {
-    return srv_glob_match(pat, strlen(pat), str, strlen(str), 1);
+    return srv_util_glob_match(pat, strlen(pat), str, strlen(str), 1);
 }
 
 START_TEST(test_glob_literal_and_wildcards)
@@ -456,11 +456,11 @@ END_TEST
 START_TEST(test_glob_binary)
 {
     /* Patterns and subjects are slices: NUL is an ordinary byte. */
-    ck_assert(srv_glob_match("a?c", 3, "a\0c", 3, 0));
-    ck_assert(srv_glob_match("a*", 2, "a\0\0", 3, 0));
-    ck_assert(!srv_glob_match("a\0", 2, "a", 1, 0));
-    ck_assert(srv_glob_match("\xff*", 2, "\xff\xfe", 2, 0));
-    ck_assert(srv_glob_match("[\x80-\xff]", 5, "\xc3", 1, 0));
+    ck_assert(srv_util_glob_match("a?c", 3, "a\0c", 3, 0));
+    ck_assert(srv_util_glob_match("a*", 2, "a\0\0", 3, 0));
+    ck_assert(!srv_util_glob_match("a\0", 2, "a", 1, 0));
+    ck_assert(srv_util_glob_match("\xff*", 2, "\xff\xfe", 2, 0));
+    ck_assert(srv_util_glob_match("[\x80-\xff]", 5, "\xc3", 1, 0));
 }
 END_TEST
 
@@ -498,9 +498,9 @@ END_TEST
 
 START_TEST(test_clocks)
 {
-    int64_t ms = srv_mstime(), us = srv_ustime();
+    int64_t ms = srv_util_mstime(), us = srv_util_ustime();
     int64_t wall = (int64_t)time(NULL) * MS_PER_S;
-    int64_t m1 = srv_monotonic_ms(), m2 = srv_monotonic_ms();
+    int64_t m1 = srv_util_monotonic_ms(), m2 = srv_util_monotonic_ms();
 
     ck_assert(ms > wall - CLOCK_SLACK_MS && ms < wall + CLOCK_SLACK_MS);
     ck_assert(us / US_PER_MS >= ms && us / US_PER_MS < ms + CLOCK_SLACK_MS);
@@ -511,12 +511,12 @@ END_TEST
 
 START_TEST(test_streq)
 {
-    ck_assert(srv_streq("GET", 3, "get"));
-    ck_assert(srv_streq("gEt", 3, "GeT"));
-    ck_assert(!srv_streq("GETX", 3, "getx"));
-    ck_assert(!srv_streq("GET", 3, "getx"));
-    ck_assert(!srv_streq("GETX", 4, "get"));
-    ck_assert(srv_streq("", 0, ""));
+    ck_assert(srv_util_streq("GET", 3, "get"));
+    ck_assert(srv_util_streq("gEt", 3, "GeT"));
+    ck_assert(!srv_util_streq("GETX", 3, "getx"));
+    ck_assert(!srv_util_streq("GET", 3, "getx"));
+    ck_assert(!srv_util_streq("GETX", 4, "get"));
+    ck_assert(srv_util_streq("", 0, ""));
 }
 END_TEST
 

@@ -3,14 +3,16 @@
  * each: get (GET GETDEL GETEX), set (SET SETNX SETEX PSETEX GETSET),
  * incr (INCR DECR INCRBY DECRBY), range (GETRANGE SUBSTR).
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/srv_keyspace.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 
 #include <limits.h>
 #include <math.h>
@@ -56,23 +58,23 @@ static int parse_set_options(srv_conn *c, int first, unsigned allowed,
         int has_next = j + 1 < c->argc;
         unsigned add = 0;
 
-        if (srv_streq(o->ptr, o->len, "nx") && !(f & SET_XX))
+        if (srv_util_streq(o->ptr, o->len, "nx") && !(f & SET_XX))
             add = SET_NX;
-        else if (srv_streq(o->ptr, o->len, "xx") && !(f & SET_NX))
+        else if (srv_util_streq(o->ptr, o->len, "xx") && !(f & SET_NX))
             add = SET_XX;
-        else if (srv_streq(o->ptr, o->len, "get"))
+        else if (srv_util_streq(o->ptr, o->len, "get"))
             add = SET_GET;
-        else if (srv_streq(o->ptr, o->len, "keepttl") &&
+        else if (srv_util_streq(o->ptr, o->len, "keepttl") &&
                  !(f & (SET_PERSIST | SET_ANY_EXPIRE)))
             add = SET_KEEPTTL;
-        else if (srv_streq(o->ptr, o->len, "persist") &&
+        else if (srv_util_streq(o->ptr, o->len, "persist") &&
                  !(f & (SET_KEEPTTL | SET_ANY_EXPIRE)))
             add = SET_PERSIST;
         else if (has_next) {
-            if (srv_streq(o->ptr, o->len, "ex")) add = SET_EX;
-            else if (srv_streq(o->ptr, o->len, "px")) add = SET_PX;
-            else if (srv_streq(o->ptr, o->len, "exat")) add = SET_EXAT;
-            else if (srv_streq(o->ptr, o->len, "pxat")) add = SET_PXAT;
+            if (srv_util_streq(o->ptr, o->len, "ex")) add = SET_EX;
+            else if (srv_util_streq(o->ptr, o->len, "px")) add = SET_PX;
+            else if (srv_util_streq(o->ptr, o->len, "exat")) add = SET_EXAT;
+            else if (srv_util_streq(o->ptr, o->len, "pxat")) add = SET_PXAT;
             /* The same expire option may repeat (the last wins), as in
              * Redis; a different one conflicts. */
             if (add && (f & (SET_KEEPTTL | SET_PERSIST |
@@ -99,7 +101,7 @@ static int expire_value_or_reply(srv_conn *c, unsigned f,
     *at = 0;
     if (!expire)
         return 0;
-    return srv_parse_expire_or_reply(c, expire,
+    return srv_args_expire_or_reply(c, expire,
                                      f & (SET_EX | SET_EXAT) ? SRV_UNIT_S
                                                              : SRV_UNIT_MS,
                                      (f & (SET_EXAT | SET_PXAT)) != 0, 0, at);
@@ -120,10 +122,10 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
 
     if (!t)
         return;
-    srv_key(c, 1, &k);
-    rc = st_lookup(t, &k, srv_cmd_now(), &r);
+    srv_key_ref(c, 1, &k);
+    rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
     if (rc && rc != ST_ENOTFOUND) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     found = rc == 0;
@@ -147,11 +149,11 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
     if (flags & SET_KEEPTTL)
         at = found ? r.expire_at : 0;
     if (at && at <= srv_cmd_now())
-        rc = found ? st_delete(t, &k, srv_cmd_now()) : 0;  /* born expired */
+        rc = found ? st_keyspace_delete(t, &k, srv_cmd_now()) : 0;  /* born expired */
     else
-        rc = st_string_set(t, &k, c->argv[vi].ptr, c->argv[vi].len, at);
+        rc = st_keyspace_string_set(t, &k, c->argv[vi].ptr, c->argv[vi].len, at);
     if (rc && rc != ST_ENOTFOUND) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     if (reply_int)
@@ -178,7 +180,7 @@ static void setex_generic(srv_conn *c, int unit)
 {
     int64_t at;
 
-    if (srv_parse_expire_or_reply(c, &c->argv[2], unit, 0, 0, &at) == 0)
+    if (srv_args_expire_or_reply(c, &c->argv[2], unit, 0, 0, &at) == 0)
         set_generic(c, 3, 0, at, 0);
 }
 
@@ -207,8 +209,8 @@ static void get_generic(srv_conn *c, int then, unsigned flags,
 
     if (!t)
         return;
-    srv_key(c, 1, &k);
-    if ((rc = srv_lookup_string(c, t, &k, &r)) <= 0) {
+    srv_key_ref(c, 1, &k);
+    if ((rc = srv_key_lookup_string(c, t, &k, &r)) <= 0) {
         if (rc == 0)
             srv_reply_null(c);
         return;
@@ -218,11 +220,11 @@ static void get_generic(srv_conn *c, int then, unsigned flags,
     srv_reply_bulk(c, r.payload, r.payload_len);
     rc = 0;
     if (then == GET_DELETE || (then == GET_EXPIRE && at && at <= srv_cmd_now()))
-        rc = st_delete(t, &k, srv_cmd_now());
+        rc = st_keyspace_delete(t, &k, srv_cmd_now());
     else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST)))
-        rc = st_expire_set(t, &k, srv_cmd_now(), at);
+        rc = st_keyspace_expire_set(t, &k, srv_cmd_now(), at);
     if (rc)
-        srv_storage_error(c, rc);   /* poisons: the group is replayed */
+        srv_txn_error(c, rc);   /* poisons: the group is replayed */
 }
 
 void srv_cmd_get(srv_conn *c) { get_generic(c, GET_ONLY, 0, NULL); }
@@ -248,8 +250,8 @@ void srv_cmd_mget(srv_conn *c)
     for (int i = 1; i < c->argc; i++) {
         st_keyref k;
         st_rec r;
-        srv_key(c, i, &k);
-        int rc = st_lookup(t, &k, srv_cmd_now(), &r);
+        srv_key_ref(c, i, &k);
+        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
         if (rc == 0 && r.type == ST_TYPE_STRING)
             srv_reply_bulk(c, r.payload, r.payload_len);
         else
@@ -273,24 +275,24 @@ static void mset_generic(srv_conn *c, int nx)
         for (int i = 1; i < c->argc; i += 2) {
             st_keyref k;
             st_rec r;
-            srv_key(c, i, &k);
-            int rc = st_lookup(t, &k, srv_cmd_now(), &r);
+            srv_key_ref(c, i, &k);
+            int rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
             if (rc == 0) {
                 srv_reply_int(c, 0);
                 return;
             }
             if (rc != ST_ENOTFOUND) {
-                srv_storage_error(c, rc);
+                srv_txn_error(c, rc);
                 return;
             }
         }
     }
     for (int i = 1; i < c->argc; i += 2) {
         st_keyref k;
-        srv_key(c, i, &k);
-        int rc = st_string_set(t, &k, c->argv[i + 1].ptr, c->argv[i + 1].len, 0);
+        srv_key_ref(c, i, &k);
+        int rc = st_keyspace_string_set(t, &k, c->argv[i + 1].ptr, c->argv[i + 1].len, 0);
         if (rc) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
     }
@@ -316,11 +318,11 @@ static void incr_generic(srv_conn *c, long long by)
 
     if (!t)
         return;
-    srv_key(c, 1, &k);
-    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+    srv_key_ref(c, 1, &k);
+    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
         return;
     if (rc == 1) {
-        if (!srv_str2ll((const char *)r.payload, r.payload_len, &v)) {
+        if (!srv_util_str2ll((const char *)r.payload, r.payload_len, &v)) {
             srv_reply_error(c, SRV_ERR_NOT_INT);
             return;
         }
@@ -332,9 +334,9 @@ static void incr_generic(srv_conn *c, long long by)
         return;
     }
     v += by;
-    int n = srv_ll2str(buf, v);
-    if ((rc = st_string_set(t, &k, buf, (size_t)n, at))) {
-        srv_storage_error(c, rc);
+    int n = srv_util_ll2str(buf, v);
+    if ((rc = st_keyspace_string_set(t, &k, buf, (size_t)n, at))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, v);
@@ -347,7 +349,7 @@ void srv_cmd_incrby(srv_conn *c)
 {
     long long by;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &by) == 0)
+    if (srv_args_ll_or_reply(c, &c->argv[2], &by) == 0)
         incr_generic(c, by);
 }
 
@@ -355,7 +357,7 @@ void srv_cmd_decrby(srv_conn *c)
 {
     long long by;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &by))
+    if (srv_args_ll_or_reply(c, &c->argv[2], &by))
         return;
     if (by == LLONG_MIN) {
         srv_reply_error(c, "ERR decrement would overflow");
@@ -376,17 +378,17 @@ void srv_cmd_incrbyfloat(srv_conn *c)
 
     if (!t)
         return;
-    srv_key(c, 1, &k);
-    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+    srv_key_ref(c, 1, &k);
+    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
         return;
     if (rc == 1) {
-        if (!srv_str2ld((const char *)r.payload, r.payload_len, &v)) {
+        if (!srv_util_str2ld((const char *)r.payload, r.payload_len, &v)) {
             srv_reply_error(c, SRV_ERR_NOT_FLOAT);
             return;
         }
         at = r.expire_at;
     }
-    if (!srv_str2ld(c->argv[2].ptr, c->argv[2].len, &by)) {
+    if (!srv_util_str2ld(c->argv[2].ptr, c->argv[2].len, &by)) {
         srv_reply_error(c, SRV_ERR_NOT_FLOAT);
         return;
     }
@@ -395,9 +397,9 @@ void srv_cmd_incrbyfloat(srv_conn *c)
         srv_reply_error(c, "ERR increment would produce NaN or Infinity");
         return;
     }
-    n = srv_ld2str(buf, sizeof buf, v);
-    if ((rc = st_string_set(t, &k, buf, (size_t)n, at))) {
-        srv_storage_error(c, rc);
+    n = srv_util_ld2str(buf, sizeof buf, v);
+    if ((rc = st_keyspace_string_set(t, &k, buf, (size_t)n, at))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_bulk(c, buf, (size_t)n);
@@ -422,8 +424,8 @@ static void splice_generic(srv_conn *c, int append, long long offset,
 
     if (!t)
         return;
-    srv_key(c, 1, &k);
-    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+    srv_key_ref(c, 1, &k);
+    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
         return;
     if (rc == 1) {
         old = r.payload_len;
@@ -438,14 +440,14 @@ static void splice_generic(srv_conn *c, int append, long long offset,
     if (check_length_or_reply(c, (unsigned long long)offset + val->len))
         return;
     len = (size_t)offset + val->len > old ? (size_t)offset + val->len : old;
-    if (!(copy = srv_scratch(old ? old : 1))) {
+    if (!(copy = srv_key_scratch(old ? old : 1))) {
         srv_reply_error(c, "ERR out of memory");
         return;
     }
     if (old)
         memcpy(copy, r.payload, old);      /* the reserve may move it */
-    if ((rc = st_string_reserve(t, &k, len, at, &dst))) {
-        srv_storage_error(c, rc);
+    if ((rc = st_keyspace_string_reserve(t, &k, len, at, &dst))) {
+        srv_txn_error(c, rc);
         return;
     }
     memcpy(dst, copy, old);
@@ -461,7 +463,7 @@ void srv_cmd_setrange(srv_conn *c)
 {
     long long offset;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &offset))
+    if (srv_args_ll_or_reply(c, &c->argv[2], &offset))
         return;
     if (offset < 0) {
         srv_reply_error(c, "ERR offset is out of range");
@@ -479,8 +481,8 @@ void srv_cmd_strlen(srv_conn *c)
 
     if (!t)
         return;
-    srv_key(c, 1, &k);
-    if ((rc = srv_lookup_string(c, t, &k, &r)) >= 0)
+    srv_key_ref(c, 1, &k);
+    if ((rc = srv_key_lookup_string(c, t, &k, &r)) >= 0)
         srv_reply_int(c, rc ? (long long)r.payload_len : 0);
 }
 
@@ -492,13 +494,13 @@ void srv_cmd_getrange(srv_conn *c)
     st_rec r;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &start) ||
-        srv_arg_ll_or_reply(c, &c->argv[3], &end))
+    if (srv_args_ll_or_reply(c, &c->argv[2], &start) ||
+        srv_args_ll_or_reply(c, &c->argv[3], &end))
         return;
     if (!(t = srv_txn_read_or_reply(c)))
         return;
-    srv_key(c, 1, &k);
-    if ((rc = srv_lookup_string(c, t, &k, &r)) < 0)
+    srv_key_ref(c, 1, &k);
+    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
         return;
     len = rc ? (long long)r.payload_len : 0;
     if (start < 0 && end < 0 && start > end) {

@@ -45,7 +45,7 @@ typedef struct srv_command {
 } srv_command;
 
 #define CMD(fn, ...) srv_cmd_proc srv_cmd_##fn;
-#include "server/srv_commands.def"
+#include "server/cmd/srv_commands.def"
 #undef CMD
 
 /* Build the lookup index; call once per process before dispatching. */
@@ -64,36 +64,7 @@ void srv_cmd_run(srv_conn *c);
 /* The table, for COMMAND and INFO. */
 const srv_command *srv_cmd_table(int *count);
 
-/* ---- storage access for handlers (batch owned by the worker) ---- */
-
-/*
- * The transaction to read in: the batch's write transaction when one is
- * open, otherwise the worker's read transaction. NULL after replying an
- * error.
- */
-struct st_txn *srv_txn_read_or_reply(srv_conn *c);
-
-/* The batch's write transaction, begun if needed; NULL after an error. */
-struct st_txn *srv_txn_write_or_reply(srv_conn *c);
-
-/*
- * Reply the error for storage code `rc` (WRONGTYPE, disk full, ...). A
- * failure inside a write transaction poisons the batch: the worker
- * aborts it and replays the batch's commands one transaction each.
- */
-void srv_storage_error(srv_conn *c, int rc);
-
 /* The clock of the command being run, ms since the epoch. */
 int64_t srv_cmd_now(void);
-
-/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1]. */
-void srv_reply_subcommand_error(srv_conn *c);
-/* "ERR wrong number of arguments for 'client|setname' command". */
-void srv_reply_subcommand_arity(srv_conn *c);
-
-/* Helpers shared by handlers. */
-int srv_arg_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
-/* An argument that must fit an int, with Redis's two error texts. */
-int srv_arg_int_or_reply(srv_conn *c, const srv_slice *a, int *out);
 
 #endif

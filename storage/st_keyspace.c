@@ -1,12 +1,13 @@
 /*
- * st_keys.c - lookups, string writes, deletes, expiry, rename/copy and the
+ * st_keyspace.c - lookups, string writes, deletes, expiry, rename/copy and the
  * iterators of the keys database, keeping the expires index and the key
  * counters in step with every record.
  */
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_txn.h"
 #include "shm/shm_cache.h"
 
 #include <errno.h>
@@ -35,7 +36,7 @@ static void exp_key(uint8_t *buf, const uint8_t *enc, size_t enc_len,
 {
     size_t n = enc_len < EXP_ENC_MAX ? enc_len : EXP_ENC_MAX;
 
-    st_put_be64(buf, (uint64_t)at);
+    st_codec_put_be64(buf, (uint64_t)at);
     memcpy(buf + EXP_AT_BYTES, enc, n);
     k->mv_size = EXP_AT_BYTES + n;
     k->mv_data = buf;
@@ -49,7 +50,7 @@ static int exp_put(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
     MDB_val k, v;
 
     exp_key(buf, enc, len, at, &k, &v);
-    return st_map_err(mdb_put(t->txn, DBI(t, ST_DBI_EXPIRES), &k, &v, 0));
+    return st_err_map(mdb_put(t->txn, DBI(t, ST_DBI_EXPIRES), &k, &v, 0));
 }
 
 static int exp_del(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
@@ -60,7 +61,7 @@ static int exp_del(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
 
     exp_key(buf, enc, len, at, &k, &v);
     rc = mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &k, NULL);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 /* Does the record at `v` belong to the long name of `k`? */
@@ -68,7 +69,7 @@ static int long_name_matches(const st_keyref *k, const MDB_val *v)
 {
     st_rec r;
 
-    return st_rec_decode(v->mv_data, v->mv_size, &r) == 0 &&
+    return st_codec_rec_decode(v->mv_data, v->mv_size, &r) == 0 &&
            r.name_len == k->len && memcmp(r.name, k->name, k->len) == 0;
 }
 
@@ -85,9 +86,9 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     int rc;
 
     if (!k->is_long)
-        return st_map_err(mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, val));
+        return st_err_map(mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, val));
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     k->enc[ST_KEY_LONG_STEM] = 0;
     key.mv_size = ST_KEY_LONG_STEM;
     for (rc = mdb_cursor_get(cur, &key, val, MDB_SET_RANGE); rc == 0;
@@ -105,7 +106,7 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     }
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND)
-        return st_map_err(rc);
+        return st_err_map(rc);
     for (int p = 0; p < PROBES; p++) {
         if (!used[p]) {
             k->enc[ST_KEY_LONG_STEM] = (uint8_t)p;
@@ -116,14 +117,14 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
 }
 
 /* The cache's hash of a key: the scan hash (a full hash of the name that
- * st_keyref_init computed once) remixed with the database, so every bit
+ * st_codec_keyref_init computed once) remixed with the database, so every bit
  * varies (the scan hash has bit 0 set and bit 63 clear) and equal names
- * in two databases part ways. A finalizer, not a second st_hash64 pass:
+ * in two databases part ways. A finalizer, not a second st_codec_hash64 pass:
  * it runs on every cache call. */
 #define CACHE_HASH_DB_MUL 0x9e3779b97f4a7c15ull
 #define CACHE_HASH_MUL_A 0xbf58476d1ce4e5b9ull
 #define CACHE_HASH_MUL_B 0x94d049bb133111ebull
-#define PREFETCH_BATCH 64       /* keys hashed per st_prefetch_keys call */
+#define PREFETCH_BATCH 64       /* keys hashed per st_keyspace_prefetch call */
 static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
 {
     uint64_t h = scan_hash ^ ((uint64_t)db * CACHE_HASH_DB_MUL);
@@ -141,13 +142,13 @@ static uint64_t cache_hash(const st_keyref *k)
     return cache_hash_of(k->hash, k->db);
 }
 
-int st_prefetch_useful(const st_env *env)
+int st_keyspace_prefetch_useful(const st_env *env)
 {
     return env->cache != NULL && shm_cache_enabled(env->cache);
 }
 
 /* Long names are never cached (see cacheable()): nothing to fetch. */
-void st_prefetch_keys(st_env *env, unsigned db, const void *const *names,
+void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
                       const size_t *lens, size_t n)
 {
     uint64_t h[PREFETCH_BATCH];
@@ -157,7 +158,7 @@ void st_prefetch_keys(st_env *env, unsigned db, const void *const *names,
         return;
     for (size_t i = 0; i < n && m < PREFETCH_BATCH; i++)
         if (lens[i] <= ST_KEY_INLINE_MAX)
-            h[m++] = cache_hash_of(st_scan_hash(names[i], lens[i]), db);
+            h[m++] = cache_hash_of(st_codec_scan_hash(names[i], lens[i]), db);
     shm_cache_prefetch(env->cache, h, m);
 }
 
@@ -202,11 +203,11 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
         (rc = st_coll_detach(t, r)))
         return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     cache_invalidate(t, k);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
         return rc;
-    st_count_keys(t, k->db, -1, at ? -1 : 0);
+    st_txn_count_keys(t, k->db, -1, at ? -1 : 0);
     return 0;
 }
 
@@ -224,7 +225,7 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 
     if (rc)
         return rc;
-    if ((rc = st_rec_decode(v.mv_data, v.mv_size, out)))
+    if ((rc = st_codec_rec_decode(v.mv_data, v.mv_size, out)))
         return rc;
     if (!is_expired(out, now))
         return 0;
@@ -249,7 +250,7 @@ static int inflate(st_txn *t, st_rec *r)
     n = ZSTD_getFrameContentSize(r->payload, r->payload_len);
     if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN)
         return ST_ECORRUPT;
-    if (!(dst = st_arena_alloc(t, n ? (size_t)n : 1)))
+    if (!(dst = st_txn_arena_alloc(t, n ? (size_t)n : 1)))
         return ENOMEM;
     got = ZSTD_decompressDCtx(t->env->zd, dst, (size_t)n, r->payload,
                               r->payload_len);
@@ -298,11 +299,11 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
     shm_cache_value_t v;
     int rc;
 
-    v.cap = st_arena_room(t, (uint8_t **)&v.buf);
+    v.cap = st_txn_arena_room(t, (uint8_t **)&v.buf);
     rc = shm_cache_get(e->cache, k->enc, k->enc_len, hash, now, &v);
     if (rc == SHM_ETOOSMALL) {
         size_t need = v.len;
-        if (!(v.buf = st_arena_alloc(t, need)))
+        if (!(v.buf = st_txn_arena_alloc(t, need)))
             return 0;
         t->arena->used -= need;         /* claimed below if it is a hit */
         v.cap = need;
@@ -310,7 +311,7 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
     }
     if (rc || v.version > mdb_txn_id(t->txn))
         return 0;
-    out->payload = st_arena_alloc(t, v.len);   /* claims the bytes in place */
+    out->payload = st_txn_arena_alloc(t, v.len);   /* claims the bytes in place */
     out->type = v.type;
     out->flags = v.flags;
     out->version = v.version;
@@ -321,7 +322,7 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
     return 1;
 }
 
-int st_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     uint64_t hash;
     int rc;
@@ -357,7 +358,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
     int64_t old_at = 0;
 
     if (rc == 0) {
-        if ((rc = st_rec_decode(v.mv_data, v.mv_size, &old)))
+        if ((rc = st_codec_rec_decode(v.mv_data, v.mv_size, &old)))
             return rc;
         existed = 1;
         old_at = old.expire_at;
@@ -373,27 +374,27 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
         if (expire_at && (rc = exp_put(t, k->enc, k->enc_len, expire_at)))
             return rc;
     }
-    st_count_keys(t, k->db, existed ? 0 : 1,
+    st_txn_count_keys(t, k->db, existed ? 0 : 1,
                   (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
-    v.mv_size = st_rec_size(k, payload_len);
+    v.mv_size = st_codec_rec_size(k, payload_len);
     v.mv_data = NULL;
     if ((rc = mdb_put(t->txn, DBI(t, ST_DBI_KEYS), &key, &v, MDB_RESERVE)))
-        return st_map_err(rc);
-    *dst = st_rec_encode_head(v.mv_data, k, type, flags, st_txn_version(t),
+        return st_err_map(rc);
+    *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags, st_txn_version(t),
                               expire_at);
     return 0;
 }
 
-int st_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
+int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
                       uint8_t **dst)
 {
     return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
 }
 
-int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
+int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
                   int64_t expire_at)
 {
     st_env *e = t->env;
@@ -402,7 +403,7 @@ int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
 
     /* Compress big values when it saves at least an eighth. */
     if (e->compress_threshold && len >= e->compress_threshold &&
-        st_scratch(e, ZSTD_compressBound(len), &z) == 0) {
+        st_env_scratch(e, ZSTD_compressBound(len), &z) == 0) {
         size_t n = ZSTD_compressCCtx(e->zc, z, e->scratch_cap, val, len,
                                      e->compress_level);
         if (!ZSTD_isError(n) && n <= len - len / ST_COMPRESS_MIN_GAIN) {
@@ -413,13 +414,13 @@ int st_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
             return rc;
         }
     }
-    rc = st_string_reserve(t, k, len, expire_at, &dst);
+    rc = st_keyspace_string_reserve(t, k, len, expire_at, &dst);
     if (rc == 0 && len)
         memcpy(dst, val, len);
     return rc;
 }
 
-int st_delete(st_txn *t, st_keyref *k, int64_t now)
+int st_keyspace_delete(st_txn *t, st_keyref *k, int64_t now)
 {
     st_rec r;
     int rc = lookup_raw(t, k, now, &r);
@@ -439,7 +440,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
     unsigned flags = r->flags & ~ST_REC_LONGNAME;
     int rc;
 
-    if ((rc = st_scratch(t->env, n, &copy)))
+    if ((rc = st_env_scratch(t->env, n, &copy)))
         return rc;
     if (n)
         memcpy(copy, r->payload, n);
@@ -450,7 +451,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
     return 0;
 }
 
-int st_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
+int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
 {
     st_rec r;
     int rc = lookup_raw(t, k, now, &r);
@@ -487,7 +488,7 @@ static int same_key(const st_keyref *a, const st_keyref *b)
            memcmp(a->name, b->name, a->len) == 0;
 }
 
-int st_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
+int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
 {
     st_rec r, d;
     int rc = lookup_raw(t, src, now, &r);
@@ -516,7 +517,7 @@ int st_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
     return del_record(t, src, &r, 1);
 }
 
-int st_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
+int st_keyspace_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
             int replace)
 {
     st_rec r, d;
@@ -551,11 +552,11 @@ static void rec_name(const MDB_val *key, const st_rec *r, const uint8_t **name,
     }
 }
 
-static int key_db(const MDB_val *key) { return st_get_be16(key->mv_data); }
+static int key_db(const MDB_val *key) { return st_codec_get_be16(key->mv_data); }
 
 static uint64_t key_hash(const MDB_val *key)
 {
-    return st_get_be64((const uint8_t *)key->mv_data + ST_KEY_DB_BYTES);
+    return st_codec_get_be64((const uint8_t *)key->mv_data + ST_KEY_DB_BYTES);
 }
 
 /* Position `cur` on the first key of `db` with hash >= h. */
@@ -565,8 +566,8 @@ static int seek(MDB_cursor *cur, unsigned db, uint64_t h, MDB_val *key,
     uint8_t pos[ST_KEY_HEAD_BYTES];
     int rc;
 
-    st_put_be16(pos, (uint16_t)db);
-    st_put_be64(pos + ST_KEY_DB_BYTES, h);
+    st_codec_put_be16(pos, (uint16_t)db);
+    st_codec_put_be64(pos + ST_KEY_DB_BYTES, h);
     key->mv_size = sizeof pos;
     key->mv_data = pos;
     rc = mdb_cursor_get(cur, key, val, MDB_SET_RANGE);
@@ -575,7 +576,7 @@ static int seek(MDB_cursor *cur, unsigned db, uint64_t h, MDB_val *key,
     return rc;
 }
 
-int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
+int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
             int64_t now, st_key_fn fn, void *ctx, uint64_t *next)
 {
     MDB_cursor *cur;
@@ -588,7 +589,7 @@ int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
     if (count == 0)
         count = 1;                      /* always progress */
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     for (rc = seek(cur, db, cursor, &key, &val); rc == 0;
          rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
         if (key_db(&key) != (int)db)
@@ -601,7 +602,7 @@ int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
         st_rec r;
         const uint8_t *name;
         size_t len;
-        if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+        if ((rc = st_codec_rec_decode(val.mv_data, val.mv_size, &r)))
             break;
         last = h;
         seen++;
@@ -611,7 +612,7 @@ int st_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
         stop = fn(ctx, name, len, r.type, r.expire_at);
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 /* Report the key under the cursor if it is live: 1 reported, 0 not. */
@@ -622,7 +623,7 @@ static int report_live(const MDB_val *key, const MDB_val *val, int64_t now,
     const uint8_t *name;
     size_t len;
 
-    if ((*rc = st_rec_decode(val->mv_data, val->mv_size, &rec)))
+    if ((*rc = st_codec_rec_decode(val->mv_data, val->mv_size, &rec)))
         return 0;
     if (is_expired(&rec, now))
         return 0;
@@ -631,7 +632,7 @@ static int report_live(const MDB_val *key, const MDB_val *val, int64_t now,
     return 1;
 }
 
-int st_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
+int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
                   st_key_fn fn, void *ctx)
 {
     MDB_cursor *cur;
@@ -639,7 +640,7 @@ int st_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     int rc, wrapped = 0;
 
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     for (int i = 0; i < RANDOM_TRIES; i++) {
         uint64_t h = (r & 0x7fffffffffffffffull) | 1u;
         rc = seek(cur, db, h, &key, &val);
@@ -670,10 +671,10 @@ int st_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
         }
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_map_err(rc);
+    return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_err_map(rc);
 }
 
-int st_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
+int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
 {
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
     int64_t c[2] = {0, 0};
@@ -682,7 +683,7 @@ int st_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
     if (rc == 0 && v.mv_size >= (db + 1) * sizeof c)
         memcpy(c, (const uint8_t *)v.mv_data + db * sizeof c, sizeof c);
     else if (rc && rc != MDB_NOTFOUND)
-        return st_map_err(rc);
+        return st_err_map(rc);
     if (t->write) {
         c[0] += t->dkeys[db];
         c[1] += t->dexpires[db];
@@ -708,7 +709,7 @@ static int drop_all(st_txn *t)
     }
     for (unsigned db = 0; db < t->env->databases; db++)
         t->dkeys[db] = t->dexpires[db] = 0;
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 /* A keyref for a key known only by its LMDB key (iterators, expiry):
@@ -717,8 +718,8 @@ static void keyref_from_enc(st_keyref *k, const void *enc, size_t len)
 {
     memcpy(k->enc, enc, len);
     k->enc_len = len;
-    k->db = st_get_be16(k->enc);
-    k->hash = st_get_be64(k->enc + ST_KEY_DB_BYTES);
+    k->db = st_codec_get_be16(k->enc);
+    k->hash = st_codec_get_be64(k->enc + ST_KEY_DB_BYTES);
     k->is_long = len == ST_LMDB_MAXKEY;
     k->name = NULL;
     k->len = 0;
@@ -734,7 +735,7 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
 
     *more = 0;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
-        return st_map_err(rc);
+        return st_err_map(rc);
     for (rc = seek(cur, db, 0, &key, &val); rc == 0;
          rc = seek(cur, db, 0, &key, &val)) {
         if (n++ == ST_CHUNK_KEYS) {
@@ -743,14 +744,14 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
         }
         st_rec r;
         st_keyref k;
-        if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+        if ((rc = st_codec_rec_decode(val.mv_data, val.mv_size, &r)))
             break;
         keyref_from_enc(&k, key.mv_data, key.mv_size);
         if ((rc = del_found(t, &k, &r)))
             break;
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : st_map_err(rc);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
 /* Keys in every database the counts record knows, this open's or not. */
@@ -770,7 +771,7 @@ static int total_keys(st_txn *t, uint64_t *total)
         }
     for (unsigned d = 0; d < t->env->databases; d++)
         *total += (uint64_t)t->dkeys[d];
-    return st_map_err(rc);
+    return st_err_map(rc);
 }
 
 /* Does emptying `db` (< 0: all) empty the whole environment? */
@@ -780,7 +781,7 @@ static int empties_all(st_txn *t, int db, int *all)
     int rc;
 
     if ((rc = total_keys(t, &total)) ||
-        (db >= 0 && (rc = st_dbsize(t, (unsigned)db, &mine, &exp))))
+        (db >= 0 && (rc = st_keyspace_dbsize(t, (unsigned)db, &mine, &exp))))
         return rc;
     *all = db < 0 || mine == total;
     return 0;
@@ -794,7 +795,7 @@ static int flush_all_in(st_txn *t)
     return drop_all(t);
 }
 
-int st_flush(st_env *env, int db, uint64_t *version)
+int st_keyspace_flush(st_env *env, int db, uint64_t *version)
 {
     st_txn *t;
     int rc, more = 1, all;
@@ -827,7 +828,7 @@ int st_flush(st_env *env, int db, uint64_t *version)
     return 0;
 }
 
-int st_flush_txn(st_txn *t, int db)
+int st_keyspace_flush_txn(st_txn *t, int db)
 {
     int rc, more = 1, all;
 
@@ -860,20 +861,20 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
     if (rc == MDB_NOTFOUND) {
         /* An index entry without its key: drop it. */
         MDB_val ekc = *ek;
-        return st_map_err(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
+        return st_err_map(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
     }
     if (rc)
-        return st_map_err(rc);
-    if ((rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+        return st_err_map(rc);
+    if ((rc = st_codec_rec_decode(val.mv_data, val.mv_size, &r)))
         return rc;
     if (r.expire_at != at) {
         MDB_val ekc = *ek;
-        return st_map_err(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
+        return st_err_map(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
     }
     return del_found(t, &k, &r);
 }
 
-int st_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
+int st_keyspace_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
                   uint64_t *version)
 {
     st_txn *t;
@@ -889,11 +890,11 @@ int st_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
     *version = st_txn_version(t);
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_EXPIRES), &cur))) {
         st_txn_abort(&t);
-        return st_map_err(rc);
+        return st_err_map(rc);
     }
     while (*done < max &&
            (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST)) == 0) {
-        int64_t at = (int64_t)st_get_be64(key.mv_data);
+        int64_t at = (int64_t)st_codec_get_be64(key.mv_data);
         if (at > now)
             break;
         if ((rc = expire_entry(t, &key, &val, at)))
@@ -903,7 +904,7 @@ int st_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
     mdb_cursor_close(cur);
     if (rc && rc != MDB_NOTFOUND) {
         st_txn_abort(&t);
-        return rc > 0 ? rc : st_map_err(rc);
+        return rc > 0 ? rc : st_err_map(rc);
     }
     if (*done == 0) {
         st_txn_abort(&t);
@@ -912,7 +913,7 @@ int st_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
     return st_txn_commit(&t);
 }
 
-int st_reap_seen(st_env *env, int64_t now, size_t *done)
+int st_keyspace_reap_seen(st_env *env, int64_t now, size_t *done)
 {
     st_txn *t;
     int rc;
@@ -931,7 +932,7 @@ int st_reap_seen(st_env *env, int64_t now, size_t *done)
             rc = 0;
             continue;
         }
-        if (rc || (rc = st_rec_decode(val.mv_data, val.mv_size, &r)))
+        if (rc || (rc = st_codec_rec_decode(val.mv_data, val.mv_size, &r)))
             break;
         if (!is_expired(&r, now))
             continue;
@@ -942,7 +943,7 @@ int st_reap_seen(st_env *env, int64_t now, size_t *done)
     env->nseen = 0;
     if (rc) {
         st_txn_abort(&t);
-        return rc > 0 ? rc : st_map_err(rc);
+        return rc > 0 ? rc : st_err_map(rc);
     }
     return st_txn_commit(&t);
 }

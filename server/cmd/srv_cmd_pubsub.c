@@ -9,7 +9,8 @@
  * twice (a second SUBSCRIBE would reply other counts, a second PUBLISH
  * would deliver twice).
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -162,27 +163,27 @@ void srv_cmd_pubsub(srv_conn *c)
 {
     const srv_slice *sub = &c->argv[1];
 
-    if (srv_streq(sub->ptr, sub->len, "channels")) {
+    if (srv_util_streq(sub->ptr, sub->len, "channels")) {
         pubsub_channels(c, SRV_PS_CHANNEL);
-    } else if (srv_streq(sub->ptr, sub->len, "shardchannels")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "shardchannels")) {
         pubsub_channels(c, SRV_PS_SHARD);
-    } else if (srv_streq(sub->ptr, sub->len, "numsub")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "numsub")) {
         srv_pubsub_query(c, SRV_PS_Q_NUMSUB, SRV_PS_CHANNEL, c->argc - 2,
                          c->argv + 2);
-    } else if (srv_streq(sub->ptr, sub->len, "shardnumsub")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "shardnumsub")) {
         srv_pubsub_query(c, SRV_PS_Q_NUMSUB, SRV_PS_SHARD, c->argc - 2,
                          c->argv + 2);
-    } else if (srv_streq(sub->ptr, sub->len, "numpat")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "numpat")) {
         if (c->argc != 2)
-            srv_reply_subcommand_arity(c);
+            srv_args_subcommand_arity(c);
         else
             srv_pubsub_query(c, SRV_PS_Q_NUMPAT, SRV_PS_CHANNEL, 0, NULL);
-    } else if (srv_streq(sub->ptr, sub->len, "help")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "help")) {
         if (c->argc != 2)
-            srv_reply_subcommand_arity(c);
+            srv_args_subcommand_arity(c);
         else
             pubsub_help(c);
     } else {
-        srv_reply_subcommand_error(c);
+        srv_args_subcommand_error(c);
     }
 }

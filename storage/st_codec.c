@@ -1,7 +1,7 @@
 /*
- * st_key.c - name hashing, LMDB key encoding and the key record codec.
+ * st_codec.c - name hashing, LMDB key encoding and the key record codec.
  */
-#include "storage/st_key.h"
+#include "storage/st_codec.h"
 #include "storage/st_err.h"
 
 #include <string.h>
@@ -33,7 +33,7 @@ static uint64_t mix_final(uint64_t h)
     return h;
 }
 
-uint64_t st_hash64(const void *data, size_t len, uint64_t seed)
+uint64_t st_codec_hash64(const void *data, size_t len, uint64_t seed)
 {
     const uint8_t *p = data;
     uint64_t a = seed ^ (len * HASH_MUL_A);
@@ -53,18 +53,18 @@ uint64_t st_hash64(const void *data, size_t len, uint64_t seed)
     return mix_final(a ^ rotl64(b, 17));
 }
 
-uint64_t st_scan_hash(const void *name, size_t len)
+uint64_t st_codec_scan_hash(const void *name, size_t len)
 {
-    return (st_hash64(name, len, HASH_SEED_SCAN) & HASH_MASK_63) | 1u;
+    return (st_codec_hash64(name, len, HASH_SEED_SCAN) & HASH_MASK_63) | 1u;
 }
 
-void st_put_be16(uint8_t *p, uint16_t v)
+void st_codec_put_be16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)(v >> 8);
     p[1] = (uint8_t)v;
 }
 
-void st_put_be64(uint8_t *p, uint64_t v)
+void st_codec_put_be64(uint8_t *p, uint64_t v)
 {
     for (int i = 7; i >= 0; i--) {
         p[i] = (uint8_t)v;
@@ -72,9 +72,9 @@ void st_put_be64(uint8_t *p, uint64_t v)
     }
 }
 
-uint16_t st_get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+uint16_t st_codec_get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 
-uint64_t st_get_be64(const uint8_t *p)
+uint64_t st_codec_get_be64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
@@ -82,14 +82,14 @@ uint64_t st_get_be64(const uint8_t *p)
     return v;
 }
 
-void st_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len)
+void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len)
 {
     k->db = db;
     k->name = name;
     k->len = len;
-    k->hash = st_scan_hash(name, len);
-    st_put_be16(k->enc, (uint16_t)db);
-    st_put_be64(k->enc + ST_KEY_DB_BYTES, k->hash);
+    k->hash = st_codec_scan_hash(name, len);
+    st_codec_put_be16(k->enc, (uint16_t)db);
+    st_codec_put_be64(k->enc + ST_KEY_DB_BYTES, k->hash);
     if (len <= ST_KEY_INLINE_MAX) {
         k->is_long = 0;
         if (len)
@@ -99,7 +99,7 @@ void st_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len)
     }
     k->is_long = 1;
     uint8_t *p = k->enc + ST_KEY_HEAD_BYTES;
-    st_put_be64(p, st_hash64(name, len, HASH_SEED_DIGEST));
+    st_codec_put_be64(p, st_codec_hash64(name, len, HASH_SEED_DIGEST));
     p += ST_KEY_HASH_BYTES;
     *p++ = 0;                                   /* probe */
     memcpy(p, name, ST_KEY_LONG_PREFIX);
@@ -118,7 +118,7 @@ void st_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len)
 #define REC_OFF_VERSION 8
 #define REC_OFF_EXPIRE 16
 
-int st_rec_decode(const void *p, size_t len, st_rec *out)
+int st_codec_rec_decode(const void *p, size_t len, st_rec *out)
 {
     const uint8_t *b = p;
     uint32_t nlen;
@@ -150,12 +150,12 @@ int st_rec_decode(const void *p, size_t len, st_rec *out)
     return 0;
 }
 
-size_t st_rec_size(const st_keyref *k, size_t payload_len)
+size_t st_codec_rec_size(const st_keyref *k, size_t payload_len)
 {
     return ST_REC_HEADER + (k->is_long ? k->len : 0) + payload_len;
 }
 
-uint8_t *st_rec_encode_head(uint8_t *p, const st_keyref *k, int type,
+uint8_t *st_codec_rec_encode_head(uint8_t *p, const st_keyref *k, int type,
                             unsigned flags, uint64_t version,
                             int64_t expire_at)
 {

@@ -7,12 +7,13 @@
  * read buffer is consumed at each group commit) into one byte buffer;
  * entries and watched keys hold offsets into their buffers.
  */
-#include "server/srv_multi.h"
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_multi.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_reply.h"
 #include "server/srv_worker.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -241,7 +242,7 @@ void srv_cmd_unwatch(srv_conn *c)
 static int version_of(struct st_txn *t, st_keyref *k, uint64_t *ver)
 {
     st_rec r;
-    int rc = st_lookup(t, k, srv_cmd_now(), &r);
+    int rc = st_keyspace_lookup(t, k, srv_cmd_now(), &r);
 
     *ver = rc == 0 ? r.version : 0;
     return rc == ST_ENOTFOUND ? 0 : rc;
@@ -283,9 +284,9 @@ void srv_cmd_watch(srv_conn *c)
 
         if (is_watched(m, c->db, &c->argv[i]))
             continue;
-        st_keyref_init(&k, c->db, c->argv[i].ptr, c->argv[i].len);
+        st_codec_keyref_init(&k, c->db, c->argv[i].ptr, c->argv[i].len);
         if ((rc = version_of(t, &k, &ver))) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         if (grow((void **)&m->w, m->nw, &m->capw, sizeof *m->w) ||
@@ -307,7 +308,7 @@ static int watch_broken(srv_multi *m, struct st_txn *t)
         uint64_t ver;
         int rc;
 
-        st_keyref_init(&k, m->w[i].db, m->names.data + m->w[i].off,
+        st_codec_keyref_init(&k, m->w[i].db, m->names.data + m->w[i].off,
                        m->w[i].len);
         if ((rc = version_of(t, &k, &ver)))
             return rc;
@@ -437,7 +438,7 @@ void srv_cmd_exec(srv_conn *c)
     }
     if ((rc = watch_broken(m, t)) != 0) {
         if (rc < 0)
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         else
             srv_reply_null_array(c);
         end_multi(m);

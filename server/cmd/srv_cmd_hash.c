@@ -3,14 +3,17 @@
  * each: set (HSET HMSET), keys/values (HGETALL HKEYS HVALS). Whole-hash
  * replies stream from a storage cursor into the output buffer.
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_scan.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
-#include "server/srv_keyspace.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
 #include "storage/st_hash.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 
 #include <limits.h>
 #include <math.h>
@@ -36,8 +39,8 @@ static int open_write_or_reply(srv_conn *c, struct st_txn *t, st_keyref *k,
 {
     int rc = open_or_reply(c, t, 1, k, o);
 
-    if (rc == 0 && (rc = st_obj_create(t, o))) {
-        srv_storage_error(c, rc);
+    if (rc == 0 && (rc = st_coll_create(t, o))) {
+        srv_txn_error(c, rc);
         return -1;
     }
     return rc < 0 ? -1 : 0;
@@ -71,7 +74,7 @@ static void set_generic(srv_conn *c, int reply_ok)
         rc = st_hash_set(t, &o, c->argv[j].ptr, c->argv[j].len,
                          c->argv[j + 1].ptr, c->argv[j + 1].len, 0, &created);
         if (rc) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         added += created;
@@ -104,7 +107,7 @@ void srv_cmd_hsetnx(srv_conn *c)
         return;
     }
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     if (srv_coll_save_or_reply(c, t, &o) == 0)
@@ -157,7 +160,7 @@ void srv_cmd_hexists(srv_conn *c)
     }
     rc = st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl);
     if (rc && rc != ST_ENOTFOUND)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, rc == 0);
 }
@@ -179,7 +182,7 @@ void srv_cmd_hstrlen(srv_conn *c)
     }
     rc = st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl);
     if (rc && rc != ST_ENOTFOUND)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, rc ? 0 : (long long)vl);
 }
@@ -216,7 +219,7 @@ static int emit_pair(void *ctx, const uint8_t *f, size_t fl,
 {
     emit_ctx *e = ctx;
 
-    if (e->match && !srv_glob_match(e->match->ptr, e->match->len,
+    if (e->match && !srv_util_glob_match(e->match->ptr, e->match->len,
                                     (const char *)f, fl, 0))
         return 0;
     if (e->want & WANT_FIELDS) {
@@ -252,7 +255,7 @@ static void getall_generic(srv_conn *c, unsigned want)
     rc = st_hash_scan(t, &o, 0, SIZE_MAX, emit_pair, &e, &next);
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -271,19 +274,19 @@ void srv_cmd_hincrby(srv_conn *c)
     char buf[SRV_LLSTR_SIZE];
     int rc, created;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[3], &by) ||
+    if (srv_args_ll_or_reply(c, &c->argv[3], &by) ||
         !(t = srv_txn_write_or_reply(c)) ||
         open_write_or_reply(c, t, &k, &o))
         return;
     rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v,
                                 &vl)
                   : ST_ENOTFOUND;
-    if (rc == 0 && !srv_str2ll((const char *)v, vl, &cur)) {
+    if (rc == 0 && !srv_util_str2ll((const char *)v, vl, &cur)) {
         srv_reply_error(c, ERR_HASH_NOT_INT);
         return;
     }
     if (rc && rc != ST_ENOTFOUND) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) ||
@@ -292,11 +295,11 @@ void srv_cmd_hincrby(srv_conn *c)
         return;
     }
     cur += by;
-    int n = srv_ll2str(buf, cur);
+    int n = srv_util_ll2str(buf, cur);
     if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
                           (size_t)n, 0, &created)) ||
-        (rc = st_obj_save(t, &o, srv_cmd_now()))) {
-        srv_storage_error(c, rc);
+        (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, cur);
@@ -313,7 +316,7 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
     char buf[SRV_LDSTR_SIZE];
     int rc, created;
 
-    if (!srv_str2ld(c->argv[3].ptr, c->argv[3].len, &by)) {
+    if (!srv_util_str2ld(c->argv[3].ptr, c->argv[3].len, &by)) {
         srv_reply_error(c, SRV_ERR_NOT_FLOAT);
         return;
     }
@@ -327,12 +330,12 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
     rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v,
                                 &vl)
                   : ST_ENOTFOUND;
-    if (rc == 0 && !srv_str2ld((const char *)v, vl, &cur)) {
+    if (rc == 0 && !srv_util_str2ld((const char *)v, vl, &cur)) {
         srv_reply_error(c, ERR_HASH_NOT_FLOAT);
         return;
     }
     if (rc && rc != ST_ENOTFOUND) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     cur += by;
@@ -340,11 +343,11 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
         srv_reply_error(c, "ERR increment would produce NaN or Infinity");
         return;
     }
-    int n = srv_ld2str(buf, sizeof buf, cur);
+    int n = srv_util_ld2str(buf, sizeof buf, cur);
     if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
                           (size_t)n, 0, &created)) ||
-        (rc = st_obj_save(t, &o, srv_cmd_now()))) {
-        srv_storage_error(c, rc);
+        (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_bulk(c, buf, (size_t)n);
@@ -380,7 +383,7 @@ void srv_cmd_hrandfield(srv_conn *c)
     size_t mark;
     int rc;
 
-    if (c->argc > 4 || (c->argc == 4 && !srv_streq(c->argv[3].ptr,
+    if (c->argc > 4 || (c->argc == 4 && !srv_util_streq(c->argv[3].ptr,
                                                    c->argv[3].len,
                                                    "withvalues"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
@@ -388,7 +391,7 @@ void srv_cmd_hrandfield(srv_conn *c)
     }
     r.withvalues = c->argc == 4;
     if (c->argc >= 3) {
-        if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
+        if (srv_args_ll_or_reply(c, &c->argv[2], &count))
             return;
         if (count < -LLONG_MAX / 2 && r.withvalues) {
             srv_reply_error(c, "ERR value is out of range, value must "
@@ -407,7 +410,7 @@ void srv_cmd_hrandfield(srv_conn *c)
         }
         rc = st_hash_sample(t, &o, rand64(), 1, emit_rand, &r);
         if (rc)
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         return;
     }
     if (!o.exists || count == 0) {
@@ -434,7 +437,7 @@ void srv_cmd_hrandfield(srv_conn *c)
     }
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -459,7 +462,7 @@ void srv_cmd_hscan(srv_conn *c)
     if (o.exists &&
         (rc = st_hash_scan(t, &o, a.cursor, (size_t)a.count, emit_pair, &e, &next))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_scan_reply_finish(c, mark, next, e.n);

@@ -1,5 +1,5 @@
 /*
- * st_key.h - how names become LMDB keys, and how key records are laid out.
+ * st_codec.h - how names become LMDB keys, and how key records are laid out.
  *
  * A key of the keys database is: db (big-endian u16), the name's scan hash
  * (big-endian u64, never 0), then the name itself when it is short enough;
@@ -10,8 +10,8 @@
  * The hash functions are part of the on-disk format: never change them
  * without bumping ST_SCHEMA_VERSION.
  */
-#ifndef ST_KEY_H
-#define ST_KEY_H
+#ifndef ST_CODEC_H
+#define ST_CODEC_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,11 +36,11 @@
 #define ST_KEY_MAXDB 65535
 
 /* 64-bit hash of bytes with a seed; stable across versions and machines. */
-uint64_t st_hash64(const void *data, size_t len, uint64_t seed);
+uint64_t st_codec_hash64(const void *data, size_t len, uint64_t seed);
 
 /* The scan hash of a name: in [1, 2^63 - 1], so a SCAN cursor built from it
  * is positive for any client's signed or unsigned integer parser. */
-uint64_t st_scan_hash(const void *name, size_t len);
+uint64_t st_codec_scan_hash(const void *name, size_t len);
 
 /*
  * A name resolved for one database, hashed once. `enc` holds the LMDB key
@@ -51,20 +51,20 @@ typedef struct st_keyref {
     unsigned db;
     const uint8_t *name;
     size_t len;
-    uint64_t hash;      /* scan hash; the cache remixes it (st_keys.c) */
+    uint64_t hash;      /* scan hash; the cache remixes it (st_keyspace.c) */
     int is_long;        /* digest form */
     size_t enc_len;
     uint8_t enc[ST_LMDB_MAXKEY];
 } st_keyref;
 
 /* Fill `k` for `name` in database `db` (0 <= db <= ST_KEY_MAXDB). */
-void st_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len);
+void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len);
 
 /* Big-endian helpers shared by the storage encodings. */
-void st_put_be16(uint8_t *p, uint16_t v);
-void st_put_be64(uint8_t *p, uint64_t v);
-uint16_t st_get_be16(const uint8_t *p);
-uint64_t st_get_be64(const uint8_t *p);
+void st_codec_put_be16(uint8_t *p, uint16_t v);
+void st_codec_put_be64(uint8_t *p, uint64_t v);
+uint16_t st_codec_get_be16(const uint8_t *p);
+uint64_t st_codec_get_be64(const uint8_t *p);
 
 /* Record of the keys database. */
 enum st_type {
@@ -101,16 +101,16 @@ typedef struct st_rec {
 } st_rec;
 
 /* Decode `len` bytes at `p`; ST_ECORRUPT when they cannot be a record. */
-int st_rec_decode(const void *p, size_t len, st_rec *out);
+int st_codec_rec_decode(const void *p, size_t len, st_rec *out);
 
 /* Bytes a record with this name form and payload size takes. */
-size_t st_rec_size(const st_keyref *k, size_t payload_len);
+size_t st_codec_rec_size(const st_keyref *k, size_t payload_len);
 
 /*
  * Write the header (and the long name) of a record at `p`, which has
- * st_rec_size() bytes; returns where the payload goes.
+ * st_codec_rec_size() bytes; returns where the payload goes.
  */
-uint8_t *st_rec_encode_head(uint8_t *p, const st_keyref *k, int type,
+uint8_t *st_codec_rec_encode_head(uint8_t *p, const st_keyref *k, int type,
                             unsigned flags, uint64_t version,
                             int64_t expire_at);
 

@@ -2,11 +2,13 @@
  * srv_cmd_server.c - server commands: DBSIZE FLUSHDB FLUSHALL TIME INFO
  * CONFIG SHUTDOWN ROLE LASTSAVE.
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/srv_multi.h"
+#include "server/cmd/srv_multi.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -14,7 +16,7 @@
 #include "shm/shm_cache.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,8 +46,8 @@ void srv_cmd_dbsize(srv_conn *c)
 
     if (!t)
         return;
-    if ((rc = st_dbsize(t, c->db, &keys, &expires)))
-        srv_storage_error(c, rc);
+    if ((rc = st_keyspace_dbsize(t, c->db, &keys, &expires)))
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, (long long)keys);
 }
@@ -58,8 +60,8 @@ static void flush_generic(srv_conn *c, int db)
     int rc;
 
     if (c->argc > 2 || (c->argc == 2 &&
-                        !srv_streq(c->argv[1].ptr, c->argv[1].len, "async") &&
-                        !srv_streq(c->argv[1].ptr, c->argv[1].len, "sync"))) {
+                        !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "async") &&
+                        !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "sync"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
@@ -68,12 +70,12 @@ static void flush_generic(srv_conn *c, int db)
         struct st_txn *t = srv_txn_write_or_reply(c);
         if (!t)
             return;
-        rc = st_flush_txn(t, db);
+        rc = st_keyspace_flush_txn(t, db);
     } else {
-        rc = st_flush(srv_w->env, db, &version);
+        rc = st_keyspace_flush(srv_w->env, db, &version);
     }
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_ok(c);
@@ -84,7 +86,7 @@ void srv_cmd_flushall(srv_conn *c) { flush_generic(c, -1); }
 
 void srv_cmd_time(srv_conn *c)
 {
-    int64_t us = srv_ustime();
+    int64_t us = srv_util_ustime();
 
     srv_reply_array(c, 2);
     srv_reply_bulk_ll(c, us / US_PER_S);
@@ -120,14 +122,14 @@ static int backup_path(char *buf, size_t size)
 static int do_save(void)
 {
     char path[SRV_PATH_MAX + SRV_PATH_MAX];
-    int64_t t0 = srv_ustime();
+    int64_t t0 = srv_util_ustime();
     int rc = backup_path(path, sizeof path) ? ENAMETOOLONG
                                             : st_env_backup(srv_w->env, path);
 
     atomic_store(&srv_her.stats->last_save_status, rc);
-    atomic_store(&srv_her.stats->last_save_us, srv_ustime() - t0);
+    atomic_store(&srv_her.stats->last_save_us, srv_util_ustime() - t0);
     if (rc == 0) {
-        atomic_store(&srv_her.stats->last_save_ms, srv_mstime());
+        atomic_store(&srv_her.stats->last_save_ms, srv_util_mstime());
         srv_log(SRV_LOG_NOTICE, 0, "DB saved on disk: %s", path);
     } else {
         srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "saving %s failed: %s", path,
@@ -167,7 +169,7 @@ void srv_cmd_bgsave(srv_conn *c)
     int64_t none = 0;
 
     if (c->argc > 2 || (c->argc == 2 &&
-                        !srv_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
+                        !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
@@ -242,7 +244,7 @@ static const char *const sync_names[] = {"no", "everysec", "always"};
 static void info_server(srv_buf *b)
 {
     struct utsname u;
-    int64_t now = srv_mstime();
+    int64_t now = srv_util_mstime();
     int64_t up = (now - srv_her.start_ms) / MS_PER_S;
 
     uname(&u);
@@ -260,7 +262,7 @@ static void info_server(srv_buf *b)
     add(b, "run_id:%016llx%016llx\r\n", (unsigned long long)srv_her.start_ms,
         (unsigned long long)srv_her.master_pid);
     add(b, "tcp_port:%lld\r\n", srv_her.cfg->port);
-    add(b, "server_time_usec:%lld\r\n", (long long)srv_ustime());
+    add(b, "server_time_usec:%lld\r\n", (long long)srv_util_ustime());
     add(b, "uptime_in_seconds:%lld\r\n", (long long)up);
     add(b, "uptime_in_days:%lld\r\n", (long long)(up / S_PER_DAY));
     add(b, "hz:%lld\r\n", srv_her.cfg->hz);
@@ -401,7 +403,7 @@ static void info_keyspace(srv_conn *c, srv_buf *b)
         return;
     for (unsigned db = 0; db < (unsigned)srv_her.cfg->databases; db++) {
         uint64_t keys, expires;
-        if (st_dbsize(t, db, &keys, &expires) == 0 && keys)
+        if (st_keyspace_dbsize(t, db, &keys, &expires) == 0 && keys)
             add(b, "db%u:keys=%llu,expires=%llu,avg_ttl=0\r\n", db,
                 (unsigned long long)keys, (unsigned long long)expires);
     }
@@ -424,10 +426,10 @@ static int wanted(srv_conn *c, const info_section *s)
         return s->in_default;
     for (int i = 1; i < c->argc; i++) {
         const srv_slice *a = &c->argv[i];
-        if (srv_streq(a->ptr, a->len, s->name) ||
-            srv_streq(a->ptr, a->len, "all") ||
-            srv_streq(a->ptr, a->len, "everything") ||
-            (srv_streq(a->ptr, a->len, "default") && s->in_default))
+        if (srv_util_streq(a->ptr, a->len, s->name) ||
+            srv_util_streq(a->ptr, a->len, "all") ||
+            srv_util_streq(a->ptr, a->len, "everything") ||
+            (srv_util_streq(a->ptr, a->len, "default") && s->in_default))
             return 1;
     }
     return 0;
@@ -500,7 +502,7 @@ static void config_get(srv_conn *c)
         srv_config_each(srv_her.cfg, p->ptr, p->len, config_get_one, &g);
         for (size_t j = 0; j < sizeof fixed_settings / sizeof fixed_settings[0];
              j++)
-            if (srv_glob_match(p->ptr, p->len, fixed_settings[j].name,
+            if (srv_util_glob_match(p->ptr, p->len, fixed_settings[j].name,
                                strlen(fixed_settings[j].name), 1))
                 config_get_one(&g, fixed_settings[j].name,
                                fixed_settings[j].value);
@@ -517,7 +519,7 @@ static void config_set(srv_conn *c)
     srv_config next = *srv_her.cfg;
 
     if (c->argc < 4 || c->argc % 2) {
-        srv_reply_subcommand_arity(c);
+        srv_args_subcommand_arity(c);
         return;
     }
     /* Validate every pair on a copy first: all or nothing, as Redis. */
@@ -563,14 +565,14 @@ void srv_cmd_config(srv_conn *c)
 {
     const srv_slice *sub = &c->argv[1];
 
-    if (srv_streq(sub->ptr, sub->len, "get")) {
+    if (srv_util_streq(sub->ptr, sub->len, "get")) {
         if (c->argc < 3)
-            srv_reply_subcommand_arity(c);
+            srv_args_subcommand_arity(c);
         else
             config_get(c);
-    } else if (srv_streq(sub->ptr, sub->len, "set")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "set")) {
         config_set(c);
-    } else if (srv_streq(sub->ptr, sub->len, "resetstat") && c->argc == 2) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "resetstat") && c->argc == 2) {
         srv_stats *s = srv_her.stats;
         for (unsigned i = 0; i < s->nslots; i++) {
             atomic_store(&s->slot[i].total_commands, 0);
@@ -583,11 +585,11 @@ void srv_cmd_config(srv_conn *c)
             atomic_store(&s->slot[i].keyspace_misses, 0);
         }
         srv_reply_ok(c);
-    } else if (srv_streq(sub->ptr, sub->len, "rewrite") && c->argc == 2) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "rewrite") && c->argc == 2) {
         srv_reply_error(c, "ERR CONFIG REWRITE is not supported: edit the "
                            "config file instead");
     } else {
-        srv_reply_subcommand_error(c);
+        srv_args_subcommand_error(c);
     }
 }
 
@@ -599,12 +601,12 @@ void srv_cmd_shutdown(srv_conn *c)
 
     for (int i = 1; i < c->argc; i++) {
         const srv_slice *a = &c->argv[i];
-        if (srv_streq(a->ptr, a->len, "abort"))
+        if (srv_util_streq(a->ptr, a->len, "abort"))
             abort_ = 1;
-        else if (!srv_streq(a->ptr, a->len, "nosave") &&
-                 !srv_streq(a->ptr, a->len, "save") &&
-                 !srv_streq(a->ptr, a->len, "now") &&
-                 !srv_streq(a->ptr, a->len, "force")) {
+        else if (!srv_util_streq(a->ptr, a->len, "nosave") &&
+                 !srv_util_streq(a->ptr, a->len, "save") &&
+                 !srv_util_streq(a->ptr, a->len, "now") &&
+                 !srv_util_streq(a->ptr, a->len, "force")) {
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
@@ -666,27 +668,27 @@ void srv_cmd_debug(srv_conn *c)
                            "file, and then restart the server.");
         return;
     }
-    if (srv_streq(sub->ptr, sub->len, "sleep") && c->argc == 3) {
+    if (srv_util_streq(sub->ptr, sub->len, "sleep") && c->argc == 3) {
         double s;
-        if (!srv_str2d(c->argv[2].ptr, c->argv[2].len, &s) || s < 0) {
+        if (!srv_util_str2d(c->argv[2].ptr, c->argv[2].len, &s) || s < 0) {
             srv_reply_error(c, SRV_ERR_NOT_FLOAT);
             return;
         }
         sleep_us((int64_t)(s * US_PER_S));
         srv_reply_ok(c);
-    } else if (srv_streq(sub->ptr, sub->len, "txn-sleep") && c->argc == 3) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "txn-sleep") && c->argc == 3) {
         long long ms;
         struct st_txn *t;
         st_keyref k;
-        if (srv_arg_ll_or_reply(c, &c->argv[2], &ms))
+        if (srv_args_ll_or_reply(c, &c->argv[2], &ms))
             return;
         if (!(t = srv_txn_write_or_reply(c)))
             return;
-        st_keyref_init(&k, c->db, "__debug_txn_sleep__",
+        st_codec_keyref_init(&k, c->db, "__debug_txn_sleep__",
                        strlen("__debug_txn_sleep__"));
-        int rc = st_string_set(t, &k, "1", 1, 0);
+        int rc = st_keyspace_string_set(t, &k, "1", 1, 0);
         if (rc) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         srv_log(SRV_LOG_NOTICE, 0, "DEBUG TXN-SLEEP: holding the write "
@@ -694,6 +696,6 @@ void srv_cmd_debug(srv_conn *c)
         sleep_us(ms * 1000);
         srv_reply_ok(c);
     } else {
-        srv_reply_subcommand_error(c);
+        srv_args_subcommand_error(c);
     }
 }

@@ -2,15 +2,18 @@
  * srv_cmd_keys.c - commands on whole keys of any type: delete, exist,
  * type, expiry, iteration, rename and copy.
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_scan.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/srv_keyspace.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -39,12 +42,12 @@ static void del_generic(srv_conn *c)
         return;
     for (int i = 1; i < c->argc; i++) {
         st_keyref k;
-        srv_key(c, i, &k);
-        int rc = st_delete(t, &k, srv_cmd_now());
+        srv_key_ref(c, i, &k);
+        int rc = st_keyspace_delete(t, &k, srv_cmd_now());
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
     }
@@ -65,12 +68,12 @@ static void exists_generic(srv_conn *c)
     for (int i = 1; i < c->argc; i++) {
         st_keyref k;
         st_rec r;
-        srv_key(c, i, &k);
-        int rc = st_lookup(t, &k, srv_cmd_now(), &r);
+        srv_key_ref(c, i, &k);
+        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
     }
@@ -85,12 +88,12 @@ static int lookup_any(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
 {
     int rc;
 
-    srv_key(c, 1, k);
-    rc = st_lookup(t, k, srv_cmd_now(), r);
+    srv_key_ref(c, 1, k);
+    rc = st_keyspace_lookup(t, k, srv_cmd_now(), r);
     if (rc == ST_ENOTFOUND)
         return 0;
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return -1;
     }
     return 1;
@@ -119,10 +122,10 @@ static int parse_expire_flags_or_reply(srv_conn *c, unsigned *flags)
 
     for (int j = 3; j < c->argc; j++) {
         const srv_slice *o = &c->argv[j];
-        if (srv_streq(o->ptr, o->len, "nx")) f |= EXP_NX;
-        else if (srv_streq(o->ptr, o->len, "xx")) f |= EXP_XX;
-        else if (srv_streq(o->ptr, o->len, "gt")) f |= EXP_GT;
-        else if (srv_streq(o->ptr, o->len, "lt")) f |= EXP_LT;
+        if (srv_util_streq(o->ptr, o->len, "nx")) f |= EXP_NX;
+        else if (srv_util_streq(o->ptr, o->len, "xx")) f |= EXP_XX;
+        else if (srv_util_streq(o->ptr, o->len, "gt")) f |= EXP_GT;
+        else if (srv_util_streq(o->ptr, o->len, "lt")) f |= EXP_LT;
         else {
             srv_reply_errorf(c, "ERR Unsupported option %.*s", (int)o->len,
                              o->ptr);
@@ -168,7 +171,7 @@ static void expire_generic(srv_conn *c, int unit, int absolute)
     int rc;
 
     if (parse_expire_flags_or_reply(c, &flags) ||
-        srv_parse_expire_or_reply(c, &c->argv[2], unit, absolute, 1, &at))
+        srv_args_expire_or_reply(c, &c->argv[2], unit, absolute, 1, &at))
         return;
     if (!(t = srv_txn_write_or_reply(c)) || (rc = lookup_any(c, t, &k, &r)) < 0)
         return;
@@ -177,11 +180,11 @@ static void expire_generic(srv_conn *c, int unit, int absolute)
         return;
     }
     if (at <= srv_cmd_now())
-        rc = st_delete(t, &k, srv_cmd_now());
+        rc = st_keyspace_delete(t, &k, srv_cmd_now());
     else
-        rc = st_expire_set(t, &k, srv_cmd_now(), at);
+        rc = st_keyspace_expire_set(t, &k, srv_cmd_now(), at);
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, 1);
@@ -238,8 +241,8 @@ void srv_cmd_persist(srv_conn *c)
         srv_reply_int(c, 0);
         return;
     }
-    if ((rc = st_expire_set(t, &k, srv_cmd_now(), 0))) {
-        srv_storage_error(c, rc);
+    if ((rc = st_keyspace_expire_set(t, &k, srv_cmd_now(), 0))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, 1);
@@ -261,7 +264,7 @@ static int collect_key(void *ctx, const uint8_t *name, size_t len, int type,
     if (f->type != ST_TYPE_NONE && type != f->type)
         return 0;
     if (f->match && !(f->match->len == 1 && f->match->ptr[0] == '*') &&
-        !srv_glob_match(f->match->ptr, f->match->len, (const char *)name, len,
+        !srv_util_glob_match(f->match->ptr, f->match->len, (const char *)name, len,
                         0))
         return 0;                       /* KEYS' pattern or SCAN's MATCH */
     srv_reply_bulk(f->c, name, len);
@@ -280,10 +283,10 @@ void srv_cmd_keys(srv_conn *c)
     if (!t)
         return;
     mark = srv_reply_defer(c);
-    rc = st_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(), collect_key, &f, &next);
+    rc = st_keyspace_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(), collect_key, &f, &next);
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_defer_array(c, mark, f.n);
@@ -292,7 +295,7 @@ void srv_cmd_keys(srv_conn *c)
 static int type_by_name(const srv_slice *s)
 {
     for (int i = ST_TYPE_STRING; i <= ST_TYPE_HASH; i++)
-        if (srv_streq(s->ptr, s->len, type_names[i]))
+        if (srv_util_streq(s->ptr, s->len, type_names[i]))
             return i;
     return -1;
 }
@@ -319,11 +322,11 @@ void srv_cmd_scan(srv_conn *c)
     if (!(t = srv_txn_read_or_reply(c)))
         return;
     mark = srv_reply_defer(c);
-    rc = st_scan(t, c->db, a.cursor, (size_t)a.count, srv_cmd_now(),
+    rc = st_keyspace_scan(t, c->db, a.cursor, (size_t)a.count, srv_cmd_now(),
                  collect_key, &f, &next);
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_scan_reply_finish(c, mark, next, f.n);
@@ -338,15 +341,15 @@ static void rename_generic(srv_conn *c, int nx)
 
     if (!t)
         return;
-    srv_key(c, 1, &src);
-    srv_key(c, 2, &dst);
-    rc = st_rename(t, &src, &dst, srv_cmd_now(), nx);
+    srv_key_ref(c, 1, &src);
+    srv_key_ref(c, 2, &dst);
+    rc = st_keyspace_rename(t, &src, &dst, srv_cmd_now(), nx);
     if (rc == ST_ENOTFOUND)
         srv_reply_error(c, SRV_ERR_NO_KEY);
     else if (rc == ST_EEXISTS)
         srv_reply_int(c, 0);
     else if (rc)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else if (nx)
         srv_reply_int(c, 1);
     else
@@ -372,11 +375,11 @@ void srv_cmd_randomkey(srv_conn *c)
 
     if (!t)
         return;
-    rc = st_random_key(t, c->db, r, srv_cmd_now(), reply_random_key, c);
+    rc = st_keyspace_random_key(t, c->db, r, srv_cmd_now(), reply_random_key, c);
     if (rc == ST_ENOTFOUND)
         srv_reply_null(c);
     else if (rc)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
 }
 
 void srv_cmd_copy(srv_conn *c)
@@ -388,10 +391,10 @@ void srv_cmd_copy(srv_conn *c)
 
     for (int j = 3; j < c->argc; j++) {
         const srv_slice *o = &c->argv[j];
-        if (srv_streq(o->ptr, o->len, "replace")) {
+        if (srv_util_streq(o->ptr, o->len, "replace")) {
             replace = 1;
-        } else if (srv_streq(o->ptr, o->len, "db") && j + 1 < c->argc) {
-            if (srv_arg_int_or_reply(c, &c->argv[++j], &db))
+        } else if (srv_util_streq(o->ptr, o->len, "db") && j + 1 < c->argc) {
+            if (srv_args_int_or_reply(c, &c->argv[++j], &db))
                 return;
         } else {
             srv_reply_error(c, SRV_ERR_SYNTAX);
@@ -402,8 +405,8 @@ void srv_cmd_copy(srv_conn *c)
         srv_reply_error(c, "ERR DB index is out of range");
         return;
     }
-    srv_key(c, 1, &src);
-    st_keyref_init(&dst, (unsigned)db, c->argv[2].ptr, c->argv[2].len);
+    srv_key_ref(c, 1, &src);
+    st_codec_keyref_init(&dst, (unsigned)db, c->argv[2].ptr, c->argv[2].len);
     if (src.db == dst.db && src.len == dst.len &&
         memcmp(src.name, dst.name, src.len) == 0) {
         srv_reply_error(c, "ERR source and destination objects are the same");
@@ -411,11 +414,11 @@ void srv_cmd_copy(srv_conn *c)
     }
     if (!(t = srv_txn_write_or_reply(c)))
         return;
-    rc = st_copy(t, &src, &dst, srv_cmd_now(), replace);
+    rc = st_keyspace_copy(t, &src, &dst, srv_cmd_now(), replace);
     if (rc == ST_ENOTFOUND || rc == ST_EEXISTS)
         srv_reply_int(c, 0);
     else if (rc)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, 1);
 }

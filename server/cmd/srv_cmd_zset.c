@@ -5,13 +5,17 @@
  * ZPOPMAX ZMPOP), algebra (ZUNION ZINTER ZDIFF and their STORE forms).
  * Every ordered reply streams from a storage walk.
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_scan.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
-#include "server/srv_keyspace.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_set.h"
 #include "storage/st_zset.h"
 
@@ -45,7 +49,7 @@ static uint64_t rand64(void)
 /* A score argument: 1 ok; NaN is refused. */
 static int parse_score(const srv_slice *a, double *d)
 {
-    return srv_str2d(a->ptr, a->len, d) && !isnan(*d);
+    return srv_util_str2d(a->ptr, a->len, d) && !isnan(*d);
 }
 
 /* ---- ZADD ZINCRBY ---- */
@@ -69,12 +73,12 @@ static void add_generic(srv_conn *c, unsigned flags)
 
     for (; j < c->argc; j++) {
         const srv_slice *a = &c->argv[j];
-        if (srv_streq(a->ptr, a->len, "nx")) flags |= ZADD_NX;
-        else if (srv_streq(a->ptr, a->len, "xx")) flags |= ZADD_XX;
-        else if (srv_streq(a->ptr, a->len, "gt")) flags |= ZADD_GT;
-        else if (srv_streq(a->ptr, a->len, "lt")) flags |= ZADD_LT;
-        else if (srv_streq(a->ptr, a->len, "ch")) flags |= ZADD_CH;
-        else if (srv_streq(a->ptr, a->len, "incr")) flags |= ZADD_INCR;
+        if (srv_util_streq(a->ptr, a->len, "nx")) flags |= ZADD_NX;
+        else if (srv_util_streq(a->ptr, a->len, "xx")) flags |= ZADD_XX;
+        else if (srv_util_streq(a->ptr, a->len, "gt")) flags |= ZADD_GT;
+        else if (srv_util_streq(a->ptr, a->len, "lt")) flags |= ZADD_LT;
+        else if (srv_util_streq(a->ptr, a->len, "ch")) flags |= ZADD_CH;
+        else if (srv_util_streq(a->ptr, a->len, "incr")) flags |= ZADD_INCR;
         else break;
     }
     int pairs = c->argc - j;
@@ -117,8 +121,8 @@ static void add_generic(srv_conn *c, unsigned flags)
                 srv_reply_int(c, 0);
             return;
         }
-        if ((rc = st_obj_create(t, &o))) {
-            srv_storage_error(c, rc);
+        if ((rc = st_coll_create(t, &o))) {
+            srv_txn_error(c, rc);
             return;
         }
     }
@@ -129,7 +133,7 @@ static void add_generic(srv_conn *c, unsigned flags)
         parse_score(&c->argv[j + 2 * p], &score);
         rc = st_zset_score(t, &o, m->ptr, m->len, &cur);
         if (rc && rc != ST_ENOTFOUND) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         if (rc == 0) {
@@ -159,12 +163,12 @@ static void add_generic(srv_conn *c, unsigned flags)
             added++;
         }
         if ((rc = st_zset_add(t, &o, m->ptr, m->len, score, &created))) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
     }
-    if ((added || changed) && (rc = st_obj_save(t, &o, srv_cmd_now()))) {
-        srv_storage_error(c, rc);
+    if ((added || changed) && (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+        srv_txn_error(c, rc);
         return;
     }
     if (flags & ZADD_INCR) {
@@ -253,7 +257,7 @@ static void rank_generic(srv_conn *c, int rev)
     if (rc == ST_ENOTFOUND)
         srv_reply_null(c);
     else if (rc)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, (long long)rank);
 }
@@ -275,7 +279,7 @@ static int parse_score_bound(const srv_slice *a, double *d, int *ex)
         p++;
         n--;
     }
-    return srv_str2d(p, n, d) && !isnan(*d);
+    return srv_util_str2d(p, n, d) && !isnan(*d);
 }
 
 static int parse_lex_bound(const srv_slice *a, st_zlex *b)
@@ -354,7 +358,7 @@ static int emit_member(void *ctx, const uint8_t *m, size_t ml, double s)
 {
     emit_ctx *e = ctx;
 
-    if (e->match && !srv_glob_match(e->match->ptr, e->match->len,
+    if (e->match && !srv_util_glob_match(e->match->ptr, e->match->len,
                                     (const char *)m, ml, 0))
         return 0;
     if (e->nested) {
@@ -366,7 +370,7 @@ static int emit_member(void *ctx, const uint8_t *m, size_t ml, double s)
         e->n++;
     if (e->withscores == SCORES_BULK) {
         char buf[SRV_DSTR_SIZE];
-        int n = srv_d2str(buf, sizeof buf, s);
+        int n = srv_util_d2str(buf, sizeof buf, s);
         srv_reply_bulk(e->c, buf, (size_t)n);
         e->n++;
     } else if (e->withscores) {
@@ -477,15 +481,15 @@ static int install_result(srv_conn *c, struct st_txn *t, int di, st_obj *res)
     st_obj d;
     int rc;
 
-    srv_key(c, di, &dk);
-    rc = st_delete(t, &dk, srv_cmd_now());
+    srv_key_ref(c, di, &dk);
+    rc = st_keyspace_delete(t, &dk, srv_cmd_now());
     if (rc && rc != ST_ENOTFOUND)
         return rc;
-    rc = st_obj_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(), &d);
+    rc = st_coll_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(), &d);
     if (rc != ST_ENOTFOUND)
         return rc ? rc : ST_ECORRUPT;
     d.c = res->c;
-    return st_obj_save(t, &d, srv_cmd_now());
+    return st_coll_save(t, &d, srv_cmd_now());
 }
 
 static void range_generic(srv_conn *c, int cmd)
@@ -510,19 +514,19 @@ static void range_generic(srv_conn *c, int cmd)
     for (int j = first + 3; j < c->argc; j++) {
         const srv_slice *a = &c->argv[j];
         int left = c->argc - j - 1;
-        if (!store && srv_streq(a->ptr, a->len, "withscores")) {
+        if (!store && srv_util_streq(a->ptr, a->len, "withscores")) {
             withscores = 1;
-        } else if (srv_streq(a->ptr, a->len, "limit") && left >= 2) {
-            if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &offset) ||
-                srv_arg_ll_or_reply(c, &c->argv[j + 2], &limit))
+        } else if (srv_util_streq(a->ptr, a->len, "limit") && left >= 2) {
+            if (srv_args_ll_or_reply(c, &c->argv[j + 1], &offset) ||
+                srv_args_ll_or_reply(c, &c->argv[j + 2], &limit))
                 return;
             has_limit = 1;
             j += 2;
-        } else if (rev < 0 && srv_streq(a->ptr, a->len, "rev")) {
+        } else if (rev < 0 && srv_util_streq(a->ptr, a->len, "rev")) {
             rev = 1;
-        } else if (by < 0 && srv_streq(a->ptr, a->len, "bylex")) {
+        } else if (by < 0 && srv_util_streq(a->ptr, a->len, "bylex")) {
             by = ST_ZBY_LEX;
-        } else if (by < 0 && srv_streq(a->ptr, a->len, "byscore")) {
+        } else if (by < 0 && srv_util_streq(a->ptr, a->len, "byscore")) {
             by = ST_ZBY_SCORE;
         } else {
             srv_reply_error(c, SRV_ERR_SYNTAX);
@@ -553,8 +557,8 @@ static void range_generic(srv_conn *c, int cmd)
     }
     long long rs = 0, re = 0;
     if (by == ST_ZBY_RANK) {
-        if (srv_arg_ll_or_reply(c, &c->argv[mi], &rs) ||
-            srv_arg_ll_or_reply(c, &c->argv[ma], &re))
+        if (srv_args_ll_or_reply(c, &c->argv[mi], &rs) ||
+            srv_args_ll_or_reply(c, &c->argv[ma], &re))
             return;
     } else if (parse_bounds_or_reply(c, mi, ma, &r)) {
         return;
@@ -571,10 +575,10 @@ static void range_generic(srv_conn *c, int cmd)
         st_obj res;
         memset(&res, 0, sizeof res);
         res.type = ST_TYPE_ZSET;
-        if ((rc = st_obj_create(t, &res)) ||
+        if ((rc = st_coll_create(t, &res)) ||
             (!empty && (rc = store_range(t, &o, r, &res))) ||
             (rc = install_result(c, t, 1, &res))) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         srv_reply_int(c, (long long)res.c.card);
@@ -590,7 +594,7 @@ static void range_generic(srv_conn *c, int cmd)
     size_t mark = srv_reply_defer(c);
     if ((rc = st_zset_walk(t, &o, &r, 0, emit_member, &e, &visited))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_defer_array(c, mark, e.n);
@@ -626,7 +630,7 @@ static void count_generic(srv_conn *c, int by)
     else if (rc)
         rc = st_zset_count_lex(t, &o, &r, &n);
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, (long long)n);
@@ -650,8 +654,8 @@ static void remrange_generic(srv_conn *c, int by)
     r.by = by;
     r.limit = UINT64_MAX;
     if (by == ST_ZBY_RANK) {
-        if (srv_arg_ll_or_reply(c, &c->argv[2], &rs) ||
-            srv_arg_ll_or_reply(c, &c->argv[3], &re))
+        if (srv_args_ll_or_reply(c, &c->argv[2], &rs) ||
+            srv_args_ll_or_reply(c, &c->argv[3], &re))
             return;
     } else if (parse_bounds_or_reply(c, 2, 3, &r)) {
         return;
@@ -664,8 +668,8 @@ static void remrange_generic(srv_conn *c, int by)
         return;
     }
     if ((rc = st_zset_walk(t, &o, &r, 1, NULL, NULL, &n)) ||
-        (n && (rc = st_obj_save(t, &o, srv_cmd_now())))) {
-        srv_storage_error(c, rc);
+        (n && (rc = st_coll_save(t, &o, srv_cmd_now())))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, (long long)n);
@@ -693,7 +697,7 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int max,
     r.count = count;
     if ((rc = st_zset_walk(t, o, &r, 1, emit_member, &e, &n)))
         return rc;
-    return st_obj_save(t, o, srv_cmd_now());
+    return st_coll_save(t, o, srv_cmd_now());
 }
 
 static void pop_generic(srv_conn *c, int max)
@@ -710,7 +714,7 @@ static void pop_generic(srv_conn *c, int max)
         return;
     }
     if (c->argc == 3) {
-        if (!srv_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
+        if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
             count < 0) {
             srv_reply_error(c, "ERR value is out of range, must be "
                                "positive");
@@ -730,7 +734,7 @@ static void pop_generic(srv_conn *c, int max)
     srv_reply_array(c, (long long)(nested ? n : n * 2));
     if ((rc = pop_into_reply(c, t, &o, max, n, nested))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -743,7 +747,7 @@ void srv_cmd_zmpop(srv_conn *c)
     long long count;
     int numkeys, max, j;
 
-    if (srv_mpop_args_or_reply(c, "min", "max", &numkeys, &max, &count))
+    if (srv_args_mpop_or_reply(c, "min", "max", &numkeys, &max, &count))
         return;
     if (!(t = srv_txn_write_or_reply(c)))
         return;
@@ -762,7 +766,7 @@ void srv_cmd_zmpop(srv_conn *c)
         srv_reply_array(c, (long long)n);
         if ((rc = pop_into_reply(c, t, &o, max, n, 1))) {
             c->out.len = mark;
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         }
         return;
     }
@@ -780,7 +784,7 @@ void srv_cmd_zrandmember(srv_conn *c)
     int withscores = 0, rc;
     size_t mark;
 
-    if (c->argc > 4 || (c->argc == 4 && !srv_streq(c->argv[3].ptr,
+    if (c->argc > 4 || (c->argc == 4 && !srv_util_streq(c->argv[3].ptr,
                                                    c->argv[3].len,
                                                    "withscores"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
@@ -788,7 +792,7 @@ void srv_cmd_zrandmember(srv_conn *c)
     }
     withscores = c->argc == 4;
     if (c->argc >= 3) {
-        if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
+        if (srv_args_ll_or_reply(c, &c->argv[2], &count))
             return;
         if (count < -LLONG_MAX / 2 && withscores) {
             srv_reply_error(c, "ERR value is out of range, value must "
@@ -808,7 +812,7 @@ void srv_cmd_zrandmember(srv_conn *c)
             return;
         }
         if ((rc = st_zset_sample(t, &o, rand64(), 1, emit_member, &e)))
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         return;
     }
     if (!o.exists || count == 0) {
@@ -827,7 +831,7 @@ void srv_cmd_zrandmember(srv_conn *c)
     }
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_defer_array(c, mark, e.n);
@@ -854,7 +858,7 @@ void srv_cmd_zscan(srv_conn *c)
     if (o.exists &&
         (rc = st_zset_scan(t, &o, a.cursor, (size_t)a.count, emit_member, &e, &next))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_scan_reply_finish(c, mark, next, e.n);
@@ -1016,14 +1020,14 @@ static int open_input_or_reply(srv_conn *c, struct st_txn *t, int i,
 {
     int rc;
 
-    srv_key(c, i, &in->k);
+    srv_key_ref(c, i, &in->k);
     in->weight = 1;
-    rc = st_obj_open(t, &in->k, ST_TYPE_ZSET, srv_cmd_now(), &in->o);
+    rc = st_coll_open(t, &in->k, ST_TYPE_ZSET, srv_cmd_now(), &in->o);
     if (rc == ST_EWRONGTYPE)
-        rc = st_obj_open(t, &in->k, ST_TYPE_SET, srv_cmd_now(), &in->o);
+        rc = st_coll_open(t, &in->k, ST_TYPE_SET, srv_cmd_now(), &in->o);
     if (rc == 0 || rc == ST_ENOTFOUND)
         return 0;
-    srv_storage_error(c, rc);
+    srv_txn_error(c, rc);
     return -1;
 }
 
@@ -1037,7 +1041,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
 
     memset(&a, 0, sizeof a);
     a.op = op;
-    if (srv_arg_ll_or_reply(c, &c->argv[first], &numkeys))
+    if (srv_args_ll_or_reply(c, &c->argv[first], &numkeys))
         return;
     if (numkeys < 1) {
         srv_reply_errorf(c, "ERR at least 1 input key is needed for '%s' "
@@ -1050,7 +1054,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
     }
     a.n = (int)numkeys;
     if (!(in = calloc((size_t)a.n, sizeof *in))) {
-        srv_storage_error(c, ENOMEM);
+        srv_txn_error(c, ENOMEM);
         return;
     }
     for (int i = 0; i < a.n; i++)
@@ -1058,28 +1062,28 @@ static void algebra_generic(srv_conn *c, int op, int store)
     for (int j = first + 1 + a.n; j < c->argc; j++) {
         const srv_slice *o = &c->argv[j];
         int left = c->argc - j - 1;
-        if (op != OP_DIFF && srv_streq(o->ptr, o->len, "weights") &&
+        if (op != OP_DIFF && srv_util_streq(o->ptr, o->len, "weights") &&
             left >= a.n) {
             for (int i = 0; i < a.n; i++) {
                 const srv_slice *w = &c->argv[j + 1 + i];
-                if (!srv_str2d(w->ptr, w->len, &in[i].weight) ||
+                if (!srv_util_str2d(w->ptr, w->len, &in[i].weight) ||
                     isnan(in[i].weight)) {
                     srv_reply_error(c, "ERR weight value is not a float");
                     goto out;
                 }
             }
             j += a.n;
-        } else if (op != OP_DIFF && srv_streq(o->ptr, o->len, "aggregate") &&
+        } else if (op != OP_DIFF && srv_util_streq(o->ptr, o->len, "aggregate") &&
                    left >= 1) {
             const srv_slice *g = &c->argv[++j];
-            if (srv_streq(g->ptr, g->len, "sum")) a.agg = AGG_SUM;
-            else if (srv_streq(g->ptr, g->len, "min")) a.agg = AGG_MIN;
-            else if (srv_streq(g->ptr, g->len, "max")) a.agg = AGG_MAX;
+            if (srv_util_streq(g->ptr, g->len, "sum")) a.agg = AGG_SUM;
+            else if (srv_util_streq(g->ptr, g->len, "min")) a.agg = AGG_MIN;
+            else if (srv_util_streq(g->ptr, g->len, "max")) a.agg = AGG_MAX;
             else {
                 srv_reply_error(c, SRV_ERR_SYNTAX);
                 goto out;
             }
-        } else if (!store && srv_streq(o->ptr, o->len, "withscores")) {
+        } else if (!store && srv_util_streq(o->ptr, o->len, "withscores")) {
             withscores = 1;
         } else {
             srv_reply_error(c, SRV_ERR_SYNTAX);
@@ -1098,15 +1102,15 @@ static void algebra_generic(srv_conn *c, int op, int store)
     memset(&res, 0, sizeof res);
     res.type = ST_TYPE_ZSET;
     a.res = &res;
-    rc = st_obj_create(a.t, &res);
+    rc = st_coll_create(a.t, &res);
     res.exists = 1;             /* elements may be looked up while built */
     if (rc || (rc = algebra_run(&a))) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         goto out;
     }
     if (store) {
         if ((rc = install_result(c, a.t, 1, &res)))
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         else
             srv_reply_int(c, (long long)res.c.card);
         goto out;
@@ -1122,7 +1126,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
     size_t mark = srv_reply_defer(c);
     if ((rc = st_zset_walk(a.t, &res, &r, 1, emit_member, &e, &n))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         goto out;
     }
     srv_reply_defer_array(c, mark, e.n);

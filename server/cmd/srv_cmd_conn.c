@@ -2,10 +2,11 @@
  * srv_cmd_conn.c - connection commands: PING ECHO QUIT HELLO AUTH SELECT
  * CLIENT RESET.
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/srv_multi.h"
+#include "server/cmd/srv_multi.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -57,7 +58,7 @@ static int credentials_ok(const srv_slice *user, const srv_slice *pass)
 {
     const char *want = srv_her.cfg->requirepass;
 
-    if (user && !srv_streq(user->ptr, user->len, "default"))
+    if (user && !srv_util_streq(user->ptr, user->len, "default"))
         return 0;
     if (want[0] == '\0')
         return 1;                       /* default user has nopass */
@@ -86,7 +87,7 @@ void srv_cmd_hello(srv_conn *c)
     const srv_slice *user = NULL, *pass = NULL, *name = NULL;
 
     if (c->argc >= 2) {
-        if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &ver)) {
+        if (!srv_util_str2ll(c->argv[1].ptr, c->argv[1].len, &ver)) {
             srv_reply_error(c, "ERR Protocol version is not an integer or out of range");
             return;
         }
@@ -98,11 +99,11 @@ void srv_cmd_hello(srv_conn *c)
     for (int j = 2; j < c->argc; j++) {
         int more = c->argc - 1 - j;
         const srv_slice *o = &c->argv[j];
-        if (srv_streq(o->ptr, o->len, "auth") && more >= 2) {
+        if (srv_util_streq(o->ptr, o->len, "auth") && more >= 2) {
             user = &c->argv[j + 1];
             pass = &c->argv[j + 2];
             j += 2;
-        } else if (srv_streq(o->ptr, o->len, "setname") && more >= 1) {
+        } else if (srv_util_streq(o->ptr, o->len, "setname") && more >= 1) {
             name = &c->argv[++j];
         } else {
             srv_reply_errorf(c, "ERR Syntax error in HELLO option '%.*s'",
@@ -177,7 +178,7 @@ void srv_cmd_select(srv_conn *c)
 {
     int db;
 
-    if (srv_arg_int_or_reply(c, &c->argv[1], &db))
+    if (srv_args_int_or_reply(c, &c->argv[1], &db))
         return;
     if (db < 0 || db >= srv_her.cfg->databases) {
         srv_reply_error(c, "ERR DB index is out of range");
@@ -201,7 +202,7 @@ void srv_cmd_reset(srv_conn *c)
 /* One CLIENT LIST / CLIENT INFO line, Redis's field names. */
 static void client_line(srv_conn *x, char *buf, size_t size)
 {
-    int64_t now = srv_mstime();
+    int64_t now = srv_util_mstime();
 
     snprintf(buf, size,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
@@ -237,9 +238,9 @@ static void client_setinfo(srv_conn *c)
     const srv_slice *attr = &c->argv[2], *val = &c->argv[3];
     char *field;
 
-    if (srv_streq(attr->ptr, attr->len, "lib-name"))
+    if (srv_util_streq(attr->ptr, attr->len, "lib-name"))
         field = c->lib_name;
-    else if (srv_streq(attr->ptr, attr->len, "lib-ver"))
+    else if (srv_util_streq(attr->ptr, attr->len, "lib-ver"))
         field = c->lib_ver;
     else {
         srv_reply_errorf(c, "ERR Unrecognized option '%.*s'", (int)attr->len,
@@ -263,44 +264,44 @@ void srv_cmd_client(srv_conn *c)
     const srv_slice *sub = &c->argv[1];
     char line[CLIENT_INFO_MAX];
 
-    if (srv_streq(sub->ptr, sub->len, "id") && c->argc == 2) {
+    if (srv_util_streq(sub->ptr, sub->len, "id") && c->argc == 2) {
         srv_reply_int(c, (long long)c->id);
-    } else if (srv_streq(sub->ptr, sub->len, "getname") && c->argc == 2) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "getname") && c->argc == 2) {
         if (c->name[0])
             srv_reply_bulk_cstr(c, c->name);
         else
             srv_reply_null(c);
-    } else if (srv_streq(sub->ptr, sub->len, "setname")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "setname")) {
         if (c->argc != 3) {
-            srv_reply_subcommand_arity(c);
+            srv_args_subcommand_arity(c);
         } else if (!valid_name(&c->argv[2])) {
             srv_reply_error(c, ERR_BADNAME);
         } else {
             set_name(c, &c->argv[2]);
             srv_reply_ok(c);
         }
-    } else if (srv_streq(sub->ptr, sub->len, "setinfo")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "setinfo")) {
         if (c->argc != 4)
-            srv_reply_subcommand_arity(c);
+            srv_args_subcommand_arity(c);
         else
             client_setinfo(c);
-    } else if (srv_streq(sub->ptr, sub->len, "info") && c->argc == 2) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "info") && c->argc == 2) {
         client_line(c, line, sizeof line);
         srv_reply_verbatim(c, line, strlen(line));
-    } else if (srv_streq(sub->ptr, sub->len, "list")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "list")) {
         /* This worker's connections: a connection lives on one worker. */
         list_ctx l = { { NULL, 0, 0 } };
         srv_worker_each_conn(list_one, &l);
         srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
         srv_buf_free(&l.text);
-    } else if ((srv_streq(sub->ptr, sub->len, "no-evict") ||
-                srv_streq(sub->ptr, sub->len, "no-touch")) && c->argc == 3) {
+    } else if ((srv_util_streq(sub->ptr, sub->len, "no-evict") ||
+                srv_util_streq(sub->ptr, sub->len, "no-touch")) && c->argc == 3) {
         const srv_slice *v = &c->argv[2];
-        if (srv_streq(v->ptr, v->len, "on") || srv_streq(v->ptr, v->len, "off"))
+        if (srv_util_streq(v->ptr, v->len, "on") || srv_util_streq(v->ptr, v->len, "off"))
             srv_reply_ok(c);
         else
             srv_reply_error(c, SRV_ERR_SYNTAX);
-    } else if (srv_streq(sub->ptr, sub->len, "help")) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "help")) {
         static const char *const help[] = {
             "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "ID", "    Return the ID of the current connection.",
@@ -314,11 +315,11 @@ void srv_cmd_client(srv_conn *c)
         srv_reply_array(c, sizeof help / sizeof help[0]);
         for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
             srv_reply_simple(c, help[i]);
-    } else if (srv_streq(sub->ptr, sub->len, "getname") ||
-               srv_streq(sub->ptr, sub->len, "id") ||
-               srv_streq(sub->ptr, sub->len, "info")) {
-        srv_reply_subcommand_arity(c);
+    } else if (srv_util_streq(sub->ptr, sub->len, "getname") ||
+               srv_util_streq(sub->ptr, sub->len, "id") ||
+               srv_util_streq(sub->ptr, sub->len, "info")) {
+        srv_args_subcommand_arity(c);
     } else {
-        srv_reply_subcommand_error(c);
+        srv_args_subcommand_error(c);
     }
 }

@@ -5,13 +5,17 @@
  * replaces the destination only at the end (a source may be the
  * destination).
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_scan.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
-#include "server/srv_keyspace.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_set.h"
 
 #include <errno.h>
@@ -57,14 +61,14 @@ void srv_cmd_sadd(srv_conn *c)
 
     if (!t || (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
-    if (rc == 0 && (rc = st_obj_create(t, &o))) {
-        srv_storage_error(c, rc);
+    if (rc == 0 && (rc = st_coll_create(t, &o))) {
+        srv_txn_error(c, rc);
         return;
     }
     for (int j = 2; j < c->argc; j++) {
         int a;
         if ((rc = st_set_add(t, &o, c->argv[j].ptr, c->argv[j].len, &a))) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         added += a;
@@ -101,7 +105,7 @@ void srv_cmd_sismember(srv_conn *c)
         return;
     rc = st_set_has(t, &o, c->argv[2].ptr, c->argv[2].len);
     if (rc < 0)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, rc);
 }
@@ -121,7 +125,7 @@ void srv_cmd_smismember(srv_conn *c)
         int rc = st_set_has(t, &o, c->argv[j].ptr, c->argv[j].len);
         if (rc < 0) {
             c->out.len = mark;
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
         srv_reply_int(c, rc);
@@ -139,7 +143,7 @@ static int emit_member(void *ctx, const uint8_t *m, size_t ml,
 {
     emit_ctx *e = ctx;
 
-    if (e->match && !srv_glob_match(e->match->ptr, e->match->len,
+    if (e->match && !srv_util_glob_match(e->match->ptr, e->match->len,
                                     (const char *)m, ml, 0))
         return 0;
     srv_reply_bulk(e->c, m, ml);
@@ -164,7 +168,7 @@ void srv_cmd_smembers(srv_conn *c)
     if (o.exists && (rc = st_set_scan(t, &o, 0, SIZE_MAX, emit_member, &e,
                                       &next))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -229,9 +233,9 @@ static void one_random(srv_conn *c, int pop)
         rc = ENOMEM;
     if (!rc && pop && !(rc = st_set_rem(t, &o, BATCH_PTR(&b, 0),
                                         BATCH_LEN(&b, 0))))
-        rc = st_obj_save(t, &o, srv_cmd_now());
+        rc = st_coll_save(t, &o, srv_cmd_now());
     if (rc)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_bulk(c, BATCH_PTR(&b, 0), BATCH_LEN(&b, 0));
     free(b.buf);
@@ -255,7 +259,7 @@ void srv_cmd_spop(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (!srv_str2ll(c->argv[2].ptr, c->argv[2].len, &count) || count < 0) {
+    if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &count) || count < 0) {
         srv_reply_error(c, "ERR value is out of range, must be positive");
         return;
     }
@@ -273,9 +277,9 @@ void srv_cmd_spop(srv_conn *c)
         uint64_t next;
         srv_reply_set(c, (long long)o.c.card);
         if ((rc = st_set_scan(t, &o, 0, SIZE_MAX, emit_member, &e, &next)) ||
-            (rc = st_delete(t, &k, srv_cmd_now()))) {
+            (rc = st_keyspace_delete(t, &k, srv_cmd_now()))) {
             c->out.len = mark;
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         }
         return;
     }
@@ -295,11 +299,11 @@ void srv_cmd_spop(srv_conn *c)
         left -= b.n < left ? b.n : left;
     }
     if (!rc)
-        rc = st_obj_save(t, &o, srv_cmd_now());
+        rc = st_coll_save(t, &o, srv_cmd_now());
     free(b.buf);
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -321,7 +325,7 @@ void srv_cmd_srandmember(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &count))
+    if (srv_args_ll_or_reply(c, &c->argv[2], &count))
         return;
     if (!(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
@@ -344,7 +348,7 @@ void srv_cmd_srandmember(srv_conn *c)
     }
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -358,14 +362,14 @@ void srv_cmd_smove(srv_conn *c)
 
     if (!t)
         return;
-    srv_key(c, 1, &sk);
-    rc = st_obj_open(t, &sk, ST_TYPE_SET, srv_cmd_now(), &so);
+    srv_key_ref(c, 1, &sk);
+    rc = st_coll_open(t, &sk, ST_TYPE_SET, srv_cmd_now(), &so);
     if (rc == ST_ENOTFOUND) {
         srv_reply_int(c, 0);
         return;
     }
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     if ((drc = open_or_reply(c, t, 2, &dk, &dobj)) < 0)
@@ -373,7 +377,7 @@ void srv_cmd_smove(srv_conn *c)
     if (sk.len == dk.len && memcmp(sk.name, dk.name, sk.len) == 0) {
         rc = st_set_has(t, &so, m->ptr, m->len);
         if (rc < 0)
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         else
             srv_reply_int(c, rc);
         return;
@@ -383,11 +387,11 @@ void srv_cmd_smove(srv_conn *c)
         srv_reply_int(c, 0);
         return;
     }
-    if (rc || (rc = st_obj_save(t, &so, srv_cmd_now())) ||
-        (drc == 0 && (rc = st_obj_create(t, &dobj))) ||
+    if (rc || (rc = st_coll_save(t, &so, srv_cmd_now())) ||
+        (drc == 0 && (rc = st_coll_create(t, &dobj))) ||
         (rc = st_set_add(t, &dobj, m->ptr, m->len, &a)) ||
-        (rc = st_obj_save(t, &dobj, srv_cmd_now()))) {
-        srv_storage_error(c, rc);
+        (rc = st_coll_save(t, &dobj, srv_cmd_now()))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, 1);
@@ -536,7 +540,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
         keys = malloc(sizeof *keys * (size_t)n);
         sets = malloc(sizeof *sets * (size_t)n);
         if (!keys || !sets) {
-            srv_storage_error(c, ENOMEM);
+            srv_txn_error(c, ENOMEM);
             goto out;
         }
     }
@@ -547,7 +551,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
         size_t mark = srv_reply_defer(c);
         if ((rc = algebra_run(&a))) {
             c->out.len = mark;
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         } else {
             defer_set(c, mark, a.n);
         }
@@ -556,26 +560,26 @@ static void algebra_generic(srv_conn *c, int op, int store)
     /* STORE: build under a fresh id, then make it the destination's. */
     st_keyref dk;
     st_obj res, d;
-    srv_key(c, 1, &dk);
+    srv_key_ref(c, 1, &dk);
     memset(&res, 0, sizeof res);
     res.type = ST_TYPE_SET;
-    if ((rc = st_obj_create(t, &res))) {
-        srv_storage_error(c, rc);
+    if ((rc = st_coll_create(t, &res))) {
+        srv_txn_error(c, rc);
         goto out;
     }
     a.dst = &res;
     if ((rc = algebra_run(&a))) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         goto out;
     }
-    rc = st_delete(t, &dk, srv_cmd_now());
+    rc = st_keyspace_delete(t, &dk, srv_cmd_now());
     if (rc && rc != ST_ENOTFOUND) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         goto out;
     }
-    rc = st_obj_open(t, &dk, ST_TYPE_SET, srv_cmd_now(), &d);
+    rc = st_coll_open(t, &dk, ST_TYPE_SET, srv_cmd_now(), &d);
     if (rc != ST_ENOTFOUND) {
-        srv_storage_error(c, rc ? rc : ST_ECORRUPT);
+        srv_txn_error(c, rc ? rc : ST_ECORRUPT);
         goto out;
     }
     d.c = res.c;
@@ -603,7 +607,7 @@ void srv_cmd_sintercard(srv_conn *c)
     struct st_txn *t;
     int rc;
 
-    if (!srv_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
+    if (!srv_util_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) ||
         numkeys <= 0) {
         srv_reply_error(c, "ERR numkeys should be greater than 0");
         return;
@@ -615,8 +619,8 @@ void srv_cmd_sintercard(srv_conn *c)
     }
     for (int j = 2 + (int)numkeys; j < c->argc; j += 2) {
         if (j + 1 < c->argc &&
-            srv_streq(c->argv[j].ptr, c->argv[j].len, "limit")) {
-            if (!srv_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len,
+            srv_util_streq(c->argv[j].ptr, c->argv[j].len, "limit")) {
+            if (!srv_util_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len,
                             &limit) || limit < 0) {
                 srv_reply_error(c, "ERR LIMIT can't be negative");
                 return;
@@ -632,7 +636,7 @@ void srv_cmd_sintercard(srv_conn *c)
         keys = malloc(sizeof *keys * (size_t)numkeys);
         sets = malloc(sizeof *sets * (size_t)numkeys);
         if (!keys || !sets) {
-            srv_storage_error(c, ENOMEM);
+            srv_txn_error(c, ENOMEM);
             goto out;
         }
     }
@@ -642,7 +646,7 @@ void srv_cmd_sintercard(srv_conn *c)
     algebra a = { c, t, OP_INTER, (int)numkeys, sets, 0, NULL,
                   limit ? (uint64_t)limit : UINT64_MAX, 0, 0 };
     if ((rc = algebra_run(&a)))
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_int(c, a.n);
 out:
@@ -673,7 +677,7 @@ void srv_cmd_sscan(srv_conn *c)
     if (o.exists &&
         (rc = st_set_scan(t, &o, a.cursor, (size_t)a.count, emit_member, &e, &next))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     srv_scan_reply_finish(c, mark, next, e.n);

@@ -3,13 +3,16 @@
  * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP), move (LMOVE
  * RPOPLPUSH). LRANGE streams from a storage cursor.
  */
-#include "server/srv_cmd.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_args.h"
+#include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
-#include "server/srv_keyspace.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
-#include "storage/st_keys.h"
+#include "storage/st_keyspace.h"
 #include "storage/st_list.h"
 
 #include <errno.h>
@@ -28,9 +31,9 @@ static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
 /* Parse LEFT / RIGHT: 1 left, 0 right, -1 neither. */
 static int parse_where(const srv_slice *a)
 {
-    if (srv_streq(a->ptr, a->len, "left"))
+    if (srv_util_streq(a->ptr, a->len, "left"))
         return 1;
-    if (srv_streq(a->ptr, a->len, "right"))
+    if (srv_util_streq(a->ptr, a->len, "right"))
         return 0;
     return -1;
 }
@@ -49,15 +52,15 @@ static void push_generic(srv_conn *c, int left, int only_existing)
             srv_reply_int(c, 0);
             return;
         }
-        if ((rc = st_obj_create(t, &o))) {
-            srv_storage_error(c, rc);
+        if ((rc = st_coll_create(t, &o))) {
+            srv_txn_error(c, rc);
             return;
         }
     }
     for (int j = 2; j < c->argc; j++) {
         if ((rc = st_list_push(t, &o, left, c->argv[j].ptr,
                                c->argv[j].len))) {
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
             return;
         }
     }
@@ -84,7 +87,7 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
 
     for (uint64_t i = 0; i < count && !rc; i++)
         rc = st_list_pop(t, o, left, emit_elem, c);
-    return rc ? rc : st_obj_save(t, o, srv_cmd_now());
+    return rc ? rc : st_coll_save(t, o, srv_cmd_now());
 }
 
 static void pop_generic(srv_conn *c, int left)
@@ -102,7 +105,7 @@ static void pop_generic(srv_conn *c, int left)
         return;
     }
     if (c->argc == 3) {
-        if (!srv_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
+        if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
             count < 0) {
             srv_reply_error(c, "ERR value is out of range, must be "
                                "positive");
@@ -129,7 +132,7 @@ static void pop_generic(srv_conn *c, int left)
     }
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -165,7 +168,7 @@ void srv_cmd_lindex(srv_conn *c)
     size_t len;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &i) ||
+    if (srv_args_ll_or_reply(c, &c->argv[2], &i) ||
         !(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -174,7 +177,7 @@ void srv_cmd_lindex(srv_conn *c)
         return;
     }
     if ((rc = st_list_get(t, &o, (uint64_t)i, &v, &len)))
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_bulk(c, v, len);
 }
@@ -187,7 +190,7 @@ void srv_cmd_lset(srv_conn *c)
     st_obj o;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &i) ||
+    if (srv_args_ll_or_reply(c, &c->argv[2], &i) ||
         !(t = srv_txn_write_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -201,8 +204,8 @@ void srv_cmd_lset(srv_conn *c)
     }
     if ((rc = st_list_set(t, &o, (uint64_t)i, c->argv[3].ptr,
                           c->argv[3].len)) ||
-        (rc = st_obj_save(t, &o, srv_cmd_now())))
-        srv_storage_error(c, rc);
+        (rc = st_coll_save(t, &o, srv_cmd_now())))
+        srv_txn_error(c, rc);
     else
         srv_reply_ok(c);
 }
@@ -238,8 +241,8 @@ void srv_cmd_lrange(srv_conn *c)
     size_t mark;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &start) ||
-        srv_arg_ll_or_reply(c, &c->argv[3], &stop) ||
+    if (srv_args_ll_or_reply(c, &c->argv[2], &start) ||
+        srv_args_ll_or_reply(c, &c->argv[3], &stop) ||
         !(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -251,7 +254,7 @@ void srv_cmd_lrange(srv_conn *c)
     srv_reply_array(c, (long long)(e - s + 1));
     if ((rc = st_list_range(t, &o, s, e - s + 1, 0, emit_elem, c))) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     }
 }
 
@@ -264,8 +267,8 @@ void srv_cmd_ltrim(srv_conn *c)
     st_obj o;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &start) ||
-        srv_arg_ll_or_reply(c, &c->argv[3], &stop) ||
+    if (srv_args_ll_or_reply(c, &c->argv[2], &start) ||
+        srv_args_ll_or_reply(c, &c->argv[3], &stop) ||
         !(t = srv_txn_write_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -274,11 +277,11 @@ void srv_cmd_ltrim(srv_conn *c)
         return;
     }
     if (!clamp_range(start, stop, o.c.card, &s, &e))
-        rc = st_delete(t, &k, srv_cmd_now());   /* O(1): lazy free */
+        rc = st_keyspace_delete(t, &k, srv_cmd_now());   /* O(1): lazy free */
     else if (!(rc = st_list_trim(t, &o, s, e)))
-        rc = st_obj_save(t, &o, srv_cmd_now());
+        rc = st_coll_save(t, &o, srv_cmd_now());
     if (rc)
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
     else
         srv_reply_ok(c);
 }
@@ -291,7 +294,7 @@ void srv_cmd_lrem(srv_conn *c)
     st_obj o;
     int rc;
 
-    if (srv_arg_ll_or_reply(c, &c->argv[2], &count) ||
+    if (srv_args_ll_or_reply(c, &c->argv[2], &count) ||
         !(t = srv_txn_write_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -301,8 +304,8 @@ void srv_cmd_lrem(srv_conn *c)
     }
     if ((rc = st_list_rem(t, &o, count, c->argv[3].ptr, c->argv[3].len,
                           &removed)) ||
-        (removed && (rc = st_obj_save(t, &o, srv_cmd_now())))) {
-        srv_storage_error(c, rc);
+        (removed && (rc = st_coll_save(t, &o, srv_cmd_now())))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, removed);
@@ -315,9 +318,9 @@ void srv_cmd_linsert(srv_conn *c)
     st_obj o;
     int after, rc;
 
-    if (srv_streq(c->argv[2].ptr, c->argv[2].len, "after"))
+    if (srv_util_streq(c->argv[2].ptr, c->argv[2].len, "after"))
         after = 1;
-    else if (srv_streq(c->argv[2].ptr, c->argv[2].len, "before"))
+    else if (srv_util_streq(c->argv[2].ptr, c->argv[2].len, "before"))
         after = 0;
     else {
         srv_reply_error(c, SRV_ERR_SYNTAX);
@@ -336,8 +339,8 @@ void srv_cmd_linsert(srv_conn *c)
         srv_reply_int(c, -1);
         return;
     }
-    if (rc || (rc = st_obj_save(t, &o, srv_cmd_now()))) {
-        srv_storage_error(c, rc);
+    if (rc || (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_int(c, (long long)o.c.card);
@@ -385,15 +388,15 @@ void srv_cmd_lpos(srv_conn *c)
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-        if (!srv_streq(a->ptr, a->len, "rank") &&
-            !srv_streq(a->ptr, a->len, "count") &&
-            !srv_streq(a->ptr, a->len, "maxlen")) {
+        if (!srv_util_streq(a->ptr, a->len, "rank") &&
+            !srv_util_streq(a->ptr, a->len, "count") &&
+            !srv_util_streq(a->ptr, a->len, "maxlen")) {
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-        if (srv_arg_ll_or_reply(c, &c->argv[j + 1], &v))
+        if (srv_args_ll_or_reply(c, &c->argv[j + 1], &v))
             return;
-        if (srv_streq(a->ptr, a->len, "rank")) {
+        if (srv_util_streq(a->ptr, a->len, "rank")) {
             if (v == 0) {
                 srv_reply_error(c, "ERR RANK can't be zero: use 1 to start "
                                    "from the first match, 2 from the second "
@@ -402,7 +405,7 @@ void srv_cmd_lpos(srv_conn *c)
                 return;
             }
             rank = v;
-        } else if (srv_streq(a->ptr, a->len, "count")) {
+        } else if (srv_util_streq(a->ptr, a->len, "count")) {
             if (v < 0) {
                 srv_reply_error(c, "ERR COUNT can't be negative");
                 return;
@@ -437,7 +440,7 @@ void srv_cmd_lpos(srv_conn *c)
                        &p);
     if (rc) {
         c->out.len = mark;
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     if (count >= 0)
@@ -456,7 +459,7 @@ static int hold_elem(void *ctx, const uint8_t *v, size_t len)
 {
     held *h = ctx;
 
-    h->p = srv_scratch(len ? len : 1);
+    h->p = srv_key_scratch(len ? len : 1);
     if (!h->p)
         return 1;
     if (len)
@@ -476,14 +479,14 @@ static void move_generic(srv_conn *c, int from_left, int to_left)
 
     if (!t)
         return;
-    srv_key(c, 1, &sk);
-    rc = st_obj_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(), &so);
+    srv_key_ref(c, 1, &sk);
+    rc = st_coll_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(), &so);
     if (rc == ST_ENOTFOUND) {
         srv_reply_null(c);
         return;
     }
     if (rc) {
-        srv_storage_error(c, rc);
+        srv_txn_error(c, rc);
         return;
     }
     if (sk.len == c->argv[2].len &&
@@ -492,17 +495,17 @@ static void move_generic(srv_conn *c, int from_left, int to_left)
     } else {
         if ((drc = open_or_reply(c, t, 2, &dk, &dobj)) < 0)
             return;
-        if (drc == 0 && (rc = st_obj_create(t, &dobj))) {
-            srv_storage_error(c, rc);
+        if (drc == 0 && (rc = st_coll_create(t, &dobj))) {
+            srv_txn_error(c, rc);
             return;
         }
     }
     if ((rc = st_list_pop(t, &so, from_left, hold_elem, &h)) ||
         (!h.p && (rc = ENOMEM)) ||
-        (dst != &so && (rc = st_obj_save(t, &so, srv_cmd_now()))) ||
+        (dst != &so && (rc = st_coll_save(t, &so, srv_cmd_now()))) ||
         (rc = st_list_push(t, dst, to_left, h.p, h.len)) ||
-        (rc = st_obj_save(t, dst, srv_cmd_now()))) {
-        srv_storage_error(c, rc);
+        (rc = st_coll_save(t, dst, srv_cmd_now()))) {
+        srv_txn_error(c, rc);
         return;
     }
     srv_reply_bulk(c, h.p, h.len);
@@ -527,7 +530,7 @@ void srv_cmd_lmpop(srv_conn *c)
     long long count;
     int numkeys, where, j;
 
-    if (srv_mpop_args_or_reply(c, "right", "left", &numkeys, &where, &count))
+    if (srv_args_mpop_or_reply(c, "right", "left", &numkeys, &where, &count))
         return;
     if (!(t = srv_txn_write_or_reply(c)))
         return;
@@ -546,7 +549,7 @@ void srv_cmd_lmpop(srv_conn *c)
         srv_reply_array(c, (long long)n);
         if ((rc = pop_into_reply(c, t, &o, where, n))) {
             c->out.len = mark;
-            srv_storage_error(c, rc);
+            srv_txn_error(c, rc);
         }
         return;
     }

@@ -1,0 +1,15 @@
+# server/cmd/: the command layer of libserver.a.
+libserver_a_SOURCES += \
+	server/cmd/srv_cmd.c server/cmd/srv_cmd.h server/cmd/srv_commands.def \
+	server/cmd/srv_commands_coll.def server/cmd/srv_command_docs.def \
+	server/cmd/srv_commands_pubsub.def \
+	server/cmd/srv_cmd_command.c \
+	server/cmd/srv_txn.c server/cmd/srv_txn.h \
+	server/cmd/srv_args.c server/cmd/srv_args.h \
+	server/cmd/srv_key.c server/cmd/srv_key.h \
+	server/cmd/srv_coll.c server/cmd/srv_coll.h \
+	server/cmd/srv_scan.c server/cmd/srv_scan.h \
+	server/cmd/srv_multi.c server/cmd/srv_multi.h \
+	server/cmd/srv_cmd_conn.c server/cmd/srv_cmd_keys.c \
+	server/cmd/srv_cmd_server.c server/cmd/srv_cmd_string.c \
+	server/cmd/srv_cmd_pubsub.c

@@ -1,0 +1,45 @@
+/*
+ * srv_args.h - argument parsing the handlers share, with Redis's error
+ * texts. Each *_or_reply function has replied the error when it fails.
+ */
+#ifndef SRV_ARGS_H
+#define SRV_ARGS_H
+
+#include <stdint.h>
+
+#include "server/srv_conn.h"
+
+/* argv value that must be an integer: "ERR value is not an integer or out
+ * of range" otherwise. 0, or -1 after replying. */
+int srv_args_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
+/* An argument that must fit an int, with Redis's two error texts. */
+int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out);
+
+
+/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1]. */
+void srv_args_subcommand_error(srv_conn *c);
+/* "ERR wrong number of arguments for 'client|setname' command". */
+void srv_args_subcommand_arity(srv_conn *c);
+
+
+/*
+ * LMPOP / ZMPOP arguments: "numkeys key [key ...] END [COUNT n]", END one
+ * of `end0` or `end1` (*end gets 0 or 1). Redis's errors; -1 after one.
+ */
+int srv_args_mpop_or_reply(srv_conn *c, const char *end0, const char *end1,
+                           int *numkeys, int *end, long long *count);
+
+/* Units of an expire argument. */
+enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
+
+/*
+ * Turn an expire argument into an absolute ms time: relative to now unless
+ * `absolute`. Replies "ERR invalid expire time in '<cmd>' command" (or
+ * the not-an-integer error) and returns -1 when it is not valid; with
+ * `allow_nonpositive` zero and negative values are accepted (EXPIRE).
+ */
+int srv_args_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
+                              int absolute, int allow_nonpositive,
+                              int64_t *at);
+
+#endif

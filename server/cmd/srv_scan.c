@@ -1,0 +1,83 @@
+/*
+ * srv_scan.c - the SCAN family's arguments (cursor, MATCH, COUNT, TYPE),
+ * the MATCH filter and the reply head filled in once the batch is known.
+ */
+#include "server/cmd/srv_scan.h"
+#include "server/cmd/srv_args.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Redis's rule (strtoul): no leading space, all digits used, in range;
+ * a sign is accepted ("-1" wraps to the largest cursor). */
+static int parse_cursor(const srv_slice *a, uint64_t *cursor)
+{
+    char buf[SRV_LLSTR_SIZE + 2], *end;
+
+    if (a->len == 0 || a->len >= sizeof buf ||
+        isspace((unsigned char)a->ptr[0]))
+        return -1;
+    memcpy(buf, a->ptr, a->len);
+    buf[a->len] = '\0';
+    errno = 0;
+    *cursor = strtoull(buf, &end, 10);
+    return *end == '\0' && errno == 0 ? 0 : -1;
+}
+
+int srv_scan_args_or_reply(srv_conn *c, int first, int allow_type,
+                           srv_scan_args *a)
+{
+    a->count = SRV_SCAN_DEFAULT_COUNT;
+    a->match = a->type = NULL;
+    if (parse_cursor(&c->argv[first], &a->cursor)) {
+        srv_reply_error(c, "ERR invalid cursor");
+        return -1;
+    }
+    for (int j = first + 1; j < c->argc; j += 2) {
+        const srv_slice *o = &c->argv[j];
+        if (j + 1 >= c->argc) {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return -1;
+        }
+        if (srv_util_streq(o->ptr, o->len, "count")) {
+            if (srv_args_ll_or_reply(c, &c->argv[j + 1], &a->count))
+                return -1;
+            if (a->count < 1) {
+                srv_reply_error(c, SRV_ERR_SYNTAX);
+                return -1;
+            }
+        } else if (srv_util_streq(o->ptr, o->len, "match")) {
+            a->match = &c->argv[j + 1];
+            if (a->match->len == 1 && a->match->ptr[0] == '*')
+                a->match = NULL;
+        } else if (allow_type && srv_util_streq(o->ptr, o->len, "type")) {
+            a->type = &c->argv[j + 1];
+        } else {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int srv_scan_match(const srv_scan_args *a, const void *name, size_t len)
+{
+    return !a->match ||
+           srv_util_glob_match(a->match->ptr, a->match->len, name, len, 0);
+}
+
+void srv_scan_reply_finish(srv_conn *c, size_t mark, uint64_t next,
+                           long long n)
+{
+    char cur[SRV_LLSTR_SIZE + 1], head[SRV_REPLY_DEFER_MAX];
+    int cn = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
+    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n",
+                      cn, cur, n);
+
+    srv_reply_defer_fill(c, mark, head, (size_t)hn);
+}

@@ -1,0 +1,113 @@
+/*
+ * srv_syncer.c - the syncer: waits on its eventfd (poked by workers after
+ * commits) or its period (1 s under everysec), reads the newest committed
+ * transaction id, flushes the environment, publishes that id as durable
+ * and wakes every worker so replies held for durability (sync always) can
+ * leave. Commits that land during a flush are covered by the next one.
+ * Runs as its own process, or as a thread of the reaper.
+ */
+#include "server/srv_syncer.h"
+#include "server/srv_child.h"
+#include "server/srv_config.h"
+#include "server/srv_heritage.h"
+#include "server/srv_log.h"
+#include "server/srv_stats.h"
+#include "server/srv_util.h"
+#include "storage/st_env.h"
+#include "storage/st_err.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define US_PER_MS 1000
+/* everysec: a flush starts every period (also the idle wake-up). */
+#define SYNC_PERIOD_MS 1000
+
+void srv_syncer_poke(void)
+{
+    uint64_t one = 1;
+
+    if (write(srv_her.sync_efd, &one, sizeof one) < 0) {
+        /* the counter is saturated: a flush is pending anyway */
+    }
+}
+
+static void wake_workers(void)
+{
+    uint64_t one = 1;
+
+    for (int i = 0; i < srv_her.nworkers; i++)
+        if (write(srv_her.worker_efd[i], &one, sizeof one) < 0) {
+            /* saturated: that worker has a wake-up pending already */
+        }
+}
+
+void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
+{
+    srv_stats *s = srv_her.stats;
+    int64_t next_flush = srv_util_monotonic_ms() + SYNC_PERIOD_MS;
+
+    while (!srv_child_stop) {
+        struct pollfd pfd = { srv_her.sync_efd, POLLIN, 0 };
+        uint64_t pokes;
+        st_env_stat st;
+        int rc;
+        int64_t wait = next_flush - srv_util_monotonic_ms();
+
+        /* everysec: flushes start on a fixed 1 s beat, not 1 s after the
+         * last one ended, so the loss window stays near a second. */
+        poll(&pfd, 1, wait > 0 ? (int)wait : 0);
+        if (srv_util_monotonic_ms() >= next_flush) {
+            next_flush += SYNC_PERIOD_MS;
+            if (next_flush < srv_util_monotonic_ms())
+                next_flush = srv_util_monotonic_ms() + SYNC_PERIOD_MS;
+        }
+        if (pfd.revents & POLLIN &&
+            read(srv_her.sync_efd, &pokes, sizeof pokes) < 0 && errno != EAGAIN)
+            srv_log(SRV_LOG_WARNING, errno, "read() of the sync eventfd");
+        if (srv_her.cfg->sync == SRV_SYNC_NO || srv_child_stop)
+            continue;
+        if (st_env_stat_get(env, &st))
+            continue;
+        atomic_store(&s->committed_txn, (int64_t)st.last_txn);
+        if ((int64_t)st.last_txn <= atomic_load(&s->durable_txn))
+            continue;
+        int64_t t0 = srv_util_ustime();
+        if ((rc = st_env_sync(env))) {
+            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "mdb_env_sync() failed: %s",
+                    st_strerror(rc));
+            continue;
+        }
+        int64_t t1 = srv_util_ustime();
+        atomic_store(&s->durable_txn, (int64_t)st.last_txn);
+        atomic_store(&s->last_sync_ms, t1 / US_PER_MS);
+        atomic_store(&s->last_sync_us, t1 - t0);
+        SRV_STAT_ADD(slot, syncs, 1);
+        wake_workers();
+    }
+    /* A last flush so a graceful stop loses nothing. */
+    if (srv_her.cfg->sync != SRV_SYNC_NO)
+        st_env_sync(env);
+}
+
+int srv_syncer_main(void)
+{
+    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER];
+    st_env *env;
+
+    if (srv_child_start("syncer", slot) || srv_child_env_open(&env))
+        return 1;
+    srv_syncer_loop(env, slot);
+    st_env_close(&env);
+    return 0;
+}
+
+void *srv_syncer_thread(void *arg)
+{
+    srv_syncer_thread_arg *a = arg;
+
+    srv_syncer_loop(a->env, &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER]);
+    return NULL;
+}

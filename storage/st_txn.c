@@ -1,0 +1,176 @@
+/*
+ * st_txn.c - transactions: begin (a parked read transaction is renewed
+ * instead of begun anew), commit and abort, the per-transaction arena
+ * values borrow from, and the per-database key counts folded into the
+ * meta database at commit.
+ */
+#include "storage/st_internal.h"
+#include "storage/st_err.h"
+#include "storage/st_txn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint8_t *st_txn_arena_alloc(st_txn *t, size_t len)
+{
+    st_arena_chunk *c = t->arena;
+
+    if (!c || c->cap - c->used < len) {
+        size_t cap = len > ST_ARENA_CHUNK ? len : ST_ARENA_CHUNK;
+        if (!(c = malloc(sizeof *c + cap)))
+            return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = t->arena;
+        t->arena = c;
+    }
+    c->used += len;
+    return c->data + c->used - len;
+}
+
+size_t st_txn_arena_room(const st_txn *t, uint8_t **at)
+{
+    const st_arena_chunk *c = t->arena;
+
+    if (!c) {
+        *at = NULL;
+        return 0;
+    }
+    *at = (uint8_t *)c->data + c->used;
+    return c->cap - c->used;
+}
+
+void st_txn_arena_reset(st_txn *t)
+{
+    st_arena_chunk *c = t->arena, *keep = NULL;
+
+    /* Keep one ordinary chunk for the next transaction. */
+    while (c) {
+        st_arena_chunk *next = c->next;
+        if (!keep && c->cap == ST_ARENA_CHUNK) {
+            keep = c;
+            keep->used = 0;
+            keep->next = NULL;
+        } else {
+            free(c);
+        }
+        c = next;
+    }
+    t->arena = keep;
+}
+
+int st_txn_begin(st_env *env, int write, st_txn **out)
+{
+    st_txn *t = write ? &env->wtxn : &env->rtxn;
+    int rc;
+
+    if (t->active)
+        return ST_EBUSY;
+    if (write) {
+        rc = mdb_txn_begin(env->env, NULL, 0, &t->txn);
+    } else if (env->rtxn_parked) {
+        t->txn = env->rtxn_parked;
+        env->rtxn_parked = NULL;
+        rc = mdb_txn_renew(t->txn);
+        if (rc) {
+            mdb_txn_abort(t->txn);
+            rc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &t->txn);
+        }
+    } else {
+        rc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &t->txn);
+    }
+    if (rc)
+        return st_err_map(rc);
+    t->active = 1;
+    t->counts_dirty = 0;
+    *out = t;
+    return 0;
+}
+
+/*
+ * Fold the transaction's count deltas into the meta record. The record may
+ * be longer than this open's databases (an earlier open had more): its
+ * tail is kept as it is.
+ */
+static int apply_counts(st_txn *t)
+{
+    st_env *e = t->env;
+    MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
+    size_t n = (size_t)e->databases * 2 * sizeof(int64_t), len = n;
+    int64_t *c;
+    uint8_t *buf;
+    int rc = mdb_get(t->txn, e->dbi[ST_DBI_META], &k, &v);
+    int found = rc == 0;
+
+    if (rc && rc != MDB_NOTFOUND)
+        return st_err_map(rc);
+    if (found && v.mv_size > len)
+        len = v.mv_size;
+    if ((rc = st_env_scratch(e, len, &buf)))
+        return rc;
+    c = (int64_t *)(void *)buf;
+    memset(c, 0, len);
+    if (found)
+        memcpy(c, v.mv_data, v.mv_size);
+    for (unsigned db = 0; db < e->databases; db++) {
+        c[db * 2] += t->dkeys[db];
+        c[db * 2 + 1] += t->dexpires[db];
+        t->dkeys[db] = t->dexpires[db] = 0;
+    }
+    v.mv_size = len;
+    v.mv_data = c;
+    return st_err_map(mdb_put(t->txn, e->dbi[ST_DBI_META], &k, &v, 0));
+}
+
+void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
+{
+    if (!dkeys && !dexpires)
+        return;                 /* an overwrite: no meta page to rewrite */
+    t->dkeys[db] += dkeys;
+    t->dexpires[db] += dexpires;
+    t->counts_dirty = 1;
+}
+
+int st_txn_commit(st_txn **tp)
+{
+    st_txn *t = *tp;
+    int rc = 0;
+
+    *tp = NULL;
+    st_txn_arena_reset(t);
+    if (!t->write) {
+        mdb_txn_reset(t->txn);
+        t->env->rtxn_parked = t->txn;
+        t->active = 0;
+        return 0;
+    }
+    if (t->counts_dirty && (rc = apply_counts(t))) {
+        st_txn *self = t;
+        st_txn_abort(&self);
+        return rc;
+    }
+    rc = mdb_txn_commit(t->txn);
+    t->active = 0;
+    return st_err_map(rc);
+}
+
+void st_txn_abort(st_txn **tp)
+{
+    st_txn *t = *tp;
+
+    *tp = NULL;
+    st_txn_arena_reset(t);
+    if (!t->write) {
+        mdb_txn_reset(t->txn);
+        t->env->rtxn_parked = t->txn;
+    } else {
+        mdb_txn_abort(t->txn);
+        for (unsigned db = 0; db < t->env->databases; db++)
+            t->dkeys[db] = t->dexpires[db] = 0;
+    }
+    t->active = 0;
+}
+
+int st_txn_is_write(const st_txn *t) { return t->write; }
+
+uint64_t st_txn_version(const st_txn *t) { return mdb_txn_id(t->txn); }
