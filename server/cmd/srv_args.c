@@ -127,7 +127,7 @@ int srv_args_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
     if (unit == SRV_UNIT_S)
         v *= MS_PER_S;
     if (!absolute) {
-        int64_t now = srv_cmd_now();
+        int64_t now = srv_cmd_now(c);
         if (v > LLONG_MAX - now)      /* now > 0: no underflow */
             goto invalid;
         v += now;

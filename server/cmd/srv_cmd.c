@@ -128,14 +128,14 @@ void srv_cmd_run(srv_conn *c)
     srv_command *cmd = (srv_command *)c->cmd;
 
     if (!srv_multi_in_exec())           /* EXEC's commands share one clock */
-        srv_w->now_ms = srv_util_mstime();
+        c->worker->now_ms = srv_util_mstime();
     cmd->proc(c);
     if (cmd->flags & F_NOREPLAY)
         srv_worker_commit_after();      /* consumed: never replayed */
     cmd->calls++;
     c->commands++;
     c->last_cmd = cmd->name;
-    SRV_STAT_ADD(srv_w->stats, total_commands, 1);
+    SRV_STAT_ADD(c->worker->stats, total_commands, 1);
 }
 
-int64_t srv_cmd_now(void) { return srv_w->now_ms; }
+int64_t srv_cmd_now(const srv_conn *c) { return c->worker->now_ms; }

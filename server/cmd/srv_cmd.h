@@ -65,6 +65,6 @@ void srv_cmd_run(srv_conn *c);
 const srv_command *srv_cmd_table(int *count);
 
 /* The clock of the command being run, ms since the epoch. */
-int64_t srv_cmd_now(void);
+int64_t srv_cmd_now(const srv_conn *c);
 
 #endif

@@ -298,7 +298,7 @@ void srv_cmd_hincrby(srv_conn *c)
     int n = srv_util_ll2str(buf, cur);
     if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
                           (size_t)n, 0, &created)) ||
-        (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+        (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -346,7 +346,7 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
     int n = srv_util_ld2str(buf, sizeof buf, cur);
     if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
                           (size_t)n, 0, &created)) ||
-        (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+        (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }

@@ -43,7 +43,7 @@ static void del_generic(srv_conn *c)
     for (int i = 1; i < c->argc; i++) {
         st_keyref k;
         srv_key_ref(c, i, &k);
-        int rc = st_keyspace_delete(t, &k, srv_cmd_now());
+        int rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
@@ -69,7 +69,7 @@ static void exists_generic(srv_conn *c)
         st_keyref k;
         st_rec r;
         srv_key_ref(c, i, &k);
-        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
+        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
@@ -89,7 +89,7 @@ static int lookup_any(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
     int rc;
 
     srv_key_ref(c, 1, k);
-    rc = st_keyspace_lookup(t, k, srv_cmd_now(), r);
+    rc = st_keyspace_lookup(t, k, srv_cmd_now(c), r);
     if (rc == ST_ENOTFOUND)
         return 0;
     if (rc) {
@@ -179,10 +179,10 @@ static void expire_generic(srv_conn *c, int unit, int absolute)
         srv_reply_int(c, 0);
         return;
     }
-    if (at <= srv_cmd_now())
-        rc = st_keyspace_delete(t, &k, srv_cmd_now());
+    if (at <= srv_cmd_now(c))
+        rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
     else
-        rc = st_keyspace_expire_set(t, &k, srv_cmd_now(), at);
+        rc = st_keyspace_expire_set(t, &k, srv_cmd_now(c), at);
     if (rc) {
         srv_txn_error(c, rc);
         return;
@@ -217,7 +217,7 @@ static void ttl_generic(srv_conn *c, int ms, int remaining)
         srv_reply_int(c, ms ? r.expire_at : r.expire_at / MS_PER_S);
         return;
     }
-    int64_t ttl = r.expire_at - srv_cmd_now();
+    int64_t ttl = r.expire_at - srv_cmd_now(c);
     if (ttl < 0)
         ttl = 0;
     srv_reply_int(c, ms ? ttl : (ttl + HALF_S_MS) / MS_PER_S);
@@ -241,7 +241,7 @@ void srv_cmd_persist(srv_conn *c)
         srv_reply_int(c, 0);
         return;
     }
-    if ((rc = st_keyspace_expire_set(t, &k, srv_cmd_now(), 0))) {
+    if ((rc = st_keyspace_expire_set(t, &k, srv_cmd_now(c), 0))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -283,7 +283,7 @@ void srv_cmd_keys(srv_conn *c)
     if (!t)
         return;
     mark = srv_reply_defer(c);
-    rc = st_keyspace_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(), collect_key, &f, &next);
+    rc = st_keyspace_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(c), collect_key, &f, &next);
     if (rc) {
         c->out.len = mark;
         srv_txn_error(c, rc);
@@ -322,7 +322,7 @@ void srv_cmd_scan(srv_conn *c)
     if (!(t = srv_txn_read_or_reply(c)))
         return;
     mark = srv_reply_defer(c);
-    rc = st_keyspace_scan(t, c->db, a.cursor, (size_t)a.count, srv_cmd_now(),
+    rc = st_keyspace_scan(t, c->db, a.cursor, (size_t)a.count, srv_cmd_now(c),
                  collect_key, &f, &next);
     if (rc) {
         c->out.len = mark;
@@ -343,7 +343,7 @@ static void rename_generic(srv_conn *c, int nx)
         return;
     srv_key_ref(c, 1, &src);
     srv_key_ref(c, 2, &dst);
-    rc = st_keyspace_rename(t, &src, &dst, srv_cmd_now(), nx);
+    rc = st_keyspace_rename(t, &src, &dst, srv_cmd_now(c), nx);
     if (rc == ST_ENOTFOUND)
         srv_reply_error(c, SRV_ERR_NO_KEY);
     else if (rc == ST_EEXISTS)
@@ -375,7 +375,7 @@ void srv_cmd_randomkey(srv_conn *c)
 
     if (!t)
         return;
-    rc = st_keyspace_random_key(t, c->db, r, srv_cmd_now(), reply_random_key, c);
+    rc = st_keyspace_random_key(t, c->db, r, srv_cmd_now(c), reply_random_key, c);
     if (rc == ST_ENOTFOUND)
         srv_reply_null(c);
     else if (rc)
@@ -414,7 +414,7 @@ void srv_cmd_copy(srv_conn *c)
     }
     if (!(t = srv_txn_write_or_reply(c)))
         return;
-    rc = st_keyspace_copy(t, &src, &dst, srv_cmd_now(), replace);
+    rc = st_keyspace_copy(t, &src, &dst, srv_cmd_now(c), replace);
     if (rc == ST_ENOTFOUND || rc == ST_EEXISTS)
         srv_reply_int(c, 0);
     else if (rc)

@@ -87,7 +87,7 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
 
     for (uint64_t i = 0; i < count && !rc; i++)
         rc = st_list_pop(t, o, left, emit_elem, c);
-    return rc ? rc : st_coll_save(t, o, srv_cmd_now());
+    return rc ? rc : st_coll_save(t, o, srv_cmd_now(c));
 }
 
 static void pop_generic(srv_conn *c, int left)
@@ -204,7 +204,7 @@ void srv_cmd_lset(srv_conn *c)
     }
     if ((rc = st_list_set(t, &o, (uint64_t)i, c->argv[3].ptr,
                           c->argv[3].len)) ||
-        (rc = st_coll_save(t, &o, srv_cmd_now())))
+        (rc = st_coll_save(t, &o, srv_cmd_now(c))))
         srv_txn_error(c, rc);
     else
         srv_reply_ok(c);
@@ -277,9 +277,9 @@ void srv_cmd_ltrim(srv_conn *c)
         return;
     }
     if (!clamp_range(start, stop, o.c.card, &s, &e))
-        rc = st_keyspace_delete(t, &k, srv_cmd_now());   /* O(1): lazy free */
+        rc = st_keyspace_delete(t, &k, srv_cmd_now(c));   /* O(1): lazy free */
     else if (!(rc = st_list_trim(t, &o, s, e)))
-        rc = st_coll_save(t, &o, srv_cmd_now());
+        rc = st_coll_save(t, &o, srv_cmd_now(c));
     if (rc)
         srv_txn_error(c, rc);
     else
@@ -304,7 +304,7 @@ void srv_cmd_lrem(srv_conn *c)
     }
     if ((rc = st_list_rem(t, &o, count, c->argv[3].ptr, c->argv[3].len,
                           &removed)) ||
-        (removed && (rc = st_coll_save(t, &o, srv_cmd_now())))) {
+        (removed && (rc = st_coll_save(t, &o, srv_cmd_now(c))))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -339,7 +339,7 @@ void srv_cmd_linsert(srv_conn *c)
         srv_reply_int(c, -1);
         return;
     }
-    if (rc || (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+    if (rc || (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -480,7 +480,7 @@ static void move_generic(srv_conn *c, int from_left, int to_left)
     if (!t)
         return;
     srv_key_ref(c, 1, &sk);
-    rc = st_coll_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(), &so);
+    rc = st_coll_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(c), &so);
     if (rc == ST_ENOTFOUND) {
         srv_reply_null(c);
         return;
@@ -502,9 +502,9 @@ static void move_generic(srv_conn *c, int from_left, int to_left)
     }
     if ((rc = st_list_pop(t, &so, from_left, hold_elem, &h)) ||
         (!h.p && (rc = ENOMEM)) ||
-        (dst != &so && (rc = st_coll_save(t, &so, srv_cmd_now()))) ||
+        (dst != &so && (rc = st_coll_save(t, &so, srv_cmd_now(c)))) ||
         (rc = st_list_push(t, dst, to_left, h.p, h.len)) ||
-        (rc = st_coll_save(t, dst, srv_cmd_now()))) {
+        (rc = st_coll_save(t, dst, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }

@@ -72,7 +72,7 @@ static void flush_generic(srv_conn *c, int db)
             return;
         rc = st_keyspace_flush_txn(t, db);
     } else {
-        rc = st_keyspace_flush(srv_w->env, db, &version);
+        rc = st_keyspace_flush(c->worker->env, db, &version);
     }
     if (rc) {
         srv_txn_error(c, rc);
@@ -119,12 +119,12 @@ static int backup_path(char *buf, size_t size)
 }
 
 /* Run the copy and record its outcome for LASTSAVE and INFO. */
-static int do_save(void)
+static int do_save(st_env *env)
 {
     char path[SRV_PATH_MAX + SRV_PATH_MAX];
     int64_t t0 = srv_util_ustime();
     int rc = backup_path(path, sizeof path) ? ENAMETOOLONG
-                                            : st_env_backup(srv_w->env, path);
+                                            : st_env_backup(env, path);
 
     atomic_store(&srv_her.stats->last_save_status, rc);
     atomic_store(&srv_her.stats->last_save_us, srv_util_ustime() - t0);
@@ -147,7 +147,7 @@ void srv_cmd_save(srv_conn *c)
         srv_reply_error(c, "ERR Background save already in progress");
         return;
     }
-    int rc = do_save();
+    int rc = do_save(c->worker->env);
     atomic_store(&srv_her.stats->save_in_progress, 0);
     if (rc)
         srv_reply_errorf(c, "ERR save failed: %s", st_strerror(rc));
@@ -155,9 +155,9 @@ void srv_cmd_save(srv_conn *c)
         srv_reply_ok(c);
 }
 
-static void *bgsave_thread(void *arg)
+static void *bgsave_thread(void *env)
 {
-    do_save();
+    do_save(env);
     atomic_store(&srv_her.stats->save_in_progress, 0);
     return NULL;
 }
@@ -182,7 +182,7 @@ void srv_cmd_bgsave(srv_conn *c)
      * while this thread goes on serving. */
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&tid, &attr, bgsave_thread, NULL);
+    int rc = pthread_create(&tid, &attr, bgsave_thread, c->worker->env);
     pthread_attr_destroy(&attr);
     if (rc) {
         atomic_store(&srv_her.stats->save_in_progress, 0);
@@ -279,13 +279,13 @@ static void info_clients(srv_buf *b)
     add(b, "blocked_clients:0\r\n");
 }
 
-static void info_memory(srv_buf *b)
+static void info_memory(const srv_conn *c, srv_buf *b)
 {
     char h[INFO_LINE_MAX];
     long long rss = rss_bytes();
     st_env_stat st = {0};
 
-    st_env_stat_get(srv_w->env, &st);
+    st_env_stat_get(c->worker->env, &st);
     add(b, "# Memory\r\n");
     human_bytes(h, sizeof h, (double)rss);
     add(b, "used_memory:%lld\r\nused_memory_human:%s\r\n", rss, h);
@@ -297,12 +297,12 @@ static void info_memory(srv_buf *b)
     add(b, "maxdisk:%llu\r\n", (unsigned long long)st.map_size);
 }
 
-static void info_persistence(srv_buf *b)
+static void info_persistence(const srv_conn *c, srv_buf *b)
 {
     st_env_stat st = {0};
     int64_t last_sync = atomic_load(&srv_her.stats->last_sync_ms);
 
-    st_env_stat_get(srv_w->env, &st);
+    st_env_stat_get(c->worker->env, &st);
     add(b, "# Persistence\r\n");
     add(b, "loading:0\r\n");
     add(b, "rdb_changes_since_last_save:0\r\n");
@@ -449,8 +449,8 @@ void srv_cmd_info(srv_conn *c)
         switch (i) {
         case 0: info_server(&b); break;
         case 1: info_clients(&b); break;
-        case 2: info_memory(&b); break;
-        case 3: info_persistence(&b); break;
+        case 2: info_memory(c, &b); break;
+        case 3: info_persistence(c, &b); break;
         case 4: info_stats(&b); break;
         case 5: info_replication(&b); break;
         case 6: info_cache(&b); break;

@@ -233,7 +233,7 @@ static void one_random(srv_conn *c, int pop)
         rc = ENOMEM;
     if (!rc && pop && !(rc = st_set_rem(t, &o, BATCH_PTR(&b, 0),
                                         BATCH_LEN(&b, 0))))
-        rc = st_coll_save(t, &o, srv_cmd_now());
+        rc = st_coll_save(t, &o, srv_cmd_now(c));
     if (rc)
         srv_txn_error(c, rc);
     else
@@ -277,7 +277,7 @@ void srv_cmd_spop(srv_conn *c)
         uint64_t next;
         srv_reply_set(c, (long long)o.c.card);
         if ((rc = st_set_scan(t, &o, 0, SIZE_MAX, emit_member, &e, &next)) ||
-            (rc = st_keyspace_delete(t, &k, srv_cmd_now()))) {
+            (rc = st_keyspace_delete(t, &k, srv_cmd_now(c)))) {
             c->out.len = mark;
             srv_txn_error(c, rc);
         }
@@ -299,7 +299,7 @@ void srv_cmd_spop(srv_conn *c)
         left -= b.n < left ? b.n : left;
     }
     if (!rc)
-        rc = st_coll_save(t, &o, srv_cmd_now());
+        rc = st_coll_save(t, &o, srv_cmd_now(c));
     free(b.buf);
     if (rc) {
         c->out.len = mark;
@@ -363,7 +363,7 @@ void srv_cmd_smove(srv_conn *c)
     if (!t)
         return;
     srv_key_ref(c, 1, &sk);
-    rc = st_coll_open(t, &sk, ST_TYPE_SET, srv_cmd_now(), &so);
+    rc = st_coll_open(t, &sk, ST_TYPE_SET, srv_cmd_now(c), &so);
     if (rc == ST_ENOTFOUND) {
         srv_reply_int(c, 0);
         return;
@@ -387,10 +387,10 @@ void srv_cmd_smove(srv_conn *c)
         srv_reply_int(c, 0);
         return;
     }
-    if (rc || (rc = st_coll_save(t, &so, srv_cmd_now())) ||
+    if (rc || (rc = st_coll_save(t, &so, srv_cmd_now(c))) ||
         (drc == 0 && (rc = st_coll_create(t, &dobj))) ||
         (rc = st_set_add(t, &dobj, m->ptr, m->len, &a)) ||
-        (rc = st_coll_save(t, &dobj, srv_cmd_now()))) {
+        (rc = st_coll_save(t, &dobj, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -572,12 +572,12 @@ static void algebra_generic(srv_conn *c, int op, int store)
         srv_txn_error(c, rc);
         goto out;
     }
-    rc = st_keyspace_delete(t, &dk, srv_cmd_now());
+    rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
     if (rc && rc != ST_ENOTFOUND) {
         srv_txn_error(c, rc);
         goto out;
     }
-    rc = st_coll_open(t, &dk, ST_TYPE_SET, srv_cmd_now(), &d);
+    rc = st_coll_open(t, &dk, ST_TYPE_SET, srv_cmd_now(c), &d);
     if (rc != ST_ENOTFOUND) {
         srv_txn_error(c, rc ? rc : ST_ECORRUPT);
         goto out;

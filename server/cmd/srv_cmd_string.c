@@ -123,7 +123,7 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
     if (!t)
         return;
     srv_key_ref(c, 1, &k);
-    rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
+    rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
     if (rc && rc != ST_ENOTFOUND) {
         srv_txn_error(c, rc);
         return;
@@ -148,8 +148,8 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
     }
     if (flags & SET_KEEPTTL)
         at = found ? r.expire_at : 0;
-    if (at && at <= srv_cmd_now())
-        rc = found ? st_keyspace_delete(t, &k, srv_cmd_now()) : 0;  /* born expired */
+    if (at && at <= srv_cmd_now(c))
+        rc = found ? st_keyspace_delete(t, &k, srv_cmd_now(c)) : 0;  /* born expired */
     else
         rc = st_keyspace_string_set(t, &k, c->argv[vi].ptr, c->argv[vi].len, at);
     if (rc && rc != ST_ENOTFOUND) {
@@ -219,10 +219,10 @@ static void get_generic(srv_conn *c, int then, unsigned flags,
         return;
     srv_reply_bulk(c, r.payload, r.payload_len);
     rc = 0;
-    if (then == GET_DELETE || (then == GET_EXPIRE && at && at <= srv_cmd_now()))
-        rc = st_keyspace_delete(t, &k, srv_cmd_now());
+    if (then == GET_DELETE || (then == GET_EXPIRE && at && at <= srv_cmd_now(c)))
+        rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
     else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST)))
-        rc = st_keyspace_expire_set(t, &k, srv_cmd_now(), at);
+        rc = st_keyspace_expire_set(t, &k, srv_cmd_now(c), at);
     if (rc)
         srv_txn_error(c, rc);   /* poisons: the group is replayed */
 }
@@ -251,7 +251,7 @@ void srv_cmd_mget(srv_conn *c)
         st_keyref k;
         st_rec r;
         srv_key_ref(c, i, &k);
-        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
+        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
         if (rc == 0 && r.type == ST_TYPE_STRING)
             srv_reply_bulk(c, r.payload, r.payload_len);
         else
@@ -276,7 +276,7 @@ static void mset_generic(srv_conn *c, int nx)
             st_keyref k;
             st_rec r;
             srv_key_ref(c, i, &k);
-            int rc = st_keyspace_lookup(t, &k, srv_cmd_now(), &r);
+            int rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
             if (rc == 0) {
                 srv_reply_int(c, 0);
                 return;

@@ -167,7 +167,7 @@ static void add_generic(srv_conn *c, unsigned flags)
             return;
         }
     }
-    if ((added || changed) && (rc = st_coll_save(t, &o, srv_cmd_now()))) {
+    if ((added || changed) && (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -482,14 +482,14 @@ static int install_result(srv_conn *c, struct st_txn *t, int di, st_obj *res)
     int rc;
 
     srv_key_ref(c, di, &dk);
-    rc = st_keyspace_delete(t, &dk, srv_cmd_now());
+    rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
     if (rc && rc != ST_ENOTFOUND)
         return rc;
-    rc = st_coll_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(), &d);
+    rc = st_coll_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(c), &d);
     if (rc != ST_ENOTFOUND)
         return rc ? rc : ST_ECORRUPT;
     d.c = res->c;
-    return st_coll_save(t, &d, srv_cmd_now());
+    return st_coll_save(t, &d, srv_cmd_now(c));
 }
 
 static void range_generic(srv_conn *c, int cmd)
@@ -668,7 +668,7 @@ static void remrange_generic(srv_conn *c, int by)
         return;
     }
     if ((rc = st_zset_walk(t, &o, &r, 1, NULL, NULL, &n)) ||
-        (n && (rc = st_coll_save(t, &o, srv_cmd_now())))) {
+        (n && (rc = st_coll_save(t, &o, srv_cmd_now(c))))) {
         srv_txn_error(c, rc);
         return;
     }
@@ -697,7 +697,7 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int max,
     r.count = count;
     if ((rc = st_zset_walk(t, o, &r, 1, emit_member, &e, &n)))
         return rc;
-    return st_coll_save(t, o, srv_cmd_now());
+    return st_coll_save(t, o, srv_cmd_now(c));
 }
 
 static void pop_generic(srv_conn *c, int max)
@@ -1022,9 +1022,9 @@ static int open_input_or_reply(srv_conn *c, struct st_txn *t, int i,
 
     srv_key_ref(c, i, &in->k);
     in->weight = 1;
-    rc = st_coll_open(t, &in->k, ST_TYPE_ZSET, srv_cmd_now(), &in->o);
+    rc = st_coll_open(t, &in->k, ST_TYPE_ZSET, srv_cmd_now(c), &in->o);
     if (rc == ST_EWRONGTYPE)
-        rc = st_coll_open(t, &in->k, ST_TYPE_SET, srv_cmd_now(), &in->o);
+        rc = st_coll_open(t, &in->k, ST_TYPE_SET, srv_cmd_now(c), &in->o);
     if (rc == 0 || rc == ST_ENOTFOUND)
         return 0;
     srv_txn_error(c, rc);

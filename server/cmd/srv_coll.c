@@ -18,7 +18,7 @@ int srv_coll_open_or_reply(srv_conn *c, struct st_txn *t, int i, int type,
     int rc;
 
     srv_key_ref(c, i, k);
-    rc = st_coll_open(t, k, type, srv_cmd_now(), o);
+    rc = st_coll_open(t, k, type, srv_cmd_now(c), o);
     if (rc == 0)
         return 1;
     if (rc == ST_ENOTFOUND)
@@ -29,7 +29,7 @@ int srv_coll_open_or_reply(srv_conn *c, struct st_txn *t, int i, int type,
 
 int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
 {
-    int rc = st_coll_save(t, o, srv_cmd_now());
+    int rc = st_coll_save(t, o, srv_cmd_now(c));
 
     if (rc)
         srv_txn_error(c, rc);

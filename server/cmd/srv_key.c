@@ -19,17 +19,17 @@ void srv_key_ref(srv_conn *c, int i, st_keyref *k)
 
 int srv_key_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
 {
-    int rc = st_keyspace_lookup(t, k, srv_cmd_now(), r);
+    int rc = st_keyspace_lookup(t, k, srv_cmd_now(c), r);
 
     if (rc == ST_ENOTFOUND) {
-        SRV_STAT_ADD(srv_w->stats, keyspace_misses, 1);
+        SRV_STAT_ADD(c->worker->stats, keyspace_misses, 1);
         return 0;
     }
     if (rc) {
         srv_txn_error(c, rc);
         return -1;
     }
-    SRV_STAT_ADD(srv_w->stats, keyspace_hits, 1);
+    SRV_STAT_ADD(c->worker->stats, keyspace_hits, 1);
     if (r->type != ST_TYPE_STRING) {
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
         return -1;

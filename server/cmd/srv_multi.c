@@ -239,10 +239,11 @@ void srv_cmd_unwatch(srv_conn *c)
 }
 
 /* The version `k` has now: its record's, or 0 when absent or expired. */
-static int version_of(struct st_txn *t, st_keyref *k, uint64_t *ver)
+static int version_of(const srv_conn *c, struct st_txn *t, st_keyref *k,
+                      uint64_t *ver)
 {
     st_rec r;
-    int rc = st_keyspace_lookup(t, k, srv_cmd_now(), &r);
+    int rc = st_keyspace_lookup(t, k, srv_cmd_now(c), &r);
 
     *ver = rc == 0 ? r.version : 0;
     return rc == ST_ENOTFOUND ? 0 : rc;
@@ -285,7 +286,7 @@ void srv_cmd_watch(srv_conn *c)
         if (is_watched(m, c->db, &c->argv[i]))
             continue;
         st_codec_keyref_init(&k, c->db, c->argv[i].ptr, c->argv[i].len);
-        if ((rc = version_of(t, &k, &ver))) {
+        if ((rc = version_of(c, t, &k, &ver))) {
             srv_txn_error(c, rc);
             return;
         }
@@ -301,7 +302,7 @@ void srv_cmd_watch(srv_conn *c)
 }
 
 /* Has a watched key changed since WATCH? 1 yes, 0 no, <0 storage code. */
-static int watch_broken(srv_multi *m, struct st_txn *t)
+static int watch_broken(const srv_conn *c, srv_multi *m, struct st_txn *t)
 {
     for (unsigned i = 0; i < m->nw; i++) {
         st_keyref k;
@@ -310,7 +311,7 @@ static int watch_broken(srv_multi *m, struct st_txn *t)
 
         st_codec_keyref_init(&k, m->w[i].db, m->names.data + m->w[i].off,
                        m->w[i].len);
-        if ((rc = version_of(t, &k, &ver)))
+        if ((rc = version_of(c, t, &k, &ver)))
             return rc;
         if (ver != m->w[i].version)
             return 1;
@@ -413,7 +414,7 @@ static void reply_lost(srv_conn *c, size_t exec_mark, size_t cmd_mark)
 void srv_cmd_exec(srv_conn *c)
 {
     srv_multi *m = c->mx;
-    srv_group *g = &srv_w->group;
+    srv_group *g = &c->worker->group;
     struct st_txn *t;
     int rc;
 
@@ -436,7 +437,7 @@ void srv_cmd_exec(srv_conn *c)
         unwatch_all(m);
         return;
     }
-    if ((rc = watch_broken(m, t)) != 0) {
+    if ((rc = watch_broken(c, m, t)) != 0) {
         if (rc < 0)
             srv_txn_error(c, rc);
         else

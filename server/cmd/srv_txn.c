@@ -13,12 +13,12 @@
 
 struct st_txn *srv_txn_read_or_reply(srv_conn *c)
 {
-    srv_group *b = &srv_w->group;
+    srv_group *b = &c->worker->group;
     int rc;
 
     if (b->wtxn)
         return b->wtxn;
-    if (!b->rtxn && (rc = st_txn_begin(srv_w->env, 0, &b->rtxn))) {
+    if (!b->rtxn && (rc = st_txn_begin(c->worker->env, 0, &b->rtxn))) {
         srv_txn_error(c, rc);
         return NULL;
     }
@@ -27,7 +27,7 @@ struct st_txn *srv_txn_read_or_reply(srv_conn *c)
 
 struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 {
-    srv_group *b = &srv_w->group;
+    srv_group *b = &c->worker->group;
     int rc;
 
     b->cmd_wrote = 1;
@@ -35,7 +35,7 @@ struct st_txn *srv_txn_write_or_reply(srv_conn *c)
         return b->wtxn;
     if (b->rtxn)
         st_txn_commit(&b->rtxn);        /* release the older snapshot */
-    if ((rc = st_txn_begin(srv_w->env, 1, &b->wtxn))) {
+    if ((rc = st_txn_begin(c->worker->env, 1, &b->wtxn))) {
         srv_txn_error(c, rc);
         return NULL;
     }
@@ -44,7 +44,7 @@ struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 
 void srv_txn_error(srv_conn *c, int rc)
 {
-    srv_group *b = &srv_w->group;
+    srv_group *b = &c->worker->group;
 
     switch (rc) {
     case ST_EWRONGTYPE:
