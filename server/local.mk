@@ -9,15 +9,19 @@ libserver_a_SOURCES = \
 	server/srv_broker.c server/srv_broker.h \
 	server/srv_child.c server/srv_child.h \
 	server/srv_config.c server/srv_config.h \
-	server/srv_conn.h \
+	server/srv_conn.c server/srv_conn.h \
 	server/srv_dict.c server/srv_dict.h \
+	server/srv_embed.c server/srv_embed.h \
+	server/srv_group.c server/srv_group.h \
 	server/srv_heritage.c server/srv_heritage.h \
+	server/srv_hooks.h \
 	server/srv_log.c server/srv_log.h \
 	server/srv_master.c server/srv_master.h \
 	server/srv_pubsub.c server/srv_pubsub.h \
 	server/srv_reaper.c server/srv_reaper.h \
 	server/srv_reply.c server/srv_reply.h \
 	server/srv_resp.c server/srv_resp.h \
+	server/srv_services.c server/srv_services.h \
 	server/srv_stats.c server/srv_stats.h \
 	server/srv_syncer.c server/srv_syncer.h \
 	server/srv_util.c server/srv_util.h \

@@ -20,6 +20,7 @@
 #include "server/srv_log.h"
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
+#include "server/srv_services.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
 #include "storage/st_env.h"
@@ -344,7 +345,7 @@ static int child_wanted(int i)
 static int child_main(int i)
 {
     if (i < srv_her.nworkers)
-        return srv_worker_main(i);
+        return srv_worker_main(i, srv_services);
     if (i - srv_her.nworkers == SRV_SLOT_REAPER)
         return srv_reaper_main();
     if (i - srv_her.nworkers == SRV_SLOT_BROKER)

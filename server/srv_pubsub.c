@@ -31,9 +31,10 @@
 #include "server/srv_broker.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_dict.h"
+#include "server/srv_group.h"
+#include "server/srv_hooks.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
-#include "server/cmd/srv_multi.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -73,7 +74,8 @@ typedef struct ps_entry {
     srv_conn **subs;
 } ps_entry;
 
-/* A client's subscriptions; exists only while it has some. */
+/* A client's subscriptions, attached to it (srv_hooks.h) at its first
+ * subscription or broker request and kept until it closes. */
 struct srv_pubsub_client {
     srv_dict names[SRV_PS_KINDS];   /* name -> ps_entry (val), index (aux) */
     size_t n[SRV_PS_KINDS];         /* live subscriptions per kind */
@@ -83,7 +85,8 @@ struct srv_pubsub_client {
 typedef struct ps_pending {
     srv_conn *c;                /* NULL once its client is gone */
     int query;                  /* 0: PUBLISH; else SRV_PS_Q_* */
-    int in_exec;                /* a PUBLISH EXEC ran: srv_multi waits */
+    int deferred;               /* a feature keeps a place for the count
+                                 * (EXEC's reply): it is told, not c */
     int kind;
     int nargs;
     srv_slice *args;            /* a copy, to answer without the broker */
@@ -191,7 +194,7 @@ static void push_message(srv_conn *c, const char *msg, size_t mlen)
         c->out.data[at] = '>';
     srv_reply_raw(c, msg, mlen);
     srv_reply_raw(c, "\r\n", 2);
-    srv_worker_wake(c, 0);
+    srv_group_wake(&c->worker->group, c, 0);
 }
 
 /* Push to every local subscriber of one entry (pat: the pattern's entry
@@ -279,8 +282,8 @@ static void answer_local(srv_conn *c, int query, int kind, int nargs,
 
 static void activate_group(void)
 {
-    if (ps.w && ps.w->group.ev_commit)
-        event_active(ps.w->group.ev_commit, EV_TIMEOUT, 0);
+    if (ps.w)
+        srv_group_schedule(&ps.w->group);
 }
 
 static void link_lost(void)
@@ -423,11 +426,11 @@ static int queue_pop(ps_pending *out)
 }
 
 /* An answer was appended to c: it runs its next commands after the
- * frames of this dispatch (see srv_pubsub_dispatch). */
+ * frames of this dispatch (see service_settled). */
 static void unblock(srv_conn *c)
 {
     c->blocked = 0;
-    srv_worker_wake(c, 0);
+    srv_group_wake(&c->worker->group, c, 0);
     if (ps.nresume == ps.resume_cap) {
         size_t cap = ps.resume_cap ? ps.resume_cap * 2 : RESUME_MIN;
         srv_conn **r = realloc(ps.resume, cap * sizeof *r);
@@ -447,8 +450,8 @@ static void unblock(srv_conn *c)
  * queries answer from this worker's state. */
 static void answer_lost(ps_pending *p)
 {
-    if (p->c && p->in_exec) {
-        if (srv_multi_publish_answered(p->c, 0))
+    if (p->c && p->deferred) {
+        if (srv_hooks_deferred(&p->c->hooks, p->c, 0) == 1)
             unblock(p->c);
     } else if (p->c) {
         if (p->query == 0)
@@ -638,8 +641,8 @@ static int handle_answer(const srv_bframe *f)
     }
     switch (f->type) {
     case SRV_BP_PUBCOUNT:
-        if (p.c && p.in_exec) {
-            if (srv_multi_publish_answered(p.c, (long long)f->arg))
+        if (p.c && p.deferred) {
+            if (srv_hooks_deferred(&p.c->hooks, p.c, (long long)f->arg) == 1)
                 unblock(p.c);
             return 0;
         }
@@ -726,7 +729,8 @@ static void link_frames(void)
     }
 }
 
-int srv_pubsub_dispatch(srv_worker *w)
+/* The service's `settled` hook: see srv_pubsub.h. */
+static int service_settled(srv_worker *w)
 {
     size_t n;
 
@@ -738,7 +742,7 @@ int srv_pubsub_dispatch(srv_worker *w)
     /* Now the blocked clients that got their answers run their next
      * commands; the messages and answers above are all in place first. */
     for (size_t i = 0; i < ps.nresume; i++)
-        srv_worker_wake(ps.resume[i], 1);
+        srv_group_wake(&w->group, ps.resume[i], 1);
     n = ps.nresume;
     ps.nresume = 0;
     link_flush();
@@ -747,7 +751,7 @@ int srv_pubsub_dispatch(srv_worker *w)
     return n > 0;
 }
 
-void srv_pubsub_start(srv_worker *w)
+static void service_start(srv_worker *w)
 {
     int64_t deadline = srv_util_monotonic_ms() + START_WAIT_MS;
 
@@ -782,7 +786,7 @@ void srv_pubsub_start(srv_worker *w)
                 "answered");
 }
 
-void srv_pubsub_stop(void)
+static void service_stop(srv_worker *w)
 {
     ps_pending p;
 
@@ -808,18 +812,34 @@ void srv_pubsub_stop(void)
 
 /* ---- subscriptions ---- */
 
-static struct srv_pubsub_client *client_of(srv_conn *c)
+static const srv_hooks pubsub_hooks;
+
+/* c's pub/sub state, NULL until its first subscription or request. */
+static struct srv_pubsub_client *state_of(const srv_conn *c)
 {
-    if (!c->pubsub)
-        c->pubsub = calloc(1, sizeof *c->pubsub);
-    return c->pubsub;
+    return srv_hooks_state(&c->hooks, &pubsub_hooks);
 }
 
-/* Free c's state once it has no subscription left (it leaves subscribed
- * mode then). */
+/* c's state, attached now if needed; NULL when out of memory. */
+static struct srv_pubsub_client *client_of(srv_conn *c)
+{
+    struct srv_pubsub_client *pc = state_of(c);
+
+    if (pc)
+        return pc;
+    if (!(pc = calloc(1, sizeof *pc)) ||
+        srv_hooks_attach(&c->hooks, &pubsub_hooks, pc)) {
+        free(pc);
+        return NULL;
+    }
+    return pc;
+}
+
+/* Once c has no subscription left it leaves subscribed mode, and its
+ * tables give their memory back. */
 static void client_gc(srv_conn *c)
 {
-    struct srv_pubsub_client *pc = c->pubsub;
+    struct srv_pubsub_client *pc = state_of(c);
 
     if (!pc)
         return;
@@ -828,8 +848,7 @@ static void client_gc(srv_conn *c)
             return;
     for (int k = 0; k < SRV_PS_KINDS; k++)
         srv_dict_clear(&pc->names[k], NULL);
-    free(pc);
-    c->pubsub = NULL;
+    c->flags &= ~SRV_CONN_SUBSCRIBED;
 }
 
 static void oom(srv_conn *c)
@@ -875,6 +894,7 @@ int srv_pubsub_subscribe(srv_conn *c, int kind, const char *name, size_t len)
     ce->aux = e->n;
     e->subs[e->n++] = c;
     pc->n[kind]++;
+    c->flags |= SRV_CONN_SUBSCRIBED;
     link_count(kind, de, e->n);
     return 1;
 nomem_entry:
@@ -899,13 +919,13 @@ static void unlink_sub(srv_conn *c, int kind, srv_dict_entry *ce)
 
     if (i != e->n) {
         /* The last subscriber takes c's place: fix its index. */
-        srv_dict_entry *me = srv_dict_find(&moved->pubsub->names[kind],
+        srv_dict_entry *me = srv_dict_find(&state_of(moved)->names[kind],
                                            e->de->key, e->de->klen,
                                            e->de->hash);
         e->subs[i] = moved;
         me->aux = i;
     }
-    c->pubsub->n[kind]--;
+    state_of(c)->n[kind]--;
     link_count(kind, e->de, e->n);
     if (e->n == 0) {
         srv_dict_remove(&ps.local[kind], e->de);
@@ -917,14 +937,14 @@ static void unlink_sub(srv_conn *c, int kind, srv_dict_entry *ce)
 int srv_pubsub_unsubscribe(srv_conn *c, int kind, const char *name,
                            size_t len)
 {
+    struct srv_pubsub_client *pc = state_of(c);
     srv_dict_entry *ce;
 
-    if (!c->pubsub ||
-        !(ce = srv_dict_find(&c->pubsub->names[kind], name, len,
-                             srv_dict_hash(name, len))))
+    if (!pc || !(ce = srv_dict_find(&pc->names[kind], name, len,
+                                    srv_dict_hash(name, len))))
         return 0;
     unlink_sub(c, kind, ce);
-    srv_dict_remove(&c->pubsub->names[kind], ce);
+    srv_dict_remove(&pc->names[kind], ce);
     client_gc(c);
     return 1;
 }
@@ -933,7 +953,7 @@ size_t srv_pubsub_unsubscribe_all(srv_conn *c, int kind,
                                   void (*fn)(srv_conn *c, const char *name,
                                              size_t len))
 {
-    struct srv_pubsub_client *pc = c->pubsub;
+    struct srv_pubsub_client *pc = state_of(c);
     srv_dict_iter it;
     srv_dict_entry *ce;
     size_t n = 0;
@@ -954,25 +974,42 @@ size_t srv_pubsub_unsubscribe_all(srv_conn *c, int kind,
 
 size_t srv_pubsub_count(const srv_conn *c, int kind)
 {
-    return c->pubsub ? c->pubsub->n[kind] : 0;
+    const struct srv_pubsub_client *pc = state_of(c);
+
+    return pc ? pc->n[kind] : 0;
 }
 
-void srv_pubsub_reset(srv_conn *c)
+/* RESET: drop all of c's subscriptions. */
+static void on_reset(srv_conn *c, void *state)
 {
-    for (int k = 0; k < SRV_PS_KINDS && c->pubsub; k++)
+    for (int k = 0; k < SRV_PS_KINDS; k++)
         srv_pubsub_unsubscribe_all(c, k, NULL);
 }
 
-void srv_pubsub_conn_close(srv_conn *c)
+/* c closes: drop its subscriptions, forget its pending broker requests,
+ * free its state. Resumes are run in the same dispatch that queued them,
+ * so none can name c here. */
+static void on_close(srv_conn *c, void *state)
 {
-    if (c->blocked)
-        for (size_t i = 0; i < ps.qlen; i++)
-            if (ps.q[(ps.qhead + i) % ps.qcap].c == c)
-                ps.q[(ps.qhead + i) % ps.qcap].c = NULL;
-    srv_pubsub_reset(c);
-    /* Resumes are run in the same dispatch that queued them, so none can
-     * name c here. */
+    for (size_t i = 0; i < ps.qlen; i++)
+        if (ps.q[(ps.qhead + i) % ps.qcap].c == c)
+            ps.q[(ps.qhead + i) % ps.qcap].c = NULL;
+    on_reset(c, state);
+    free(state);
 }
+
+static const srv_hooks pubsub_hooks = {
+    .name = "pubsub",
+    .reset = on_reset,
+    .close = on_close,
+};
+
+const srv_service srv_pubsub_service = {
+    .name = "pubsub",
+    .start = service_start,
+    .stop = service_stop,
+    .settled = service_settled,
+};
 
 /* ---- publishing and queries ---- */
 
@@ -981,17 +1018,16 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
 {
     ps_pending *p;
 
-    if (ps.state == LINK_UP && (p = queue_push())) {
+    /* The state is attached first: its close hook forgets the request. */
+    if (ps.state == LINK_UP && client_of(c) && (p = queue_push())) {
         if (link_put(SRV_BP_PUBLISH, kind, ch->len, ch->ptr, ch->len,
                      msg->ptr, msg->len) == 0) {
             p->c = c;
-            if (srv_multi_in_exec()) {
-                /* EXEC goes on; its reply waits for the count. */
-                p->in_exec = 1;
-                srv_multi_publish_sent(c);
-            } else {
+            /* Inside EXEC the transaction goes on and its reply keeps a
+             * place for the count; otherwise c waits for it. */
+            p->deferred = srv_hooks_defer(&c->hooks, c);
+            if (!p->deferred)
                 c->blocked = 1;
-            }
             return;
         }
         queue_unpush();
@@ -1062,8 +1098,8 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
 
     /* Inside EXEC a query answers from this worker's subscribers: the
      * transaction's reply cannot wait for the broker in the middle. */
-    if (ps.state == LINK_UP && !ps.lost && !srv_multi_in_exec() &&
-        (nargs == 0 || (copy = copy_args(nargs, args))) &&
+    if (ps.state == LINK_UP && !ps.lost && !(c->flags & SRV_CONN_IN_EXEC) &&
+        client_of(c) && (nargs == 0 || (copy = copy_args(nargs, args))) &&
         (p = queue_push())) {
         if (put_query(query, kind, nargs, args) == 0) {
             p->c = c;

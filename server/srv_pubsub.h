@@ -7,7 +7,8 @@
  * connection). Everything here runs on the worker's thread.
  *
  * A command that needs the broker's answer (PUBLISH's receiver count,
- * PUBSUB CHANNELS / NUMSUB / NUMPAT) sets c->blocked: the worker runs no
+ * PUBSUB CHANNELS / NUMSUB / NUMPAT) sets c->blocked (inside EXEC a
+ * PUBLISH's count goes to the place EXEC's reply keeps for it instead): the worker runs no
  * further command of that connection until the answer is appended to its
  * output, so replies keep pipeline order while other clients are served.
  * While the broker is unreachable the worker answers from its own state
@@ -19,8 +20,8 @@
 #include <stddef.h>
 
 #include "server/srv_conn.h"
+#include "server/srv_worker.h"
 
-struct srv_worker;
 
 /* The message kinds, as in the broker protocol. */
 #define SRV_PS_CHANNEL 0
@@ -29,14 +30,16 @@ struct srv_worker;
 #define SRV_PS_KINDS 3
 
 /*
- * Worker start (its event loop exists): connect to the broker and wait a
- * bounded time for its welcome, so the first PUBLISH already reaches every
- * worker. Without a broker (embedded worker) pub/sub works worker-local.
+ * The worker service (srv_worker.h). start: connect to the broker and
+ * wait a bounded time for its welcome, so the first PUBLISH already
+ * reaches every worker (without the service, as in the embedded worker,
+ * pub/sub works worker-local). settled, after each group commit: handle
+ * the broker's frames (deliver messages, append answers, unblock their
+ * connections, notice a lost broker), run the input of the connections it
+ * unblocked, send what is queued for the broker; 1 if commands ran.
+ * stop: close the link (no reconnect).
  */
-void srv_pubsub_start(struct srv_worker *w);
-
-/* Worker exit: close the link (no reconnect). */
-void srv_pubsub_stop(void);
+extern const srv_service srv_pubsub_service;
 
 /*
  * Subscribe c to `name` of `kind`: 1 if added, 0 if c already had it, -1
@@ -61,10 +64,8 @@ size_t srv_pubsub_unsubscribe_all(srv_conn *c, int kind,
 /* c's subscriptions of one kind. */
 size_t srv_pubsub_count(const srv_conn *c, int kind);
 
-/* RESET and connection close: drop all of c's subscriptions, and forget a
- * pending broker request of c. */
-void srv_pubsub_reset(srv_conn *c);
-void srv_pubsub_conn_close(srv_conn *c);
+/* A client's state is attached to it as hooks (srv_hooks.h): RESET drops
+ * its subscriptions; close also forgets its pending broker requests. */
 
 /*
  * PUBLISH / SPUBLISH `msg` on `ch`. Broker up: the message goes to the
@@ -98,14 +99,5 @@ int srv_pubsub_denied_or_reply(srv_conn *c);
 
 /* The header of a push (RESP3 '>') or, in RESP2, an array of n. */
 void srv_pubsub_reply_push(srv_conn *c, long long n);
-
-/*
- * The group's hook, right after its commit: handle the broker's frames
- * (deliver messages, append answers, unblock their connections, notice a
- * lost broker), run the input of the connections it unblocked, send what
- * is queued for the broker. Returns 1 if it ran commands (their group
- * must be committed again), else 0.
- */
-int srv_pubsub_dispatch(struct srv_worker *w);
 
 #endif

@@ -4,6 +4,7 @@ libserver_a_SOURCES += \
 	server/cmd/srv_commands_coll.def server/cmd/srv_command_docs.def \
 	server/cmd/srv_commands_pubsub.def \
 	server/cmd/srv_cmd_command.c \
+	server/cmd/srv_dispatch.c server/cmd/srv_dispatch.h \
 	server/cmd/srv_txn.c server/cmd/srv_txn.h \
 	server/cmd/srv_args.c server/cmd/srv_args.h \
 	server/cmd/srv_key.c server/cmd/srv_key.h \

@@ -1,27 +1,13 @@
 /*
- * srv_cmd.c - the command table, its lookup index, and the dispatcher's
- * checks (arity, auth) before a handler runs.
+ * srv_cmd.c - the command table and its lookup index.
  */
 #include "server/cmd/srv_cmd.h"
-#include "server/srv_heritage.h"
-#include "server/srv_log.h"
-#include "server/cmd/srv_multi.h"
-#include "server/srv_pubsub.h"
-#include "server/srv_reply.h"
-#include "server/srv_util.h"
-#include "server/srv_worker.h"
-#include "storage/st_env.h"
-#include "storage/st_err.h"
-#include "storage/st_txn.h"
 
 #include <ctype.h>
-#include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
 #define NAME_MAX_LEN 32
 #define INDEX_SIZE 256          /* power of two, > 2x the commands */
-#define UNKNOWN_ARGS_MAX 128
 
 static srv_command table[] = {
 #define CMD(fn, name, arity, flags, fk, lk, ks, group, since, summary) \
@@ -75,67 +61,3 @@ const srv_command *srv_cmd_table(int *count)
     return table;
 }
 
-static void reply_unknown(srv_conn *c)
-{
-    char args[UNKNOWN_ARGS_MAX * 2 + 1];
-    size_t n = 0;
-
-    args[0] = '\0';
-    for (int i = 1; i < c->argc && n < UNKNOWN_ARGS_MAX; i++) {
-        int room = (int)(UNKNOWN_ARGS_MAX - n);
-        int len = (int)c->argv[i].len < room ? (int)c->argv[i].len : room;
-        n += (size_t)snprintf(args + n, sizeof args - n, "'%.*s' ", len,
-                              c->argv[i].ptr);
-    }
-    int namelen = c->argv[0].len < UNKNOWN_ARGS_MAX ? (int)c->argv[0].len
-                                                    : UNKNOWN_ARGS_MAX;
-    srv_reply_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
-                     namelen, c->argv[0].ptr, args);
-}
-
-void srv_cmd_execute(srv_conn *c)
-{
-    srv_command *cmd = (srv_command *)c->cmd;
-
-    if (!cmd) {
-        reply_unknown(c);
-        srv_multi_flag_error(c);
-        return;
-    }
-    if ((cmd->arity > 0 && c->argc != cmd->arity) ||
-        (cmd->arity < 0 && c->argc < -cmd->arity)) {
-        srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
-                         cmd->name);
-        srv_multi_flag_error(c);
-        return;
-    }
-    if (!c->authed && !(cmd->flags & F_NOAUTH)) {
-        srv_reply_error(c, "NOAUTH Authentication required.");
-        srv_multi_flag_error(c);
-        return;
-    }
-    if (c->pubsub && c->resp == 2 && srv_pubsub_denied_or_reply(c)) {
-        srv_multi_flag_error(c);
-        return;
-    }
-    if (srv_multi_queue(c))
-        return;
-    srv_cmd_run(c);
-}
-
-void srv_cmd_run(srv_conn *c)
-{
-    srv_command *cmd = (srv_command *)c->cmd;
-
-    if (!srv_multi_in_exec())           /* EXEC's commands share one clock */
-        c->worker->now_ms = srv_util_mstime();
-    cmd->proc(c);
-    if (cmd->flags & F_NOREPLAY)
-        srv_worker_commit_after();      /* consumed: never replayed */
-    cmd->calls++;
-    c->commands++;
-    c->last_cmd = cmd->name;
-    SRV_STAT_ADD(c->worker->stats, total_commands, 1);
-}
-
-int64_t srv_cmd_now(const srv_conn *c) { return c->worker->now_ms; }

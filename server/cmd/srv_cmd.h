@@ -1,8 +1,9 @@
 /*
- * srv_cmd.h - the command table and dispatcher. One table (generated from
- * srv_commands.def) drives lookup, arity and auth checks, COMMAND and
- * COMMAND DOCS; handlers never repeat those checks. Handlers reach storage
- * only through the worker's batch transaction (srv_txn_*_or_reply).
+ * srv_cmd.h - the command table. One table (generated from
+ * srv_commands.def) drives lookup, the dispatcher's checks (arity, auth;
+ * srv_dispatch.h), COMMAND and COMMAND DOCS; handlers never repeat those
+ * checks. Handlers reach storage only through the worker's group
+ * transactions (srv_txn.h).
  */
 #ifndef SRV_CMD_H
 #define SRV_CMD_H
@@ -27,7 +28,7 @@ struct st_txn;
 #define F_TXCTL 0x400u      /* runs at once inside MULTI, never queued */
 #define F_NOREPLAY 0x800u   /* acts outside storage (pub/sub): the group
                              * commits right after it runs (as for
-                             * srv_worker_commit_after), so it never
+                             * srv_group_commit_after), so it never
                              * re-runs */
 
 typedef void srv_cmd_proc(srv_conn *c);
@@ -54,17 +55,11 @@ void srv_cmd_init(void);
 /* Find a command by name, any case; NULL if unknown. */
 const srv_command *srv_cmd_lookup(const char *name, size_t len);
 
-/* Check and run the command in c->argc/c->argv, replying to c (inside
- * MULTI: queue it). */
-void srv_cmd_execute(srv_conn *c);
-
-/* Run c->cmd on c->argc/c->argv, already checked (EXEC's queue). */
-void srv_cmd_run(srv_conn *c);
-
 /* The table, for COMMAND and INFO. */
 const srv_command *srv_cmd_table(int *count);
 
-/* The clock of the command being run, ms since the epoch. */
-int64_t srv_cmd_now(const srv_conn *c);
+/* The clock of the command c runs, ms since the epoch (set by the
+ * dispatcher; one for every command of an EXEC). */
+static inline int64_t srv_cmd_now(const srv_conn *c) { return c->now_ms; }
 
 #endif

@@ -31,7 +31,7 @@ void srv_cmd_ping(srv_conn *c)
         srv_reply_error(c, "ERR wrong number of arguments for 'ping' command");
         return;
     }
-    if (c->pubsub && c->resp == 2) {
+    if (c->flags & SRV_CONN_SUBSCRIBED && c->resp == 2) {
         /* RESP2 subscribed mode: Redis answers ["pong", argument or ""]. */
         srv_reply_array(c, 2);
         srv_reply_bulk_cstr(c, "pong");
@@ -190,8 +190,7 @@ void srv_cmd_select(srv_conn *c)
 
 void srv_cmd_reset(srv_conn *c)
 {
-    srv_multi_reset(c);
-    srv_pubsub_reset(c);
+    SRV_HOOKS_EACH(&c->hooks, c, reset);    /* MULTI, subscriptions */
     c->db = 0;
     c->resp = 2;
     c->name[0] = '\0';
@@ -291,7 +290,8 @@ void srv_cmd_client(srv_conn *c)
     } else if (srv_util_streq(sub->ptr, sub->len, "list")) {
         /* This worker's connections: a connection lives on one worker. */
         list_ctx l = { { NULL, 0, 0 } };
-        srv_worker_each_conn(list_one, &l);
+        for (srv_conn *x = c->worker->clients; x; x = x->next)
+            list_one(x, &l);
         srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
         srv_buf_free(&l.text);
     } else if ((srv_util_streq(sub->ptr, sub->len, "no-evict") ||

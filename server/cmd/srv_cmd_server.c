@@ -65,7 +65,7 @@ static void flush_generic(srv_conn *c, int db)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (srv_multi_in_exec()) {
+    if (c->flags & SRV_CONN_IN_EXEC) {
         /* Inside EXEC: in the transaction's own write transaction. */
         struct st_txn *t = srv_txn_write_or_reply(c);
         if (!t)

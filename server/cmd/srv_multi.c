@@ -1,15 +1,18 @@
 /*
  * srv_multi.c - transactions: the MULTI queue, WATCH versions, EXEC.
  *
- * A connection's state lives in one struct allocated at its first MULTI
- * or WATCH and kept until it closes, so a client that runs transactions
+ * A connection's state lives in one struct attached to it (srv_hooks.h)
+ * at its first MULTI or WATCH and kept until it closes, so a client that runs transactions
  * in a loop reuses the same buffers. Queued arguments are copied (the
  * read buffer is consumed at each group commit) into one byte buffer;
  * entries and watched keys hold offsets into their buffers.
  */
 #include "server/cmd/srv_multi.h"
-#include "server/cmd/srv_txn.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_dispatch.h"
+#include "server/cmd/srv_txn.h"
+#include "server/srv_group.h"
+#include "server/srv_hooks.h"
 #include "server/srv_reply.h"
 #include "server/srv_worker.h"
 #include "storage/st_err.h"
@@ -63,7 +66,13 @@ typedef struct srv_multi {
     saved at_commit;
 } srv_multi;
 
-static int in_exec;
+static const srv_hooks multi_hooks;
+
+/* c's transaction state, NULL until its first MULTI or WATCH. */
+static srv_multi *multi_of(const srv_conn *c)
+{
+    return srv_hooks_state(&c->hooks, &multi_hooks);
+}
 
 #define GROW_MIN 8
 
@@ -83,9 +92,17 @@ static int grow(void **v, unsigned n, unsigned *cap, size_t size)
 
 static srv_multi *state_or_reply(srv_conn *c)
 {
-    if (!c->mx && !(c->mx = calloc(1, sizeof *c->mx)))
+    srv_multi *m = multi_of(c);
+
+    if (m)
+        return m;
+    if (!(m = calloc(1, sizeof *m)) ||
+        srv_hooks_attach(&c->hooks, &multi_hooks, m)) {
+        free(m);
         srv_reply_error(c, "ERR out of memory");
-    return c->mx;
+        return NULL;
+    }
+    return m;
 }
 
 /* Forget the queue (MULTI is over). Bytes stay until the next commit:
@@ -103,24 +120,31 @@ static void unwatch_all(srv_multi *m)
     m->nw = 0;
 }
 
-int srv_multi_in_exec(void) { return in_exec; }
-
 int srv_multi_queued(const srv_conn *c)
 {
-    return c->mx && c->mx->active ? (int)c->mx->nq : -1;
+    const srv_multi *m = multi_of(c);
+
+    return m && m->active ? (int)m->nq : -1;
 }
 
-void srv_multi_flag_error(srv_conn *c)
+/* ---- the connection's hooks ---- */
+
+/* A command refused by the dispatcher's checks: EXEC will answer
+ * EXECABORT. */
+static void on_refused(srv_conn *c, void *state)
 {
-    if (c->mx && c->mx->active)
-        c->mx->dirty = 1;
+    srv_multi *m = state;
+
+    if (m->active)
+        m->dirty = 1;
 }
 
-int srv_multi_queue(srv_conn *c)
+/* Inside MULTI a checked command is queued and +QUEUED replied. */
+static int on_intercept(srv_conn *c, void *state)
 {
-    srv_multi *m = c->mx;
+    srv_multi *m = state;
 
-    if (!m || !m->active || (c->cmd->flags & F_TXCTL))
+    if (!m->active || (c->cmd->flags & F_TXCTL))
         return 0;
     if (grow((void **)&m->q, m->nq, &m->capq, sizeof *m->q))
         goto oom;
@@ -143,12 +167,11 @@ oom:
     return 1;
 }
 
-void srv_multi_committed(srv_conn *c)
+/* The group committed: what m holds now is what a rewind goes back to. */
+static void on_committed(srv_conn *c, void *state)
 {
-    srv_multi *m = c->mx;
+    srv_multi *m = state;
 
-    if (!m)
-        return;
     if (m->nq == 0)
         m->bytes.len = 0;
     if (m->nw == 0)
@@ -157,12 +180,11 @@ void srv_multi_committed(srv_conn *c)
                             m->bytes.len, m->names.len };
 }
 
-void srv_multi_rewind(srv_conn *c)
+/* The group was lost: back to the state of the last commit. */
+static void on_rewind(srv_conn *c, void *state)
 {
-    srv_multi *m = c->mx;
+    srv_multi *m = state;
 
-    if (!m)
-        return;
     m->active = m->at_commit.active;
     m->dirty = m->at_commit.dirty;
     m->nq = m->at_commit.nq;
@@ -172,21 +194,19 @@ void srv_multi_rewind(srv_conn *c)
     m->names.len = m->at_commit.names;
 }
 
-void srv_multi_reset(srv_conn *c)
+/* RESET: leave MULTI and forget the watched keys. */
+static void on_reset(srv_conn *c, void *state)
 {
-    if (!c->mx)
-        return;
-    end_multi(c->mx);
-    unwatch_all(c->mx);
-    srv_worker_commit_after();
+    end_multi(state);
+    unwatch_all(state);
+    srv_group_commit_after(&c->worker->group);
 }
 
-void srv_multi_free(srv_conn *c)
+/* The connection closes: free everything its transaction state holds. */
+static void on_close(srv_conn *c, void *state)
 {
-    srv_multi *m = c->mx;
+    srv_multi *m = state;
 
-    if (!m)
-        return;
     free(m->q);
     free(m->args);
     free(m->w);
@@ -197,7 +217,6 @@ void srv_multi_free(srv_conn *c)
     srv_buf_free(&m->bytes);
     srv_buf_free(&m->names);
     free(m);
-    c->mx = NULL;
 }
 
 /* ---- commands ---- */
@@ -219,21 +238,25 @@ void srv_cmd_multi(srv_conn *c)
 
 void srv_cmd_discard(srv_conn *c)
 {
-    if (!c->mx || !c->mx->active) {
+    srv_multi *m = multi_of(c);
+
+    if (!m || !m->active) {
         srv_reply_error(c, "ERR DISCARD without MULTI");
         return;
     }
-    end_multi(c->mx);
-    unwatch_all(c->mx);
-    srv_worker_commit_after();
+    end_multi(m);
+    unwatch_all(m);
+    srv_group_commit_after(&c->worker->group);
     srv_reply_ok(c);
 }
 
 void srv_cmd_unwatch(srv_conn *c)
 {
-    if (c->mx) {
-        unwatch_all(c->mx);
-        srv_worker_commit_after();
+    srv_multi *m = multi_of(c);
+
+    if (m) {
+        unwatch_all(m);
+        srv_group_commit_after(&c->worker->group);
     }
     srv_reply_ok(c);
 }
@@ -275,7 +298,7 @@ void srv_cmd_watch(srv_conn *c)
         srv_reply_error(c, "ERR WATCH inside MULTI is not allowed");
         return;
     }
-    srv_worker_commit_after();
+    srv_group_commit_after(&c->worker->group);
     if (!(t = srv_txn_read_or_reply(c)))
         return;
     for (int i = 1; i < c->argc; i++) {
@@ -335,26 +358,36 @@ static void swap_out(srv_conn *c, srv_multi *m)
     m->aside = t;
 }
 
-void srv_multi_publish_sent(srv_conn *c)
+/*
+ * A PUBLISH inside EXEC sent its message to the broker: EXEC's reply,
+ * built aside, gets a slot for the count that comes back later.
+ */
+static int on_defer(srv_conn *c, void *state)
 {
-    srv_multi *m = c->mx;
+    srv_multi *m = state;
     unsigned cap = m->capslots;
+
+    if (!(c->flags & SRV_CONN_IN_EXEC))
+        return 0;
 
     if (grow((void **)&m->slots, m->nslots, &m->capslots, sizeof *m->slots) ||
         grow((void **)&m->counts, m->nslots, &cap, sizeof *m->counts)) {
         m->aside_lost = 1;          /* no memory: the reply says so below */
-        return;
+        return 1;
     }
     m->slots[m->nslots++] = c->out.len;
+    return 1;
 }
 
-int srv_multi_publish_answered(srv_conn *c, long long count)
+/* The broker's count for the oldest open slot: 1 when EXEC's reply is
+ * now complete in c->out, 0 while it waits for more, -1 with no slot. */
+static int on_deferred(srv_conn *c, void *state, long long count)
 {
-    srv_multi *m = c->mx;
+    srv_multi *m = state;
     size_t from = 0;
 
-    if (!m || m->nanswered >= m->nslots)
-        return 0;
+    if (m->nanswered >= m->nslots)
+        return -1;
     m->counts[m->nanswered++] = count;
     if (m->nanswered < m->nslots)
         return 0;
@@ -413,8 +446,7 @@ static void reply_lost(srv_conn *c, size_t exec_mark, size_t cmd_mark)
 
 void srv_cmd_exec(srv_conn *c)
 {
-    srv_multi *m = c->mx;
-    srv_group *g = &c->worker->group;
+    srv_multi *m = multi_of(c);
     struct st_txn *t;
     int rc;
 
@@ -422,7 +454,7 @@ void srv_cmd_exec(srv_conn *c)
         srv_reply_error(c, "ERR EXEC without MULTI");
         return;
     }
-    srv_worker_commit_after();
+    srv_group_commit_after(&c->worker->group);
     if (m->dirty) {
         srv_reply_error(c, "EXECABORT Transaction discarded because of "
                            "previous errors.");
@@ -466,28 +498,28 @@ void srv_cmd_exec(srv_conn *c)
     }
     size_t exec_mark = c->out.len;
     srv_reply_array(c, m->nq);
-    in_exec = 1;
+    c->flags |= SRV_CONN_IN_EXEC;
     for (unsigned i = 0; i < m->nq; i++) {
         size_t cmd_mark = c->out.len;
         if (load_queued(c, m, i)) {
             srv_reply_error(c, "ERR out of memory");
             continue;
         }
-        srv_cmd_run(c);
-        if (g->poisoned) {
+        srv_dispatch_run(c);
+        if (c->worker->group.poisoned) {
             reply_lost(c, exec_mark, cmd_mark);
             m->aside_lost = 1;
             break;
         }
     }
-    in_exec = 0;
+    c->flags &= ~SRV_CONN_IN_EXEC;
     if (aside) {
         swap_out(c, m);
         if (m->nslots == 0) {
             srv_buf_append(&c->out, m->aside.data, m->aside.len);
             m->aside.len = 0;
         } else {
-            c->blocked = 1;             /* srv_multi_publish_answered */
+            c->blocked = 1;             /* until on_deferred completes it */
         }
     }
     end_multi(m);
@@ -496,10 +528,27 @@ void srv_cmd_exec(srv_conn *c)
     c->cmd = cmd;
 }
 
-void srv_multi_lost(srv_conn *c)
+/*
+ * The command ran alone in a transaction that could not commit, and its
+ * reply became that error: an EXEC is over all the same.
+ */
+static void on_lost(srv_conn *c, void *state)
 {
-    if (c->mx && c->cmd && c->cmd->proc == srv_cmd_exec) {
-        end_multi(c->mx);
-        unwatch_all(c->mx);
+    if (c->cmd && c->cmd->proc == srv_cmd_exec) {
+        end_multi(state);
+        unwatch_all(state);
     }
 }
+
+static const srv_hooks multi_hooks = {
+    .name = "multi",
+    .committed = on_committed,
+    .rewind = on_rewind,
+    .lost = on_lost,
+    .reset = on_reset,
+    .close = on_close,
+    .intercept = on_intercept,
+    .refused = on_refused,
+    .defer = on_defer,
+    .deferred = on_deferred,
+};

@@ -5,64 +5,33 @@
  * transaction so the worker replays its other members.
  */
 #include "server/cmd/srv_txn.h"
-#include "server/srv_log.h"
-#include "server/srv_reply.h"
+#include "server/srv_group.h"
 #include "server/srv_worker.h"
 #include "storage/st_err.h"
-#include "storage/st_txn.h"
 
 struct st_txn *srv_txn_read_or_reply(srv_conn *c)
 {
-    srv_group *b = &c->worker->group;
     int rc;
+    struct st_txn *t = srv_group_read_txn(&c->worker->group, &rc);
 
-    if (b->wtxn)
-        return b->wtxn;
-    if (!b->rtxn && (rc = st_txn_begin(c->worker->env, 0, &b->rtxn))) {
+    if (!t)
         srv_txn_error(c, rc);
-        return NULL;
-    }
-    return b->rtxn;
+    return t;
 }
 
 struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 {
-    srv_group *b = &c->worker->group;
     int rc;
+    struct st_txn *t = srv_group_write_txn(&c->worker->group, &rc);
 
-    b->cmd_wrote = 1;
-    if (b->wtxn)
-        return b->wtxn;
-    if (b->rtxn)
-        st_txn_commit(&b->rtxn);        /* release the older snapshot */
-    if ((rc = st_txn_begin(c->worker->env, 1, &b->wtxn))) {
+    if (!t)
         srv_txn_error(c, rc);
-        return NULL;
-    }
-    return b->wtxn;
+    return t;
 }
 
 void srv_txn_error(srv_conn *c, int rc)
 {
-    srv_group *b = &c->worker->group;
-
-    switch (rc) {
-    case ST_EWRONGTYPE:
-        srv_reply_error(c, SRV_ERR_WRONGTYPE);
-        return;
-    case ST_EFULL:
-        srv_reply_error(c, "ERR disk full: the database reached maxdisk, "
-                           "write refused (reads still work)");
-        break;
-    case ST_ETXNFULL:
-        srv_reply_error(c, "ERR write too large for one transaction");
-        break;
-    default:
-        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "storage error: %s",
-                st_strerror(rc));
-        srv_reply_errorf(c, "ERR storage error: %s", st_strerror(rc));
-        break;
-    }
-    if (b->wtxn)
-        b->poisoned = 1;
+    srv_group_reply_error(c, rc);
+    if (rc != ST_EWRONGTYPE)        /* a refusal, not a failed write */
+        srv_group_poison(&c->worker->group);
 }

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "server/srv_conn.h"
-#include "server/srv_worker.h"
+#include "server/srv_embed.h"
 
 #define FLUSH_EVERY 512
 #define TEMPLATE "larder-fuzz-dispatch.XXXXXX"
@@ -41,7 +41,7 @@ static int remove_one(const char *path, const struct stat *st, int type,
 /* The scratch environment goes when the fuzzer exits. */
 static void cleanup(void)
 {
-    srv_worker_embed_close();
+    srv_embed_close();
     nftw(dir, remove_one, NFTW_FDS, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -50,7 +50,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *tmp = getenv("TMPDIR");
 
     snprintf(dir, sizeof dir, "%s/%s", tmp && *tmp ? tmp : "/tmp", TEMPLATE);
-    if (!mkdtemp(dir) || srv_worker_embed_open(dir) || atexit(cleanup)) {
+    if (!mkdtemp(dir) || srv_embed_open(dir) || atexit(cleanup)) {
         fprintf(stderr, "fuzz_dispatch: can't open a scratch worker in %s\n",
                 dir);
         abort();
@@ -70,9 +70,9 @@ static void check_replies(const srv_conn *c)
 static void flush_all(void)
 {
     static const char cmd[] = "FLUSHALL\r\n";
-    srv_conn *c = srv_worker_embed_conn();
+    srv_conn *c = srv_embed_conn();
 
-    if (c && srv_worker_embed_feed(c, cmd, sizeof cmd - 1) == 0)
+    if (c && srv_embed_feed(c, cmd, sizeof cmd - 1) == 0)
         srv_conn_close(c);
 }
 
@@ -88,11 +88,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     chunk = data[0] ? data[0] : size;
     data++;
     size--;
-    if (!(c = srv_worker_embed_conn()))
+    if (!(c = srv_embed_conn()))
         abort();
     for (off = 0; off < size; off += chunk) {
         size_t n = size - off < chunk ? size - off : chunk;
-        if (srv_worker_embed_feed(c, data + off, n))
+        if (srv_embed_feed(c, data + off, n))
             return 0;                   /* closed: protocol error or QUIT */
         check_replies(c);
         c->out.len = 0;                 /* replies are read and dropped */

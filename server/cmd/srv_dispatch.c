@@ -1,0 +1,84 @@
+/*
+ * srv_dispatch.c - the dispatcher: the checks every command passes once
+ * (known, arity, authenticated, allowed in RESP2 subscribed mode) before
+ * its handler runs; a connection's features may take a checked command
+ * (MULTI queues it); running a handler stamps the command's clock and
+ * counts it.
+ */
+#include "server/cmd/srv_dispatch.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/srv_group.h"
+#include "server/srv_hooks.h"
+#include "server/srv_pubsub.h"
+#include "server/srv_reply.h"
+#include "server/srv_util.h"
+#include "server/srv_worker.h"
+
+#include <stdio.h>
+
+#define UNKNOWN_ARGS_MAX 128
+
+static void reply_unknown(srv_conn *c)
+{
+    char args[UNKNOWN_ARGS_MAX * 2 + 1];
+    size_t n = 0;
+
+    args[0] = '\0';
+    for (int i = 1; i < c->argc && n < UNKNOWN_ARGS_MAX; i++) {
+        int room = (int)(UNKNOWN_ARGS_MAX - n);
+        int len = (int)c->argv[i].len < room ? (int)c->argv[i].len : room;
+        n += (size_t)snprintf(args + n, sizeof args - n, "'%.*s' ", len,
+                              c->argv[i].ptr);
+    }
+    int namelen = c->argv[0].len < UNKNOWN_ARGS_MAX ? (int)c->argv[0].len
+                                                    : UNKNOWN_ARGS_MAX;
+    srv_reply_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
+                     namelen, c->argv[0].ptr, args);
+}
+
+void srv_dispatch_execute(srv_conn *c)
+{
+    srv_command *cmd = (srv_command *)c->cmd;
+
+    if (!cmd) {
+        reply_unknown(c);
+        SRV_HOOKS_EACH(&c->hooks, c, refused);
+        return;
+    }
+    if ((cmd->arity > 0 && c->argc != cmd->arity) ||
+        (cmd->arity < 0 && c->argc < -cmd->arity)) {
+        srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
+                         cmd->name);
+        SRV_HOOKS_EACH(&c->hooks, c, refused);
+        return;
+    }
+    if (!c->authed && !(cmd->flags & F_NOAUTH)) {
+        srv_reply_error(c, "NOAUTH Authentication required.");
+        SRV_HOOKS_EACH(&c->hooks, c, refused);
+        return;
+    }
+    if (c->flags & SRV_CONN_SUBSCRIBED && c->resp == 2 &&
+        srv_pubsub_denied_or_reply(c)) {
+        SRV_HOOKS_EACH(&c->hooks, c, refused);
+        return;
+    }
+    if (c->hooks.n && srv_hooks_intercept(&c->hooks, c))
+        return;                         /* queued by MULTI */
+    srv_dispatch_run(c);
+}
+
+void srv_dispatch_run(srv_conn *c)
+{
+    srv_command *cmd = (srv_command *)c->cmd;
+
+    if (!(c->flags & SRV_CONN_IN_EXEC)) /* EXEC's commands share one clock */
+        c->now_ms = srv_util_mstime();
+    cmd->proc(c);
+    if (cmd->flags & F_NOREPLAY)
+        srv_group_commit_after(&c->worker->group);   /* never replayed */
+    cmd->calls++;
+    c->commands++;
+    c->last_cmd = cmd->name;
+    SRV_STAT_ADD(c->worker->stats, total_commands, 1);
+}
+

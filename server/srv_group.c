@@ -1,0 +1,275 @@
+/*
+ * srv_group.c - group commit inside a worker and the rewind protocol (see
+ * the header for the contract).
+ */
+#include "server/srv_group.h"
+#include "server/srv_hooks.h"
+#include "server/srv_log.h"
+#include "server/srv_reply.h"
+#include "server/srv_resp.h"
+#include "storage/st_err.h"
+#include "storage/st_txn.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP_CAP_MIN 16
+
+int srv_group_init(srv_group *g, struct event_base *base, int priority,
+                   struct st_env *env, srv_stats_slot *stats,
+                   void (*on_commit)(int, short, void *), void *arg,
+                   srv_group_input_fn *run_input)
+{
+    memset(g, 0, sizeof *g);
+    g->env = env;
+    g->stats = stats;
+    g->run_input = run_input;
+    g->ev_commit = event_new(base, -1, 0, on_commit, arg);
+    if (!g->ev_commit || event_priority_set(g->ev_commit, priority)) {
+        srv_group_fini(g);
+        return -1;
+    }
+    return 0;
+}
+
+void srv_group_fini(srv_group *g)
+{
+    if (g->ev_commit)
+        event_free(g->ev_commit);
+    free(g->conns);
+    g->ev_commit = NULL;
+    g->conns = NULL;
+    g->nconns = g->cap = 0;
+}
+
+void srv_group_schedule(srv_group *g)
+{
+    if (g->ev_commit)
+        event_active(g->ev_commit, EV_TIMEOUT, 0);
+}
+
+void srv_group_join(srv_group *g, srv_conn *c)
+{
+    if (c->in_group)
+        return;
+    if (g->nconns == g->cap) {
+        unsigned cap = g->cap ? g->cap * 2 : GROUP_CAP_MIN;
+        srv_conn **n = realloc(g->conns, cap * sizeof *n);
+        if (!n) {
+            c->flags |= SRV_CONN_CLOSE_ASAP;
+            return;
+        }
+        g->conns = n;
+        g->cap = cap;
+    }
+    g->conns[g->nconns++] = c;
+    c->in_group = 1;
+    c->grp_out_mark = c->out.len;
+    c->grp_db = c->db;
+    c->grp_resp = c->resp;
+    srv_group_schedule(g);
+}
+
+void srv_group_leave(srv_group *g, srv_conn *c)
+{
+    if (!c->in_group)
+        return;
+    for (unsigned i = 0; i < g->nconns; i++)
+        if (g->conns[i] == c) {
+            g->conns[i] = g->conns[--g->nconns];
+            break;
+        }
+    c->in_group = 0;
+}
+
+/* Every member's executed input is now committed: drop it from `in`. */
+static void members_committed(srv_group *g)
+{
+    for (unsigned i = 0; i < g->nconns; i++) {
+        srv_conn *m = g->conns[i];
+        if (m->in_done) {
+            srv_buf_consume(&m->in, m->in_done);
+            m->in_done = 0;
+        }
+        m->grp_out_mark = m->out.len;
+        m->grp_db = m->db;
+        m->grp_resp = m->resp;
+        SRV_HOOKS_EACH(&m->hooks, m, committed);
+    }
+}
+
+/* The transaction is lost: every member discards the replies made since
+ * its last commit and will re-run those commands one transaction each. */
+static void members_rewind(srv_group *g)
+{
+    for (unsigned i = 0; i < g->nconns; i++) {
+        srv_conn *m = g->conns[i];
+        m->out.len = m->grp_out_mark;
+        m->db = m->grp_db;
+        m->resp = m->grp_resp;
+        if (m->in_done > m->replay_until)
+            m->replay_until = m->in_done;
+        m->in_done = 0;
+        m->single = m->replay_until > 0;
+        srv_resp_parser_reset(&m->parser);
+        SRV_HOOKS_EACH(&m->hooks, m, rewind);
+    }
+}
+
+int srv_group_commit(srv_group *g)
+{
+    int rc = 0;
+
+    if (g->rtxn) {
+        int64_t v = (int64_t)st_txn_version(g->rtxn);
+        if (v > g->hold_ver)
+            g->hold_ver = v;
+        st_txn_commit(&g->rtxn);
+    }
+    if (g->wtxn && g->failed) {
+        st_txn_abort(&g->wtxn);
+    } else if (g->wtxn) {
+        int64_t v = (int64_t)st_txn_version(g->wtxn);
+        if ((rc = st_txn_commit(&g->wtxn)) == 0) {
+            SRV_STAT_ADD(g->stats, commits, 1);
+            /* Only a committed id may hold replies: a failed one is never
+             * made durable (it is reused by the next transaction). */
+            if (v > g->hold_ver)
+                g->hold_ver = v;
+        } else {
+            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "commit failed: %s",
+                    st_strerror(rc));
+            g->failed = g->writes > 0;
+        }
+    }
+    g->cmds = g->writes = 0;
+    if (g->failed) {
+        members_rewind(g);
+        g->failed = 0;
+        return rc ? rc : ST_ELMDB;
+    }
+    members_committed(g);
+    return 0;
+}
+
+void srv_group_commit_after(srv_group *g) { g->commit_after = 1; }
+
+void srv_group_command_begins(srv_group *g, srv_conn *c)
+{
+    g->cmd_out_mark = c->out.len;
+    g->cmd_wrote = 0;
+    g->commit_after = 0;
+}
+
+void srv_group_reply_error(srv_conn *c, int rc)
+{
+    switch (rc) {
+    case ST_EWRONGTYPE:
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        break;
+    case ST_EFULL:
+        srv_reply_error(c, "ERR disk full: the database reached maxdisk, "
+                           "write refused (reads still work)");
+        break;
+    case ST_ETXNFULL:
+        srv_reply_error(c, "ERR write too large for one transaction");
+        break;
+    default:
+        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "storage error: %s",
+                st_strerror(rc));
+        srv_reply_errorf(c, "ERR storage error: %s", st_strerror(rc));
+        break;
+    }
+}
+
+int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
+{
+    int earlier_writes = g->writes;
+
+    c->in_done = pos;
+    g->cmds++;
+    if (g->cmd_wrote)
+        g->writes++;
+    if (g->poisoned) {
+        g->poisoned = 0;
+        if (earlier_writes > 0 && !c->single) {
+            /* Other commands' writes went down with the transaction. */
+            g->failed = 1;
+            st_txn_abort(&g->wtxn);
+            return 1;
+        }
+        if (g->wtxn)
+            st_txn_abort(&g->wtxn);     /* nothing else was in it */
+        g->writes = 0;
+    }
+    if (c->single) {
+        int rc = srv_group_commit(g);
+        if (rc) {
+            /* Only this command was in it: its reply becomes the error. */
+            c->out.len = g->cmd_out_mark;
+            srv_group_reply_error(c, rc);
+            c->in_done = pos;
+            SRV_HOOKS_EACH(&c->hooks, c, lost);
+            members_committed(g);
+        }
+        if (pos >= c->replay_until) {
+            c->single = 0;
+            c->replay_until = 0;
+        }
+    } else if (g->cmds >= SRV_GROUP_MAX_CMDS || g->commit_after) {
+        srv_group_commit(g);
+    }
+    g->commit_after = 0;
+    return 0;
+}
+
+void srv_group_wake(srv_group *g, srv_conn *c, int resume)
+{
+    if (!c->in_group)
+        srv_group_join(g, c);           /* its mark is after the output */
+    else if (c->in_done == 0)
+        c->grp_out_mark = c->out.len;   /* nothing uncommitted before it */
+    if (resume)
+        g->run_input(c);
+}
+
+void srv_group_settle(srv_group *g)
+{
+    do {
+        /* Also members that ran nothing: read after the group failed, or
+         * rewound at a barrier before their first command. */
+        for (unsigned i = 0; i < g->nconns; i++)
+            if ((g->conns[i]->single ||
+                 g->conns[i]->in_done < g->conns[i]->in.len) &&
+                !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
+                g->run_input(g->conns[i]);
+    } while (srv_group_commit(g));
+}
+
+struct st_txn *srv_group_read_txn(srv_group *g, int *rc)
+{
+    if (g->wtxn)
+        return g->wtxn;
+    if (!g->rtxn && (*rc = st_txn_begin(g->env, 0, &g->rtxn)))
+        return NULL;
+    return g->rtxn;
+}
+
+struct st_txn *srv_group_write_txn(srv_group *g, int *rc)
+{
+    g->cmd_wrote = 1;
+    if (g->wtxn)
+        return g->wtxn;
+    if (g->rtxn)
+        st_txn_commit(&g->rtxn);        /* release the older snapshot */
+    if ((*rc = st_txn_begin(g->env, 1, &g->wtxn)))
+        return NULL;
+    return g->wtxn;
+}
+
+void srv_group_poison(srv_group *g)
+{
+    if (g->wtxn)
+        g->poisoned = 1;
+}

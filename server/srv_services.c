@@ -1,0 +1,10 @@
+/*
+ * srv_services.c - the table of worker services.
+ */
+#include "server/srv_services.h"
+#include "server/srv_pubsub.h"
+
+const srv_service *const srv_services[] = {
+    &srv_pubsub_service,
+    NULL,
+};
