@@ -18,6 +18,7 @@ libserver_a_SOURCES = \
 	server/srv_reaper.c server/srv_reaper.h \
 	server/srv_reply.c server/srv_reply.h \
 	server/srv_resp.c server/srv_resp.h \
+	server/srv_role.c server/srv_role.h \
 	server/srv_stats.c server/srv_stats.h \
 	server/srv_syncer.c server/srv_syncer.h \
 	server/srv_util.c server/srv_util.h \

@@ -38,6 +38,7 @@
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
 
@@ -602,10 +603,8 @@ static int setup(sigset_t *waitmask)
     struct sigaction sa;
     sigset_t block;
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = LISTENER_TAG };
-    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers +
-                                                 SRV_SLOT_BROKER];
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_BROKER, -1);
 
-    srv_log_set_role("broker", -1);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != srv_her.master_pid)
         return -1;

@@ -24,8 +24,9 @@ int srv_log_open(const char *path);
 void srv_log_set_level(int level);
 int srv_log_get_level(void);
 
-/* Name this process in every later line: role "worker" and index 2 give
- * "worker#2"; index < 0 gives just the role. */
+/* Name this process in every later line: role "worker" (srv_role_name)
+ * and index 2 give "worker#2"; index < 0 gives just the role. The master
+ * names each child from its record before the child runs its role. */
 void srv_log_set_role(const char *role, int index);
 
 /*

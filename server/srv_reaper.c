@@ -12,6 +12,7 @@
 #include "server/srv_config.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_syncer.h"
 #include "server/srv_util.h"
@@ -78,12 +79,13 @@ static size_t expire_tick(st_env *env, int64_t budget_ms)
 
 int srv_reaper_main(void)
 {
-    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_REAPER];
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_REAPER, -1);
     int64_t tick_ms = MS_PER_S / srv_her.cfg->hz;
     int64_t last_check = 0;
     st_env *env;
 
-    if (srv_child_start("reaper", slot) || srv_child_env_open(&env))
+    if (srv_child_start(srv_role_name(SRV_ROLE_REAPER), slot) ||
+        srv_child_env_open(&env))
         return 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
