@@ -21,6 +21,8 @@ const char *srv_log_level_name(int level);
 /* Open `path` for appending ("" or NULL: standard error). 0 or errno. */
 int srv_log_open(const char *path);
 
+/* This process's level: lines below it are not written. Any thread; the
+ * process applies CONFIG SET's loglevel through srv_config_refresh. */
 void srv_log_set_level(int level);
 int srv_log_get_level(void);
 

@@ -3,13 +3,15 @@
  *
  * It parses the configuration, opens LMDB once to create or check the
  * environment and closes it again (LMDB must not cross fork), creates the
- * listening sockets and shared regions, forks the children and then only
- * supervises: signal handlers set flags and the loop acts on them. Each
- * child has a record (srv_proc: its role, worker index, pid and stats
- * slot) in `children`, in slot order: the workers, then the reaper, the
- * syncer and the broker. A dead child is respawned (with back-off if it
- * keeps dying young); SIGTERM or SIGINT stops the workers gracefully, then
- * the others, and exits 0; SIGHUP reopens the log.
+ * listening sockets and shared regions (the published configuration among
+ * them), forks the children and then only supervises: signal handlers set
+ * flags and the loop acts on them. Each child has a record (srv_proc: its
+ * role, worker index, pid and stats slot) in `children`, in slot order:
+ * the workers, then the reaper, the syncer and the broker. A dead child is
+ * respawned (with back-off if it keeps dying young); SIGTERM or SIGINT
+ * stops the workers gracefully, then the others, and exits 0; SIGHUP
+ * reopens the log. The loop also applies what CONFIG SET publishes (the
+ * log level), so children forked later start from the current settings.
  */
 #include "server/srv_master.h"
 #include "server/srv_broker.h"
@@ -24,6 +26,7 @@
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_error.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 
@@ -37,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -94,17 +96,15 @@ static void die(const char *fmt, const char *arg)
     exit(1);
 }
 
-/* The configuration lives in a shared mapping so CONFIG SET in one worker
- * is seen by every process. */
+/* The master's own copy of the configuration; children inherit it and
+ * srv_config_share publishes it for CONFIG SET (srv_config.h). */
 static srv_config *load_config(int argc, char **argv)
 {
+    static srv_config master_cfg;
     char err[SRV_CONFIG_ERR_SIZE];
-    srv_config *cfg = mmap(NULL, sizeof *cfg, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    srv_config *cfg = &master_cfg;
     int first = 1;
 
-    if (cfg == MAP_FAILED)
-        die("mmap() of the configuration failed: %s", strerror(errno));
     srv_config_defaults(cfg);
     if (argc > 1 && strncmp(argv[1], "--", 2) != 0) {
         if (srv_config_load_file(cfg, argv[1], err, sizeof err))
@@ -365,12 +365,13 @@ static int child_main(const srv_proc *p)
     }
 }
 
-/* In the child: become p (its record, log name), then run its role.
- * Never returns. */
+/* In the child: become p (its record, log name, the shared configuration
+ * checked), then run its role. Never returns. */
 static void become_child(const srv_proc *p)
 {
     struct sigaction sa;
     sigset_t none;
+    int rc;
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_DFL;
@@ -383,6 +384,11 @@ static void become_child(const srv_proc *p)
     srv_self = *p;
     srv_self.pid = getpid();
     srv_log_set_role(srv_role_name(p->role), p->index);
+    if ((rc = srv_config_attach())) {
+        srv_log(SRV_LOG_WARNING, 0, "the shared configuration is unusable: %s",
+                shm_strerror(rc));
+        _exit(1);
+    }
     _exit(child_main(p));
 }
 
@@ -391,6 +397,7 @@ static void spawn_child(child *c)
     char name[SRV_CONN_NAME_MAX];
     pid_t pid;
 
+    srv_config_refresh();               /* the child starts from our copy */
     if ((pid = fork()) < 0) {
         srv_proc_name(&c->proc, name, sizeof name);
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
@@ -402,6 +409,7 @@ static void spawn_child(child *c)
     c->proc.pid = pid;
     c->started_ms = srv_util_monotonic_ms();
     c->respawn_at_ms = 0;
+    srv_config_track(&c->proc);
 }
 
 static void reap_children(void)
@@ -417,6 +425,7 @@ static void reap_children(void)
                 continue;
             int64_t now = srv_util_monotonic_ms();
             w->proc.pid = 0;
+            srv_config_track(&w->proc);
             if (got_term)
                 break;
             srv_proc_name(&w->proc, name, sizeof name);
@@ -486,6 +495,7 @@ static void stop_group(int workers, const sigset_t *waitmask)
             kill(w->proc.pid, SIGKILL);
             waitpid(w->proc.pid, NULL, 0);
             w->proc.pid = 0;
+            srv_config_track(&w->proc);
         }
     }
 }
@@ -570,6 +580,9 @@ int srv_master_main(int argc, char **argv)
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));
+    if ((rc = srv_config_share((unsigned)nchildren)))
+        die("can't create the shared configuration: %s",
+            rc > 0 ? strerror(rc) : shm_strerror(rc));
     create_eventfds();
     if ((rc = srv_broker_listen()))
         die("can't create the pub/sub broker socket: %s", strerror(rc));
@@ -589,6 +602,7 @@ int srv_master_main(int argc, char **argv)
     while (!got_term) {
         struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
         ppoll(NULL, 0, &ts, &waitmask);
+        srv_config_refresh();
         if (got_chld) {
             got_chld = 0;
             reap_children();

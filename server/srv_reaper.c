@@ -1,6 +1,7 @@
 /*
- * srv_reaper.c - the reaper process. Every 1/hz s: expire due keys oldest
- * first, each batch of at most `reaper-batch` keys its own short write
+ * srv_reaper.c - the reaper process. Every 1/hz s: apply configuration
+ * changes (srv_config_refresh, for the syncer thread too); expire due keys
+ * oldest first, each batch of at most `reaper-batch` keys its own short write
  * transaction, until none is due or the tick's time budget is spent (so
  * mass expiry never holds the write lock long); free detached collections
  * in a bounded chunk; once a second (or at once when the master saw a
@@ -104,9 +105,12 @@ int srv_reaper_main(void)
         uint64_t pending;
         int rc, dead;
 
+        srv_config_refresh();
         n = expire_tick(env, tick_ms / REAPER_BUDGET_SHARE);
-        if (n)
+        if (n) {
             SRV_STAT_ADD(slot, expired_keys, (int64_t)n);
+            srv_log(SRV_LOG_DEBUG, 0, "expired %zu keys", n);
+        }
         if ((rc = st_coll_free_chunk(env, LAZYFREE_CHUNK, &freed, &pending)))
             srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s", st_strerror(rc));
         else

@@ -57,6 +57,10 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
         int rc;
         int64_t wait = next_flush - srv_util_monotonic_ms();
 
+        /* As the reaper's thread, the reaper's loop refreshes for both. */
+        if (srv_self.role == SRV_ROLE_SYNCER)
+            srv_config_refresh();
+
         /* everysec: flushes start on a fixed 1 s beat, not 1 s after the
          * last one ended, so the loss window stays near a second. */
         poll(&pfd, 1, wait > 0 ? (int)wait : 0);

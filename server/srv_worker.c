@@ -698,6 +698,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t now = srv_util_mstime();
     int64_t mono = srv_util_monotonic_ms();
 
+    srv_config_refresh();
     group_finish(w);                    /* its own txns below need the slot */
     close_idle(w, now);
     if (mono - w->last_sample_ms >= MS_PER_S) {
