@@ -7,6 +7,7 @@ libserver_a_SOURCES = \
 	server/srv_buf.c server/srv_buf.h \
 	server/srv_bproto.c server/srv_bproto.h \
 	server/srv_broker.c server/srv_broker.h \
+	server/srv_cfgshm.c server/srv_cfgshm.h \
 	server/srv_child.c server/srv_child.h \
 	server/srv_config.c server/srv_config.h \
 	server/srv_conn.c server/srv_conn.h \
@@ -21,6 +22,7 @@ libserver_a_SOURCES = \
 	server/srv_reaper.c server/srv_reaper.h \
 	server/srv_reply.c server/srv_reply.h \
 	server/srv_resp.c server/srv_resp.h \
+	server/srv_role.c server/srv_role.h \
 	server/srv_services.c server/srv_services.h \
 	server/srv_stats.c server/srv_stats.h \
 	server/srv_syncer.c server/srv_syncer.h \

@@ -7,7 +7,8 @@
  * above zero, so PUBSUB NUMPAT is the size of the pattern table.
  *
  * Loop: epoll over the listening socket (inherited from the master) and
- * the links; each wake-up runs rounds until the links are quiet. A round
+ * the links (and a wake-up per tick, 1/hz s, to apply configuration
+ * changes); each wake-up runs rounds until the links are quiet. A round
  * takes a cut (what has been read so far), then reads every link until
  * it is empty (a sweep), applies the COUNT frames of everything read, and
  * only then handles the frames before the cut, in order per link.
@@ -35,9 +36,11 @@
 #include "server/srv_broker.h"
 #include "server/srv_bproto.h"
 #include "server/srv_buf.h"
+#include "server/srv_config.h"
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
 
@@ -65,6 +68,7 @@
 /* Rounds per wake-up before the listener gets a turn (links that are
  * still busy go on right after it). */
 #define MAX_ROUNDS 16
+#define MS_PER_S 1000
 
 typedef struct blink {
     int fd;
@@ -602,10 +606,8 @@ static int setup(sigset_t *waitmask)
     struct sigaction sa;
     sigset_t block;
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = LISTENER_TAG };
-    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers +
-                                                 SRV_SLOT_BROKER];
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_BROKER, -1);
 
-    srv_log_set_role("broker", -1);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != srv_her.master_pid)
         return -1;
@@ -712,17 +714,20 @@ int srv_broker_main(void)
 {
     sigset_t waitmask;
     int rounds, busy = 0;
+    /* Idle, it still wakes once a tick to apply configuration changes. */
+    int tick_ms = (int)(MS_PER_S / srv_her.cfg->hz);
 
     if (setup(&waitmask) || grow_links())
         return 1;
     srv_log(SRV_LOG_VERBOSE, 0, "serving pub/sub");
     while (!stop) {
         int n;
+        srv_config_refresh();
         if (size_events()) {
             srv_log(SRV_LOG_WARNING, ENOMEM, "epoll event array");
             return 1;
         }
-        n = epoll_pwait(ep, events, (int)events_cap, busy ? 0 : -1,
+        n = epoll_pwait(ep, events, (int)events_cap, busy ? 0 : tick_ms,
                         &waitmask);
         if (n < 0) {
             if (errno == EINTR)

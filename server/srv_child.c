@@ -15,11 +15,10 @@ volatile sig_atomic_t srv_child_stop;
 
 static void on_term(int sig) { srv_child_stop = 1; }
 
-int srv_child_start(const char *role, srv_stats_slot *slot)
+int srv_child_start(srv_stats_slot *slot)
 {
     struct sigaction sa;
 
-    srv_log_set_role(role, -1);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != srv_her.master_pid)
         return -1;

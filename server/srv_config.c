@@ -1,21 +1,34 @@
 /*
- * srv_config.c - parsing and printing of the directives table.
+ * srv_config.c - parsing and printing of the directives table, and the
+ * process's live copy of the configuration kept in step with the shared
+ * region (srv_cfgshm).
  */
 #include "server/srv_config.h"
+#include "server/srv_cfgshm.h"
+#include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_resp.h"
 #include "server/srv_util.h"
+#include "shm/shm_error.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CFG_ARGS_MAX 64
 #define CFG_VALUE_SIZE 64
+#define MS_PER_S 1000
+#define NS_PER_US 1000
+/* srv_config_commit waits this many of the children's ticks at most, */
+#define CONFIRM_TICKS 3
+/* looking again every this many microseconds. */
+#define CONFIRM_POLL_US 1000
 
 typedef struct directive {
     const char *name;
@@ -46,6 +59,11 @@ static const directive *find(const char *name)
 static int is_text(int kind)
 {
     return kind == SRV_CFG_STRING || kind == SRV_CFG_WORDS;
+}
+
+static size_t field_size(const directive *d)
+{
+    return is_text(d->kind) ? SRV_PATH_MAX : sizeof(long long);
 }
 
 /* Parse "64mb"-style sizes: 1k = 1000, 1kb = 1024, as redis.conf. */
@@ -345,4 +363,154 @@ int srv_config_workers(const srv_config *cfg)
         return (int)n;
     n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+void srv_config_copy_runtime(srv_config *dst, const srv_config *src)
+{
+    for (size_t i = 0; i < NDIRECTIVES; i++) {
+        const directive *d = &directives[i];
+        if ((d->flags & SRV_CFG_RUNTIME) && !(d->flags & SRV_CFG_ALIAS))
+            memcpy((char *)dst + d->offset, (const char *)src + d->offset,
+                   field_size(d));
+    }
+}
+
+/* ---- the live configuration ---- */
+
+/* The generation *srv_her.cfg holds (inherited across fork: a child starts
+ * from the master's copy and the master's generation). */
+static uint64_t applied_seq;
+
+int srv_config_share(unsigned nslots)
+{
+    int rc = srv_cfgshm_create(srv_her.cfg, nslots, &srv_her.cfgshm);
+
+    if (rc == 0)
+        applied_seq = srv_cfgshm_seq(srv_her.cfgshm);
+    return rc;
+}
+
+int srv_config_attach(void)
+{
+    return srv_her.cfgshm ? srv_cfgshm_attach(srv_her.cfgshm) : 0;
+}
+
+void srv_config_track(const srv_proc *p)
+{
+    if (!srv_her.cfgshm || p->slot < 0 ||
+        !(srv_role_flags(p->role) & SRV_ROLE_CONFIRMS))
+        return;
+    /* The child started from our copy: it has applied applied_seq. */
+    srv_cfgshm_expect(srv_her.cfgshm, (unsigned)p->slot, p->pid, applied_seq);
+}
+
+int srv_config_refresh(void)
+{
+    /* Static: a whole srv_config is big for some stacks, and only the
+     * process's main thread refreshes. */
+    static srv_config fresh;
+    srv_cfgshm *h = srv_her.cfgshm;
+    uint64_t seq;
+    int rc;
+
+    if (!h || srv_cfgshm_seq(h) == applied_seq)
+        return 0;
+    if ((rc = srv_cfgshm_read(h, &fresh, &seq))) {
+        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0,
+                "reading the shared configuration failed: %s",
+                shm_strerror(rc));
+        return rc;
+    }
+    srv_config_copy_runtime(srv_her.cfg, &fresh);
+    applied_seq = seq;
+    srv_log_set_level((int)srv_her.cfg->loglevel);
+    if (srv_self.slot >= 0)
+        srv_cfgshm_ack(h, (unsigned)srv_self.slot, seq);
+    srv_log(SRV_LOG_VERBOSE, 0, "configuration #%llu applied",
+            (unsigned long long)(seq / SRV_CFGSHM_SEQ_STEP));
+    return 1;
+}
+
+int srv_config_begin(srv_config *next)
+{
+    int rc;
+
+    if (!srv_her.cfgshm) {
+        *next = *srv_her.cfg;
+        return 0;
+    }
+    if ((rc = srv_cfgshm_lock(srv_her.cfgshm)))
+        return rc;
+    srv_cfgshm_current_locked(srv_her.cfgshm, next);
+    return 0;
+}
+
+void srv_config_abort(void)
+{
+    if (srv_her.cfgshm)
+        srv_cfgshm_unlock(srv_her.cfgshm);
+}
+
+/* A registered child lags behind `seq` and is still alive. */
+static pid_t lagging(unsigned i, uint64_t seq)
+{
+    pid_t pid = srv_cfgshm_lagging(srv_her.cfgshm, i, seq);
+
+    if (!pid || (int)i == srv_self.slot)
+        return 0;
+    if (kill(pid, 0) && errno == ESRCH)
+        return 0;                       /* died; the master will notice */
+    return pid;
+}
+
+/* Wait until the children that confirm have applied `seq` (bounded). */
+static int confirm(uint64_t seq)
+{
+    int64_t tick_ms = MS_PER_S / srv_her.cfg->hz;
+    int64_t start = srv_util_monotonic_ms();
+    unsigned n = srv_cfgshm_nacks(srv_her.cfgshm);
+
+    for (;;) {
+        int waiting = 0;
+        pid_t late = 0;
+        for (unsigned i = 0; i < n; i++) {
+            pid_t pid = lagging(i, seq);
+            if (pid) {
+                waiting++;
+                late = pid;
+            }
+        }
+        if (!waiting)
+            return 0;
+        int64_t waited = srv_util_monotonic_ms() - start;
+        if (waited >= CONFIRM_TICKS * tick_ms) {
+            srv_log(SRV_LOG_NOTICE, 0,
+                    "configuration #%llu: %d processes (pid %d among them) "
+                    "have not applied it after %lld ms; they will at their "
+                    "next tick",
+                    (unsigned long long)(seq / SRV_CFGSHM_SEQ_STEP), waiting,
+                    (int)late, (long long)waited);
+            return waiting;
+        }
+        struct timespec ts = { 0, CONFIRM_POLL_US * NS_PER_US };
+        nanosleep(&ts, NULL);
+        /* Apply what others publish meanwhile: two processes committing
+         * at once must not wait for each other's acknowledgement. */
+        srv_config_refresh();
+    }
+}
+
+int srv_config_commit(const srv_config *next)
+{
+    uint64_t seq;
+
+    if (!srv_her.cfgshm) {
+        *srv_her.cfg = *next;
+        srv_log_set_level((int)srv_her.cfg->loglevel);
+        return 0;
+    }
+    seq = srv_cfgshm_publish_locked(srv_her.cfgshm, next);
+    srv_cfgshm_unlock(srv_her.cfgshm);
+    srv_config_refresh();
+    return confirm(seq);
 }

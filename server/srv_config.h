@@ -2,13 +2,17 @@
  * srv_config.h - the server's configuration: one table of directives (an
  * X-macro) drives defaults, parsing of the redis.conf-style file and the
  * command-line overrides, CONFIG GET and CONFIG SET. The master parses it
- * once; children inherit the struct across fork.
+ * once and publishes it in a shared region (srv_cfgshm.h); each process
+ * reads its own copy (srv_her.cfg), which srv_config_refresh keeps in step
+ * with what CONFIG SET publishes (see "The live configuration" below).
  */
 #ifndef SRV_CONFIG_H
 #define SRV_CONFIG_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "server/srv_role.h"
 
 #define SRV_CONFIG_ERR_SIZE 512
 #define SRV_PATH_MAX 4096
@@ -146,5 +150,73 @@ void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
 
 /* Number of workers to run: the setting, or one per online CPU. */
 int srv_config_workers(const srv_config *cfg);
+
+/* Copy the SRV_CFG_RUNTIME directives of *src over those of *dst; the
+ * others (fixed at start) are left alone. */
+void srv_config_copy_runtime(srv_config *dst, const srv_config *src);
+
+/*
+ * ---- The live configuration ----
+ * Every process reads its own copy, *srv_her.cfg: the master's parse,
+ * inherited across fork, then kept in step with the shared region
+ * (srv_her.cfgshm) by srv_config_refresh, which each process calls from
+ * its loop (worker tick, reaper tick, syncer and broker loops, master
+ * loop) and which applies what a process applies once (the log level).
+ * Readers of srv_her.cfg so never see a value change under them, and a
+ * change made by CONFIG SET reaches every process. Without a region (an
+ * embedded worker) srv_her.cfg is the only copy and changes go straight
+ * into it.
+ */
+
+/*
+ * Publish *srv_her.cfg in a new shared region with an acknowledgement
+ * record per stats slot (`nslots`). The master, before it forks. 0 or the
+ * codes of srv_cfgshm_create.
+ */
+int srv_config_share(unsigned nslots);
+
+/*
+ * Check the inherited region (magic, version, size). A child, after fork,
+ * once srv_self is its record. 0 or the codes of srv_cfgshm_attach.
+ */
+int srv_config_attach(void);
+
+/*
+ * The master: child *p was forked (p->pid set) or died (p->pid 0). Forked
+ * children whose role has SRV_ROLE_CONFIRMS are waited for by
+ * srv_config_commit until they have applied a change.
+ */
+void srv_config_track(const srv_proc *p);
+
+/*
+ * Bring this process's copy up to date: if CONFIG SET published a newer
+ * generation, copy its runtime directives into *srv_her.cfg, apply the
+ * log level, acknowledge the generation (children) and log it at verbose.
+ * One atomic load when nothing changed. Any process, from its main thread
+ * only. Returns 1 if something was applied, 0 if not, or the codes of
+ * srv_cfgshm_read (the copy is kept).
+ */
+int srv_config_refresh(void);
+
+/*
+ * Start a change: take the writer lock and copy the published
+ * configuration into *next for the caller to change (srv_config_set),
+ * then srv_config_commit or srv_config_abort. Hold it briefly: no network
+ * I/O in between. Returns 0, or the codes of srv_cfgshm_lock (not locked).
+ */
+int srv_config_begin(srv_config *next);
+
+/* Drop a change begun with srv_config_begin (releases the lock). */
+void srv_config_abort(void);
+
+/*
+ * Publish *next (begun with srv_config_begin), release the lock, apply it
+ * here, then wait until every other child that confirms (workers, the
+ * broker) has applied it too, for at most a few of their ticks (a child
+ * busy past that applies it at its next tick; the wait is logged). When
+ * this returns 0, a command on any connection sees the change. Returns 0,
+ * or how many children had not confirmed by the deadline.
+ */
+int srv_config_commit(const srv_config *next);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * srv_heritage.h - everything a child process inherits from the master
- * across fork: the configuration, the listening sockets, the shared
- * regions. Nothing else crosses fork (LMDB in particular is opened anew).
+ * across fork: the listening sockets, the shared regions (the published
+ * configuration among them) and the master's copy of the configuration,
+ * which each process then keeps current (srv_config_refresh). Nothing else
+ * crosses fork (LMDB in particular is opened anew).
  */
 #ifndef SRV_HERITAGE_H
 #define SRV_HERITAGE_H
@@ -20,7 +22,8 @@
 #define SRV_REDIS_VERSION "7.0.15"
 
 typedef struct srv_heritage {
-    srv_config *cfg;
+    srv_config *cfg;            /* this process's copy (srv_config.h) */
+    struct srv_cfgshm *cfgshm;  /* the published one; NULL when embedded */
     int nworkers;
     int ntcp;                   /* TCP listeners per worker */
     int *tcp_fds;               /* nworkers * ntcp, SO_REUSEPORT groups */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -20,7 +21,9 @@
 #define LOG_FILE_MODE 0644
 
 static int log_fd = STDERR_FILENO;
-static int log_level = SRV_LOG_NOTICE;
+/* Atomic: the reaper's syncer thread logs while the reaper applies a new
+ * level (srv_config_refresh). */
+static _Atomic int log_level = SRV_LOG_NOTICE;
 static char log_role[LOG_ROLE_MAX] = "master";
 
 static const char *const level_names[] = {"debug", "verbose", "notice",
@@ -72,8 +75,15 @@ int srv_log_open(const char *path)
     return 0;
 }
 
-void srv_log_set_level(int level) { log_level = level; }
-int srv_log_get_level(void) { return log_level; }
+void srv_log_set_level(int level)
+{
+    atomic_store_explicit(&log_level, level, memory_order_relaxed);
+}
+
+int srv_log_get_level(void)
+{
+    return atomic_load_explicit(&log_level, memory_order_relaxed);
+}
 
 void srv_log_set_role(const char *role, int index)
 {
@@ -123,7 +133,7 @@ void srv_log(int level, int err, const char *fmt, ...)
     size_t m = 0, n = 0;
     int saved = errno;
 
-    if (level < log_level) {
+    if (level < srv_log_get_level()) {
         errno = saved;
         return;
     }

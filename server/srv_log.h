@@ -21,11 +21,14 @@ const char *srv_log_level_name(int level);
 /* Open `path` for appending ("" or NULL: standard error). 0 or errno. */
 int srv_log_open(const char *path);
 
+/* This process's level: lines below it are not written. Any thread; the
+ * process applies CONFIG SET's loglevel through srv_config_refresh. */
 void srv_log_set_level(int level);
 int srv_log_get_level(void);
 
-/* Name this process in every later line: role "worker" and index 2 give
- * "worker#2"; index < 0 gives just the role. */
+/* Name this process in every later line: role "worker" (srv_role_name)
+ * and index 2 give "worker#2"; index < 0 gives just the role. The master
+ * names each child from its record before the child runs its role. */
 void srv_log_set_role(const char *role, int index);
 
 /*

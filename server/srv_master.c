@@ -3,12 +3,15 @@
  *
  * It parses the configuration, opens LMDB once to create or check the
  * environment and closes it again (LMDB must not cross fork), creates the
- * listening sockets and shared regions, forks the workers and then only
- * supervises: signal handlers set flags and the loop acts on them. A dead
- * worker is respawned (with back-off if it keeps dying young); SIGTERM or
- * SIGINT stops the workers gracefully and exits 0; SIGHUP reopens the log.
- * The reaper and broker processes (issues #5 and later) get their slots in
- * `children` beside the workers.
+ * listening sockets and shared regions (the published configuration among
+ * them), forks the children and then only supervises: signal handlers set
+ * flags and the loop acts on them. Each child has a record (srv_proc: its
+ * role, worker index, pid and stats slot) in `children`, in slot order:
+ * the workers, then the reaper, the syncer and the broker. A dead child is
+ * respawned (with back-off if it keeps dying young); SIGTERM or SIGINT
+ * stops the workers gracefully, then the others, and exits 0; SIGHUP
+ * reopens the log. The loop also applies what CONFIG SET publishes (the
+ * log level), so children forked later start from the current settings.
  */
 #include "server/srv_master.h"
 #include "server/srv_broker.h"
@@ -18,11 +21,13 @@
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
 #include "server/srv_services.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_error.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
 
@@ -36,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,13 +59,13 @@
 static volatile sig_atomic_t got_term, got_chld, got_hup;
 
 typedef struct child {
-    pid_t pid;                  /* 0: not running */
+    srv_proc proc;              /* role, index, pid (0: not running), slot */
     int64_t started_ms;         /* monotonic */
     int64_t respawn_at_ms;      /* monotonic; when to fork again */
     int64_t backoff_ms;
 } child;
 
-static child *workers;     /* nworkers workers, then the duty children */
+static child *children;         /* by stats slot: workers, then the duties */
 static int nchildren;
 
 static void on_signal(int sig)
@@ -93,17 +97,15 @@ static void die(const char *fmt, const char *arg)
     exit(1);
 }
 
-/* The configuration lives in a shared mapping so CONFIG SET in one worker
- * is seen by every process. */
+/* The master's own copy of the configuration; children inherit it and
+ * srv_config_share publishes it for CONFIG SET (srv_config.h). */
 static srv_config *load_config(int argc, char **argv)
 {
+    static srv_config master_cfg;
     char err[SRV_CONFIG_ERR_SIZE];
-    srv_config *cfg = mmap(NULL, sizeof *cfg, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    srv_config *cfg = &master_cfg;
     int first = 1;
 
-    if (cfg == MAP_FAILED)
-        die("mmap() of the configuration failed: %s", strerror(errno));
     srv_config_defaults(cfg);
     if (argc > 1 && strncmp(argv[1], "--", 2) != 0) {
         if (srv_config_load_file(cfg, argv[1], err, sizeof err))
@@ -323,63 +325,92 @@ static void notify_systemd(const char *state)
     close(fd);
 }
 
-/* "worker#2", "reaper", "syncer": the log name of child slot i. */
-static void child_name(int i, char *buf, size_t size)
+/* One record per child, indexed by its stats slot. */
+static void plan_children(void)
 {
-    if (i < srv_her.nworkers)
-        snprintf(buf, size, "worker#%d", i);
-    else if (i - srv_her.nworkers == SRV_SLOT_BROKER)
-        snprintf(buf, size, "broker");
-    else
-        snprintf(buf, size, "%s",
-                 i - srv_her.nworkers == SRV_SLOT_REAPER ? "reaper" : "syncer");
+    nchildren = srv_role_nslots(srv_her.nworkers);
+    if (!(children = calloc((size_t)nchildren, sizeof *children)))
+        die("%s", "out of memory");
+    for (int r = 0; r < SRV_NROLES; r++) {
+        int n = r == SRV_ROLE_WORKER ? srv_her.nworkers : 1;
+        for (int i = 0; i < n && r != SRV_ROLE_MASTER; i++) {
+            srv_proc p;
+            srv_proc_init(&p, (enum srv_role)r, i, srv_her.nworkers);
+            children[p.slot].proc = p;
+        }
+    }
+}
+
+static child *find_child(enum srv_role role)
+{
+    for (int i = 0; i < nchildren; i++)
+        if (children[i].proc.role == role)
+            return &children[i];
+    return NULL;
 }
 
 /* The syncer slot is empty when the syncer runs as a reaper thread. */
-static int child_wanted(int i)
+static int child_wanted(const child *c)
 {
-    return !(i == srv_her.nworkers + SRV_SLOT_SYNCER &&
-             srv_her.cfg->syncer_thread);
+    return !(c->proc.role == SRV_ROLE_SYNCER && srv_her.cfg->syncer_thread);
 }
 
-static int child_main(int i)
+static int child_main(const srv_proc *p)
 {
-    if (i < srv_her.nworkers)
-        return srv_worker_main(i, srv_services);
-    if (i - srv_her.nworkers == SRV_SLOT_REAPER)
-        return srv_reaper_main();
-    if (i - srv_her.nworkers == SRV_SLOT_BROKER)
-        return srv_broker_main();
-    return srv_syncer_main();
+    switch (p->role) {
+    case SRV_ROLE_WORKER: return srv_worker_main(p->index, srv_services);
+    case SRV_ROLE_REAPER: return srv_reaper_main();
+    case SRV_ROLE_SYNCER: return srv_syncer_main();
+    case SRV_ROLE_BROKER: return srv_broker_main();
+    default: return 1;
+    }
 }
 
-static void spawn_child(int i)
+/* In the child: become p (its record, log name, the shared configuration
+ * checked), then run its role. Never returns. */
+static void become_child(const srv_proc *p)
 {
+    struct sigaction sa;
     sigset_t none;
-    char name[SRV_CONN_NAME_MAX];
-    pid_t pid = fork();
+    int rc;
 
-    if (pid < 0) {
-        child_name(i, name, sizeof name);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    srv_self = *p;
+    srv_self.pid = getpid();
+    srv_log_set_role(srv_role_name(p->role), p->index);
+    if ((rc = srv_config_attach())) {
+        srv_log(SRV_LOG_WARNING, 0, "the shared configuration is unusable: %s",
+                shm_strerror(rc));
+        _exit(1);
+    }
+    _exit(child_main(p));
+}
+
+static void spawn_child(child *c)
+{
+    char name[SRV_CONN_NAME_MAX];
+    pid_t pid;
+
+    srv_config_refresh();               /* the child starts from our copy */
+    if ((pid = fork()) < 0) {
+        srv_proc_name(&c->proc, name, sizeof name);
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
-        workers[i].respawn_at_ms = srv_util_monotonic_ms() + RESPAWN_MAX_MS;
+        c->respawn_at_ms = srv_util_monotonic_ms() + RESPAWN_MAX_MS;
         return;
     }
-    if (pid == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = SIG_DFL;
-        sigaction(SIGCHLD, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        _exit(child_main(i));
-    }
-    workers[i].pid = pid;
-    workers[i].started_ms = srv_util_monotonic_ms();
-    workers[i].respawn_at_ms = 0;
+    if (pid == 0)
+        become_child(&c->proc);
+    c->proc.pid = pid;
+    c->started_ms = srv_util_monotonic_ms();
+    c->respawn_at_ms = 0;
+    srv_config_track(&c->proc);
 }
 
 static void reap_children(void)
@@ -389,15 +420,16 @@ static void reap_children(void)
 
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         for (int i = 0; i < nchildren; i++) {
-            child *w = &workers[i];
+            child *w = &children[i];
             char name[SRV_CONN_NAME_MAX];
-            if (w->pid != pid)
+            if (w->proc.pid != pid)
                 continue;
             int64_t now = srv_util_monotonic_ms();
-            w->pid = 0;
+            w->proc.pid = 0;
+            srv_config_track(&w->proc);
             if (got_term)
                 break;
-            child_name(i, name, sizeof name);
+            srv_proc_name(&w->proc, name, sizeof name);
             if (WIFSIGNALED(status))
                 srv_log(SRV_LOG_WARNING, 0, "%s[%d] killed by signal %d",
                         name, (int)pid, WTERMSIG(status));
@@ -411,58 +443,69 @@ static void reap_children(void)
             if (w->backoff_ms > RESPAWN_MAX_MS)
                 w->backoff_ms = RESPAWN_MAX_MS;
             w->respawn_at_ms = now + w->backoff_ms;
-            SRV_STAT_ADD(&srv_her.stats->slot[i], respawns, 1);
+            srv_stats_slot *slot =
+                srv_stats_slot_of(srv_her.stats, w->proc.role, w->proc.index);
+            SRV_STAT_ADD(slot, respawns, 1);
             /* Its reader slot may pin a snapshot: have it cleared now. */
-            int reaper = srv_her.nworkers + SRV_SLOT_REAPER;
-            if (i != reaper && workers[reaper].pid)
-                kill(workers[reaper].pid, SIGUSR1);
+            child *reaper = find_child(SRV_ROLE_REAPER);
+            if (w != reaper && reaper->proc.pid)
+                kill(reaper->proc.pid, SIGUSR1);
             /* Its connections are gone: take them off the client count. */
             atomic_fetch_sub(&srv_her.stats->clients,
-                             atomic_exchange(&srv_her.stats->slot[i].connected, 0));
+                             atomic_exchange(&slot->connected, 0));
         }
     }
 }
 
-static int children_alive(int from, int to)
+/* The children to stop together: the workers, or everyone else. */
+static int in_group(const child *c, int workers)
+{
+    return (c->proc.role == SRV_ROLE_WORKER) == workers;
+}
+
+static int children_alive(int workers)
 {
     int n = 0;
 
-    for (int i = from; i < to; i++)
-        n += workers[i].pid != 0;
+    for (int i = 0; i < nchildren; i++)
+        n += in_group(&children[i], workers) && children[i].proc.pid != 0;
     return n;
 }
 
-/* Stop children [from, to): ask, wait (bounded), then force. */
-static void stop_range(int from, int to, const sigset_t *waitmask)
+/* Stop the workers, or the other children: ask, wait (bounded), force. */
+static void stop_group(int workers, const sigset_t *waitmask)
 {
     int64_t deadline = srv_util_monotonic_ms() + STOP_WAIT_MS;
 
-    for (int i = from; i < to; i++)
-        if (workers[i].pid)
-            kill(workers[i].pid, SIGTERM);
-    while (children_alive(from, to) && srv_util_monotonic_ms() < deadline) {
+    for (int i = 0; i < nchildren; i++)
+        if (in_group(&children[i], workers) && children[i].proc.pid)
+            kill(children[i].proc.pid, SIGTERM);
+    while (children_alive(workers) && srv_util_monotonic_ms() < deadline) {
         struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
         ppoll(NULL, 0, &ts, waitmask);
         got_chld = 0;
         reap_children();
     }
-    for (int i = from; i < to; i++)
-        if (workers[i].pid) {
+    for (int i = 0; i < nchildren; i++) {
+        child *w = &children[i];
+        if (in_group(w, workers) && w->proc.pid) {
             char name[SRV_CONN_NAME_MAX];
-            child_name(i, name, sizeof name);
+            srv_proc_name(&w->proc, name, sizeof name);
             srv_log(SRV_LOG_WARNING, 0, "%s[%d] did not stop: SIGKILL", name,
-                    (int)workers[i].pid);
-            kill(workers[i].pid, SIGKILL);
-            waitpid(workers[i].pid, NULL, 0);
-            workers[i].pid = 0;
+                    (int)w->proc.pid);
+            kill(w->proc.pid, SIGKILL);
+            waitpid(w->proc.pid, NULL, 0);
+            w->proc.pid = 0;
+            srv_config_track(&w->proc);
         }
+    }
 }
 
 /* Workers first (their held replies need the syncer), then the duties. */
 static void stop_children(const sigset_t *waitmask)
 {
-    stop_range(0, srv_her.nworkers, waitmask);
-    stop_range(srv_her.nworkers, nchildren, waitmask);
+    stop_group(1, waitmask);
+    stop_group(0, waitmask);
 }
 
 /* Eventfds between workers and the syncer, made before any fork. */
@@ -519,11 +562,13 @@ int srv_master_main(int argc, char **argv)
     }
     srv_her.cfg = load_config(argc, argv);
     srv_her.master_pid = getpid();
+    srv_proc_init(&srv_self, SRV_ROLE_MASTER, -1, 0);
+    srv_self.pid = srv_her.master_pid;
     srv_her.start_ms = srv_util_mstime();
     srv_her.nworkers = srv_config_workers(srv_her.cfg);
     if (!realpath("/proc/self/exe", srv_her.executable))
         snprintf(srv_her.executable, sizeof srv_her.executable, "%s", argv[0]);
-    srv_log_set_role("master", -1);
+    srv_log_set_role(srv_role_name(SRV_ROLE_MASTER), -1);
     srv_log_set_level((int)srv_her.cfg->loglevel);
     if ((rc = srv_log_open(srv_her.cfg->logfile)))
         die("can't open logfile: %s", strerror(rc));
@@ -533,18 +578,19 @@ int srv_master_main(int argc, char **argv)
     if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
-    nchildren = srv_her.nworkers + SRV_DUTY_SLOTS;
-    if (!(srv_her.stats = srv_stats_create((unsigned)nchildren)))
+    plan_children();
+    if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));
-    if (!(workers = calloc((size_t)nchildren, sizeof *workers)))
-        die("%s", "out of memory");
+    if ((rc = srv_config_share((unsigned)nchildren)))
+        die("can't create the shared configuration: %s",
+            rc > 0 ? strerror(rc) : shm_strerror(rc));
     create_eventfds();
     if ((rc = srv_broker_listen()))
         die("can't create the pub/sub broker socket: %s", strerror(rc));
     install_signals(&waitmask);
     for (int i = 0; i < nchildren; i++)
-        if (child_wanted(i))
-            spawn_child(i);
+        if (child_wanted(&children[i]))
+            spawn_child(&children[i]);
     write_pidfile();
     srv_log(SRV_LOG_NOTICE, 0,
             "larder %s (Redis %s protocol) ready: port %lld%s%s, %d workers, "
@@ -557,6 +603,7 @@ int srv_master_main(int argc, char **argv)
     while (!got_term) {
         struct timespec ts = { 0, LOOP_TICK_MS * NS_PER_MS };
         ppoll(NULL, 0, &ts, &waitmask);
+        srv_config_refresh();
         if (got_chld) {
             got_chld = 0;
             reap_children();
@@ -569,13 +616,13 @@ int srv_master_main(int argc, char **argv)
         }
         int64_t now = srv_util_monotonic_ms();
         for (int i = 0; i < nchildren && !got_term; i++)
-            if (!workers[i].pid && now >= workers[i].respawn_at_ms &&
-                child_wanted(i))
-                spawn_child(i);
+            if (!children[i].proc.pid && now >= children[i].respawn_at_ms &&
+                child_wanted(&children[i]))
+                spawn_child(&children[i]);
     }
     notify_systemd("STOPPING=1");
     srv_log(SRV_LOG_NOTICE, 0, "shutting down: stopping %d workers",
-            children_alive(0, srv_her.nworkers));
+            children_alive(1));
     stop_children(&waitmask);
     if (srv_her.cfg->pidfile[0])
         unlink(srv_her.cfg->pidfile);

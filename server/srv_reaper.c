@@ -1,6 +1,7 @@
 /*
- * srv_reaper.c - the reaper process. Every 1/hz s: expire due keys oldest
- * first, each batch of at most `reaper-batch` keys its own short write
+ * srv_reaper.c - the reaper process. Every 1/hz s: apply configuration
+ * changes (srv_config_refresh, for the syncer thread too); expire due keys
+ * oldest first, each batch of at most `reaper-batch` keys its own short write
  * transaction, until none is due or the tick's time budget is spent (so
  * mass expiry never holds the write lock long); free detached collections
  * in a bounded chunk; once a second (or at once when the master saw a
@@ -12,6 +13,7 @@
 #include "server/srv_config.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_syncer.h"
 #include "server/srv_util.h"
@@ -78,12 +80,13 @@ static size_t expire_tick(st_env *env, int64_t budget_ms)
 
 int srv_reaper_main(void)
 {
-    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_REAPER];
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_REAPER, -1);
     int64_t tick_ms = MS_PER_S / srv_her.cfg->hz;
     int64_t last_check = 0;
     st_env *env;
 
-    if (srv_child_start("reaper", slot) || srv_child_env_open(&env))
+    if (srv_child_start(slot) ||
+        srv_child_env_open(&env))
         return 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -102,9 +105,12 @@ int srv_reaper_main(void)
         uint64_t pending;
         int rc, dead;
 
+        srv_config_refresh();
         n = expire_tick(env, tick_ms / REAPER_BUDGET_SHARE);
-        if (n)
+        if (n) {
             SRV_STAT_ADD(slot, expired_keys, (int64_t)n);
+            srv_log(SRV_LOG_DEBUG, 0, "expired %zu keys", n);
+        }
         if ((rc = st_coll_free_chunk(env, LAZYFREE_CHUNK, &freed, &pending)))
             srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s", st_strerror(rc));
         else

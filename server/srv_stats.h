@@ -1,8 +1,9 @@
 /*
  * srv_stats.h - counters every process can read for INFO: one shared
- * anonymous mapping created by the master before fork. Each worker writes
- * only its own slot (relaxed atomics); readers sum the slots. A worker that
- * dies leaves its cumulative counters; its respawn resets the gauges.
+ * anonymous mapping created by the master before fork. Each child writes
+ * only its own slot (relaxed atomics; srv_stats_slot_of finds it by role);
+ * readers sum the slots. A child that dies leaves its cumulative counters;
+ * its respawn resets the gauges.
  */
 #ifndef SRV_STATS_H
 #define SRV_STATS_H
@@ -10,8 +11,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "server/srv_role.h"
+
 #define SRV_STATS_MAGIC 0x6c61726465727374ull
-#define SRV_STATS_VERSION 1
+#define SRV_STATS_VERSION 2
 #define SRV_CACHELINE 64
 
 typedef struct srv_stats_slot {
@@ -38,6 +41,7 @@ typedef struct srv_stats {
     uint64_t magic;                     /* immutable after init */
     uint32_t version;                   /* immutable after init */
     uint32_t nslots;                    /* immutable after init */
+    uint32_t nworkers;                  /* immutable after init */
     _Atomic uint64_t next_client_id;    /* atomic */
     _Atomic int64_t clients;            /* atomic: across workers */
     _Atomic int64_t last_sync_ms;       /* atomic */
@@ -53,15 +57,22 @@ typedef struct srv_stats {
     srv_stats_slot slot[];
 } srv_stats;
 
-/* Slots after the workers' ones. */
-#define SRV_SLOT_REAPER 0
-#define SRV_SLOT_SYNCER 1
-#define SRV_SLOT_BROKER 2
-#define SRV_DUTY_SLOTS 3
+/*
+ * Map the region for a tree of `nworkers` workers: a slot per worker and
+ * one per background child (srv_role_nslots). The master, before fork (an
+ * embedded worker: for itself). NULL with errno set if mmap fails.
+ */
+srv_stats *srv_stats_create(unsigned nworkers);
 
-/* Map the region for `nslots` workers (master, before fork). NULL: errno. */
-srv_stats *srv_stats_create(unsigned nslots);
+/* Unmap the region and NULL *s (its creator, once no child uses it). */
 void srv_stats_destroy(srv_stats **s);
+
+/*
+ * The slot of the process of `role` (`index`: the worker number, ignored
+ * for the other roles); NULL for the master, which has none. Any process.
+ */
+srv_stats_slot *srv_stats_slot_of(srv_stats *s, enum srv_role role,
+                                  int index);
 
 /* Sum of one field over all slots, e.g. SRV_STATS_SUM(s, total_commands). */
 #define SRV_STATS_SUM(s, field)                                              \

@@ -11,6 +11,7 @@
 #include "server/srv_config.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
 #include "storage/st_env.h"
@@ -56,6 +57,10 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
         int rc;
         int64_t wait = next_flush - srv_util_monotonic_ms();
 
+        /* As the reaper's thread, the reaper's loop refreshes for both. */
+        if (srv_self.role == SRV_ROLE_SYNCER)
+            srv_config_refresh();
+
         /* everysec: flushes start on a fixed 1 s beat, not 1 s after the
          * last one ended, so the loss window stays near a second. */
         poll(&pfd, 1, wait > 0 ? (int)wait : 0);
@@ -94,10 +99,11 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
 
 int srv_syncer_main(void)
 {
-    srv_stats_slot *slot = &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER];
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_SYNCER, -1);
     st_env *env;
 
-    if (srv_child_start("syncer", slot) || srv_child_env_open(&env))
+    if (srv_child_start(slot) ||
+        srv_child_env_open(&env))
         return 1;
     srv_syncer_loop(env, slot);
     st_env_close(&env);
@@ -108,6 +114,7 @@ void *srv_syncer_thread(void *arg)
 {
     srv_syncer_thread_arg *a = arg;
 
-    srv_syncer_loop(a->env, &srv_her.stats->slot[srv_her.nworkers + SRV_SLOT_SYNCER]);
+    srv_syncer_loop(a->env,
+                    srv_stats_slot_of(srv_her.stats, SRV_ROLE_SYNCER, -1));
     return NULL;
 }

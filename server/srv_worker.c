@@ -9,6 +9,7 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 #include "server/srv_syncer.h"
 #include "server/srv_util.h"
 #include "storage/st_env.h"
@@ -147,6 +148,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t now = srv_util_mstime();
     int64_t mono = srv_util_monotonic_ms();
 
+    srv_config_refresh();
     group_finish(w);                    /* its own txns below need the slot */
     close_idle(w, now);
     if (mono - w->last_sample_ms >= MS_PER_S) {
@@ -277,7 +279,7 @@ int srv_worker_open(srv_worker *w, int index,
     memset(w, 0, sizeof *w);
     w->index = index;
     w->services = services;
-    w->stats = &srv_her.stats->slot[index];
+    w->stats = srv_stats_slot_of(srv_her.stats, SRV_ROLE_WORKER, index);
     atomic_store(&w->stats->pid, getpid());
     atomic_store(&w->stats->started_ms, srv_util_mstime());
     atomic_store(&w->stats->connected, 0);
@@ -356,7 +358,6 @@ int srv_worker_main(int index, const srv_service *const *services)
     srv_worker *w = &worker;
     int status = 1;
 
-    srv_log_set_role("worker", index);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != srv_her.master_pid)
         return 1;                       /* the master died meanwhile */

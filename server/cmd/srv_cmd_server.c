@@ -512,17 +512,62 @@ static void config_get(srv_conn *c)
     srv_buf_free(&g.pairs);
 }
 
+/* The cache budget a change of cache-mb asks for, or an error (in err)
+ * if it cannot have it. The shared cache is one for all processes, so the
+ * process that publishes the change sets it, under the writer lock. */
+static int config_set_cache(long long before, const srv_config *next,
+                            char *err, size_t errlen)
+{
+    int rc;
+
+    if (next->cache_mb == before)
+        return 0;
+    rc = srv_her.cache
+             ? shm_cache_set_budget(srv_her.cache,
+                                    (size_t)next->cache_mb * BYTES_PER_MB)
+             : (next->cache_mb ? SHM_ERESTART : 0);
+    if (rc == SHM_ERESTART) {
+        shm_cache_stats_t st;
+        shm_cache_stats(srv_her.cache, &st);
+        snprintf(err, errlen, "ERR CONFIG SET failed (possibly related to "
+                              "argument 'cache-mb') - the cache can shrink "
+                              "at run time but grow only up to %lld MB (its "
+                              "size at start); restart to grow it",
+                 (long long)(st.max_bytes / BYTES_PER_MB));
+        return -1;
+    }
+    if (rc) {
+        snprintf(err, errlen, "ERR CONFIG SET cache-mb failed: %s",
+                 shm_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * CONFIG SET name value [name value ...]: all or nothing, as Redis. The
+ * pairs are applied to a copy of the published configuration under its
+ * writer lock, so concurrent CONFIG SETs in other workers neither tear
+ * nor lose each other's changes; the reply comes once every worker has
+ * applied the change (srv_config_commit).
+ */
 static void config_set(srv_conn *c)
 {
-    char err[SRV_CONFIG_ERR_SIZE];
+    static srv_config next;             /* big; one command at a time */
+    char err[SRV_CONFIG_ERR_SIZE], reply[SRV_CONFIG_ERR_SIZE * 2];
     char name[SRV_CONFIG_ERR_SIZE], value[SRV_PATH_MAX];
-    srv_config next = *srv_her.cfg;
+    long long cache_mb;
+    int rc;
 
     if (c->argc < 4 || c->argc % 2) {
         srv_args_subcommand_arity(c);
         return;
     }
-    /* Validate every pair on a copy first: all or nothing, as Redis. */
+    if ((rc = srv_config_begin(&next))) {
+        srv_reply_errorf(c, "ERR CONFIG SET failed: %s", shm_strerror(rc));
+        return;
+    }
+    cache_mb = next.cache_mb;
     for (int i = 2; i < c->argc; i += 2) {
         const char *args[CONFIG_ARGS_MAX];
         snprintf(name, sizeof name, "%.*s", (int)c->argv[i].len, c->argv[i].ptr);
@@ -530,34 +575,18 @@ static void config_set(srv_conn *c)
                  c->argv[i + 1].ptr);
         args[0] = value;
         if (srv_config_set(&next, name, args, 1, 1, err, sizeof err)) {
+            srv_config_abort();
             srv_reply_errorf(c, "ERR CONFIG SET failed (possibly related to "
                                 "argument '%s') - %s", name, err);
             return;
         }
     }
-    if (next.cache_mb != srv_her.cfg->cache_mb) {
-        int rc = srv_her.cache
-                     ? shm_cache_set_budget(srv_her.cache,
-                                            (size_t)next.cache_mb * BYTES_PER_MB)
-                     : (next.cache_mb ? SHM_ERESTART : 0);
-        if (rc == SHM_ERESTART) {
-            shm_cache_stats_t st;
-            shm_cache_stats(srv_her.cache, &st);
-            srv_reply_errorf(c, "ERR CONFIG SET failed (possibly related to "
-                                "argument 'cache-mb') - the cache can shrink "
-                                "at run time but grow only up to %lld MB (its "
-                                "size at start); restart to grow it",
-                             (long long)(st.max_bytes / BYTES_PER_MB));
-            return;
-        }
-        if (rc) {
-            srv_reply_errorf(c, "ERR CONFIG SET cache-mb failed: %s",
-                             shm_strerror(rc));
-            return;
-        }
+    if (config_set_cache(cache_mb, &next, reply, sizeof reply)) {
+        srv_config_abort();
+        srv_reply_error(c, reply);
+        return;
     }
-    *srv_her.cfg = next;                /* shared with every process */
-    srv_log_set_level((int)next.loglevel);
+    srv_config_commit(&next);
     srv_reply_ok(c);
 }
 
@@ -566,10 +595,12 @@ void srv_cmd_config(srv_conn *c)
     const srv_slice *sub = &c->argv[1];
 
     if (srv_util_streq(sub->ptr, sub->len, "get")) {
-        if (c->argc < 3)
+        if (c->argc < 3) {
             srv_args_subcommand_arity(c);
-        else
+        } else {
+            srv_config_refresh();       /* in case our tick is late */
             config_get(c);
+        }
     } else if (srv_util_streq(sub->ptr, sub->len, "set")) {
         config_set(c);
     } else if (srv_util_streq(sub->ptr, sub->len, "resetstat") && c->argc == 2) {

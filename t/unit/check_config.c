@@ -2,20 +2,30 @@
  * check_config: unit tests of the configuration table (server/srv_config.h):
  * defaults, redis.conf-style files (comments, quotes, multi-word bind),
  * errors that name file, line and directive, command-line overrides, sizes
- * with units, CONFIG GET globbing and the runtime-only rule of CONFIG SET.
+ * with units, CONFIG GET globbing and the runtime-only rule of CONFIG SET;
+ * and the live configuration: a change committed by one process reaches
+ * another's copy (runtime directives only, log level applied), commit
+ * waits for the children that confirm, and gives up on one that does not.
  * Config files are written to a temp dir removed after each test.
  */
 #include "t/unit/unit_tmp.h"
 #include <check.h>
+#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "server/srv_cfgshm.h"
 #include "server/srv_config.h"
+#include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_role.h"
 
 #define KIB 1024LL
 #define MIB (1024LL * 1024)
@@ -23,6 +33,17 @@
 #define MAX_SEEN 64
 #define ROOT_SIZE 1024
 #define DIR_SIZE 2048
+#define LIVE_NSLOTS 6
+#define LIVE_NWORKERS (LIVE_NSLOTS - SRV_ROLE_DUTY_SLOTS)
+#define LIVE_HZ 10
+#define LIVE_TIMEOUT_S 30
+#define MS_PER_S 1000
+#define NS_PER_MS 1000000
+#define POLL_MS 5
+#define CFG_NUM_SIZE 32
+/* A commit whose workers refresh every POLL_MS returns well within this;
+ * one that gives up does after 3 ticks of 1/LIVE_HZ s. */
+#define CONFIRM_LIMIT_MS 1000
 
 /*
  * A root temp dir per TCase (unchecked fixture, removed by the runner even
@@ -643,6 +664,256 @@ START_TEST(test_workers)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* the live configuration (srv_config_share, _refresh, _begin, _commit) */
+
+static srv_config live_cfg;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / NS_PER_MS;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { 0, (long)ms * NS_PER_MS };
+
+    nanosleep(&ts, NULL);
+}
+
+/* This (forked) test process as a master with its own copy, published. */
+static void live_setup(void)
+{
+    srv_config_defaults(&live_cfg);
+    live_cfg.loglevel = SRV_LOG_WARNING;
+    live_cfg.hz = LIVE_HZ;
+    srv_her.cfg = &live_cfg;
+    srv_her.cfgshm = NULL;
+    srv_log_set_level(SRV_LOG_WARNING);
+    srv_proc_init(&srv_self, SRV_ROLE_MASTER, -1, 0);
+    ck_assert_int_eq(srv_config_share(LIVE_NSLOTS), 0);
+    ck_assert_int_eq(srv_config_attach(), 0);
+}
+
+static void live_teardown(void)
+{
+    srv_cfgshm_destroy(&srv_her.cfgshm);
+}
+
+/* Make this process the tree's `role` (index: worker number), as the
+ * master does in a child it forks. */
+static void become(enum srv_role role, int index)
+{
+    srv_proc_init(&srv_self, role, index, LIVE_NWORKERS);
+    srv_self.pid = getpid();
+}
+
+/* Fork a worker that refreshes every POLL_MS until its copy has
+ * maxclients == want (exit 0), or forever if want is 0. The master side
+ * registers it as srv_config_track would after a fork. */
+static pid_t fork_worker(int index, long long want, int refreshes)
+{
+    srv_proc p;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        become(SRV_ROLE_WORKER, index);
+        for (;;) {
+            if (refreshes)
+                srv_config_refresh();
+            if (want && srv_her.cfg->maxclients == want)
+                _exit(0);
+            sleep_ms(POLL_MS);
+        }
+    }
+    srv_proc_init(&p, SRV_ROLE_WORKER, index, LIVE_NWORKERS);
+    p.pid = pid;
+    srv_config_track(&p);
+    return pid;
+}
+
+static int exit_status(pid_t pid)
+{
+    int status;
+
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Commit maxclients = n (and, with pass, requirepass and loglevel debug). */
+static int commit_maxclients(long long n, const char *pass)
+{
+    static srv_config next;
+    char err[SRV_CONFIG_ERR_SIZE], num[CFG_NUM_SIZE];
+    const char *v[] = { num };
+    const char *pw[] = { pass }, *dbg[] = { "debug" };
+
+    snprintf(num, sizeof num, "%lld", n);
+    ck_assert_int_eq(srv_config_begin(&next), 0);
+    ck_assert_int_eq(srv_config_set(&next, "maxclients", v, 1, 1, err,
+                                    sizeof err), 0);
+    if (pass) {
+        ck_assert_int_eq(srv_config_set(&next, "requirepass", pw, 1, 1, err,
+                                        sizeof err), 0);
+        ck_assert_int_eq(srv_config_set(&next, "loglevel", dbg, 1, 1, err,
+                                        sizeof err), 0);
+        next.port = 1;          /* not a runtime directive: never copied */
+    }
+    return srv_config_commit(&next);
+}
+
+START_TEST(test_live_refresh)
+{
+    pid_t pid;
+
+    live_setup();
+    ck_assert_int_eq(srv_config_refresh(), 0);  /* nothing published */
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        become(SRV_ROLE_WORKER, 1);
+        if (commit_maxclients(5, "pw") != 0)
+            _exit(1);
+        /* The committer applied it to its own copy at once. */
+        _exit(srv_her.cfg->maxclients == 5 &&
+                      srv_log_get_level() == SRV_LOG_DEBUG
+                  ? 0
+                  : 2);
+    }
+    ck_assert_int_eq(exit_status(pid), 0);
+    ck_assert_int_eq(live_cfg.maxclients, 10000);       /* not yet here */
+    ck_assert_int_eq(srv_config_refresh(), 1);
+    ck_assert_int_eq(live_cfg.maxclients, 5);
+    ck_assert_str_eq(live_cfg.requirepass, "pw");
+    ck_assert_int_eq(live_cfg.loglevel, SRV_LOG_DEBUG);
+    ck_assert_int_eq(srv_log_get_level(), SRV_LOG_DEBUG);
+    ck_assert_int_eq(live_cfg.port, 6379);
+    ck_assert_int_eq(live_cfg.hz, LIVE_HZ);
+    ck_assert_int_eq(srv_config_refresh(), 0);          /* once only */
+    live_teardown();
+}
+END_TEST
+
+/* commit returns once the registered workers have applied the change. */
+START_TEST(test_live_commit_waits_for_workers)
+{
+    pid_t w1, w2;
+    int64_t t0;
+
+    live_setup();
+    become(SRV_ROLE_WORKER, 0);         /* this process commits */
+    w1 = fork_worker(1, 0, 1);
+    w2 = fork_worker(2, 0, 1);
+    t0 = mono_ms();
+    ck_assert_int_eq(commit_maxclients(9, NULL), 0);
+    ck_assert_int_lt(mono_ms() - t0, CONFIRM_LIMIT_MS);
+    ck_assert_int_eq(srv_cfgshm_lagging(srv_her.cfgshm, 1,
+                                        srv_cfgshm_seq(srv_her.cfgshm)), 0);
+    ck_assert_int_eq(srv_cfgshm_lagging(srv_her.cfgshm, 2,
+                                        srv_cfgshm_seq(srv_her.cfgshm)), 0);
+    kill(w1, SIGKILL);
+    kill(w2, SIGKILL);
+    exit_status(w1);
+    exit_status(w2);
+    live_teardown();
+}
+END_TEST
+
+/* A worker that never refreshes is waited for a few ticks only; a dead
+ * one and a role that does not confirm are not waited for at all. */
+START_TEST(test_live_commit_bounded)
+{
+    pid_t stuck, dead;
+    srv_proc p;
+    int64_t t0, took;
+
+    live_setup();
+    stuck = fork_worker(0, 0, 0);
+    dead = fork_worker(1, 0, 0);
+    kill(dead, SIGKILL);
+    exit_status(dead);                  /* reaped; still registered */
+    srv_proc_init(&p, SRV_ROLE_REAPER, -1, LIVE_NWORKERS);
+    p.pid = stuck;                 /* alive, never refreshes */
+    srv_config_track(&p);
+    t0 = mono_ms();
+    ck_assert_int_eq(commit_maxclients(11, NULL), 1);  /* the stuck one */
+    took = mono_ms() - t0;
+    ck_assert_int_ge(took, 3 * MS_PER_S / LIVE_HZ);
+    ck_assert_int_lt(took, CONFIRM_LIMIT_MS * 2);
+    /* Once the master sees it die, it is not waited for any more. */
+    kill(stuck, SIGKILL);
+    exit_status(stuck);
+    srv_proc_init(&p, SRV_ROLE_WORKER, 0, LIVE_NWORKERS);
+    srv_config_track(&p);          /* pid 0: died */
+    t0 = mono_ms();
+    ck_assert_int_eq(commit_maxclients(12, NULL), 0);
+    ck_assert_int_lt(mono_ms() - t0, CONFIRM_LIMIT_MS);
+    live_teardown();
+}
+END_TEST
+
+/* Two processes committing at once each wait for the other's
+ * acknowledgement; neither deadlocks, and neither change is lost. */
+START_TEST(test_live_concurrent_commits)
+{
+    static srv_config next;
+    char err[SRV_CONFIG_ERR_SIZE];
+    pid_t a, b;
+
+    live_setup();
+    a = fork_worker(0, 0, 1);           /* registered, refreshing */
+    b = fork();
+    ck_assert_int_ge(b, 0);
+    if (b == 0) {
+        const char *v[] = { "33" };
+        become(SRV_ROLE_WORKER, 1);
+        if (srv_config_begin(&next) ||
+            srv_config_set(&next, "timeout", v, 1, 1, err, sizeof err))
+            _exit(1);
+        _exit(srv_config_commit(&next) == 0 ? 0 : 2);
+    }
+    {
+        srv_proc p;
+        srv_proc_init(&p, SRV_ROLE_WORKER, 1, LIVE_NWORKERS);
+        p.pid = b;
+        srv_config_track(&p);
+    }
+    become(SRV_ROLE_WORKER, 2);
+    ck_assert_int_eq(commit_maxclients(21, NULL), 0);
+    ck_assert_int_eq(exit_status(b), 0);
+    kill(a, SIGKILL);
+    exit_status(a);
+    ck_assert_int_eq(srv_config_begin(&next), 0);
+    ck_assert_int_eq(next.maxclients, 21);
+    ck_assert_int_eq(next.timeout, 33);
+    srv_config_abort();
+    live_teardown();
+}
+END_TEST
+
+/* Without a region (an embedded worker) changes go straight to the copy. */
+START_TEST(test_live_embedded)
+{
+    static srv_config next;
+
+    srv_config_defaults(&live_cfg);
+    srv_her.cfg = &live_cfg;
+    srv_her.cfgshm = NULL;
+    ck_assert_int_eq(srv_config_attach(), 0);
+    ck_assert_int_eq(srv_config_refresh(), 0);
+    ck_assert_int_eq(srv_config_begin(&next), 0);
+    next.timeout = 7;
+    next.loglevel = SRV_LOG_VERBOSE;
+    ck_assert_int_eq(srv_config_commit(&next), 0);
+    ck_assert_int_eq(live_cfg.timeout, 7);
+    ck_assert_int_eq(srv_log_get_level(), SRV_LOG_VERBOSE);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -684,6 +955,15 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_config_text_too_long);
     tcase_add_test(tc, test_storage_directives);
     tcase_add_test(tc, test_workers);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("live");
+    tcase_set_timeout(tc, LIVE_TIMEOUT_S);
+    tcase_add_test(tc, test_live_refresh);
+    tcase_add_test(tc, test_live_commit_waits_for_workers);
+    tcase_add_test(tc, test_live_commit_bounded);
+    tcase_add_test(tc, test_live_concurrent_commits);
+    tcase_add_test(tc, test_live_embedded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -25,6 +25,18 @@ t_unit_check_config_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_config_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_config
 
+check_PROGRAMS += t/unit/check_cfgshm
+t_unit_check_cfgshm_SOURCES = t/unit/check_cfgshm.c
+t_unit_check_cfgshm_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_cfgshm_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_cfgshm
+
+check_PROGRAMS += t/unit/check_role
+t_unit_check_role_SOURCES = t/unit/check_role.c
+t_unit_check_role_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_role_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_role
+
 check_PROGRAMS += t/unit/check_storage
 t_unit_check_storage_SOURCES = t/unit/check_storage.c $(UNIT_TMP)
 t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
