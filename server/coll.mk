@@ -5,7 +5,7 @@ libserver_a_SOURCES += \
 
 # Unit tests of the collection storage.
 check_PROGRAMS += t/unit/check_st_coll
-t_unit_check_st_coll_SOURCES = t/unit/check_st_coll.c $(UNIT_TMP)
+t_unit_check_st_coll_SOURCES = t/unit/check_st_coll.c $(UNIT_ST)
 t_unit_check_st_coll_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_coll_LDADD = $(SERVER_LIBS) $(CHECK_LIBS)
 TESTS += t/unit/check_st_coll

@@ -25,11 +25,54 @@ t_unit_check_config_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_config_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_config
 
-check_PROGRAMS += t/unit/check_storage
-t_unit_check_storage_SOURCES = t/unit/check_storage.c $(UNIT_TMP)
-t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
-t_unit_check_storage_LDADD = $(UNIT_LIBS)
-TESTS += t/unit/check_storage
+# The storage suites, one per module (st_keyspace's by concern, four),
+# share one fixture: a fresh environment per test (unit_st.h).
+UNIT_ST = t/unit/unit_st.c t/unit/unit_st.h $(UNIT_TMP)
+
+check_PROGRAMS += t/unit/check_st_codec
+t_unit_check_st_codec_SOURCES = t/unit/check_st_codec.c $(UNIT_ST)
+t_unit_check_st_codec_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_codec_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_codec
+
+check_PROGRAMS += t/unit/check_st_env
+t_unit_check_st_env_SOURCES = t/unit/check_st_env.c $(UNIT_ST)
+t_unit_check_st_env_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_env_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_env
+
+check_PROGRAMS += t/unit/check_st_txn
+t_unit_check_st_txn_SOURCES = t/unit/check_st_txn.c $(UNIT_ST)
+t_unit_check_st_txn_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_txn_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_txn
+
+check_PROGRAMS += t/unit/check_st_keyspace
+t_unit_check_st_keyspace_SOURCES = t/unit/check_st_keyspace.c $(UNIT_ST)
+t_unit_check_st_keyspace_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace
+
+check_PROGRAMS += t/unit/check_st_keyspace_names
+t_unit_check_st_keyspace_names_SOURCES = t/unit/check_st_keyspace_names.c \
+	$(UNIT_ST)
+t_unit_check_st_keyspace_names_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_names_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace_names
+
+check_PROGRAMS += t/unit/check_st_keyspace_cache
+t_unit_check_st_keyspace_cache_SOURCES = t/unit/check_st_keyspace_cache.c \
+	$(UNIT_ST)
+t_unit_check_st_keyspace_cache_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_cache_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace_cache
+
+check_PROGRAMS += t/unit/check_st_keyspace_model
+t_unit_check_st_keyspace_model_SOURCES = t/unit/check_st_keyspace_model.c \
+	$(UNIT_ST)
+t_unit_check_st_keyspace_model_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_model_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace_model
 
 # larder-bench's RESP reply parser (bench/ has no library: link the module).
 check_PROGRAMS += t/unit/check_bench_resp
@@ -52,7 +95,8 @@ t_unit_check_dict_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_dict
 
 check_PROGRAMS += t/unit/check_st_rank
-t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_TMP)
+t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_ST)
 t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_rank
+
