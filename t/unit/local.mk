@@ -1,4 +1,4 @@
-# t/unit/: Check suites for server/, storage/ and bench/ modules.
+# t/unit/: Check suites for the server/, storage/, shm/ and bench/ modules.
 # Each suite is one program linking the convenience libraries; `make check`
 # runs them all (CK_FORK is on by default, so a crash fails one test only).
 
@@ -94,9 +94,43 @@ t_unit_check_dict_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_dict_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_dict
 
+check_PROGRAMS += t/unit/check_st_coll
+t_unit_check_st_coll_SOURCES = t/unit/check_st_coll.c $(UNIT_ST)
+t_unit_check_st_coll_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_coll_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_coll
+
 check_PROGRAMS += t/unit/check_st_rank
 t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_ST)
 t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_rank
 
+# shm/ links nothing above it: its suites link libshm.a alone.
+check_PROGRAMS += t/unit/check_shm_slab
+t_unit_check_shm_slab_SOURCES = t/unit/check_shm_slab.c
+t_unit_check_shm_slab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_shm_slab_LDADD = libshm.a $(CHECK_LIBS) -lpthread
+TESTS += t/unit/check_shm_slab
+
+check_PROGRAMS += t/unit/check_shm_cache
+t_unit_check_shm_cache_SOURCES = t/unit/check_shm_cache.c
+t_unit_check_shm_cache_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_shm_cache_LDADD = libshm.a $(CHECK_LIBS) -lpthread
+TESTS += t/unit/check_shm_cache
+
+# larder-bench's histogram and random streams (bench/ has no library:
+# link the modules).
+check_PROGRAMS += t/unit/check_bench_hist
+t_unit_check_bench_hist_SOURCES = t/unit/check_bench_hist.c \
+	bench/bench_hist.c bench/bench_hist.h
+t_unit_check_bench_hist_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_hist_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_hist
+
+check_PROGRAMS += t/unit/check_bench_rand
+t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c \
+	bench/bench_rand.c bench/bench_rand.h
+t_unit_check_bench_rand_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_rand_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_rand
