@@ -25,6 +25,30 @@ t_unit_check_config_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_config_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_config
 
+# The reply builder on a bare connection.
+check_PROGRAMS += t/unit/check_reply
+t_unit_check_reply_SOURCES = t/unit/check_reply.c
+t_unit_check_reply_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_reply_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_reply
+
+# The dispatcher and MULTI through an embedded worker (unit_embed.h;
+# embed_compat.h names its API).
+UNIT_EMBED = t/unit/unit_embed.c t/unit/unit_embed.h t/unit/embed_compat.h \
+	$(UNIT_TMP)
+
+check_PROGRAMS += t/unit/check_cmd
+t_unit_check_cmd_SOURCES = t/unit/check_cmd.c $(UNIT_EMBED)
+t_unit_check_cmd_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_cmd_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_cmd
+
+check_PROGRAMS += t/unit/check_multi
+t_unit_check_multi_SOURCES = t/unit/check_multi.c $(UNIT_EMBED)
+t_unit_check_multi_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_multi_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_multi
+
 # The storage suites, one per module (st_keyspace's by concern, four),
 # share one fixture: a fresh environment per test (unit_st.h).
 UNIT_ST = t/unit/unit_st.c t/unit/unit_st.h $(UNIT_TMP)
