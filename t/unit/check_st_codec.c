@@ -5,9 +5,9 @@
  * helpers and the record header codec, corrupt records included. Pure
  * functions: no environment.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -48,8 +48,8 @@ START_TEST(test_keyref_forms)
     ck_assert_uint_eq(k.enc_len, ST_KEY_HEAD_BYTES + ST_KEY_INLINE_MAX);
     ck_assert_uint_lt(k.enc_len, ST_LMDB_MAXKEY);
     ck_assert_uint_eq(st_codec_get_be16(k.enc), ST_KEY_MAXDB);
-    ck_assert_int_eq(memcmp(k.enc + ST_KEY_HEAD_BYTES, name,
-                            ST_KEY_INLINE_MAX), 0);
+    ck_assert_int_eq(memcmp(k.enc + ST_KEY_HEAD_BYTES, name, ST_KEY_INLINE_MAX),
+                     0);
 
     for (size_t len = ST_KEY_INLINE_MAX + 1; len <= MIB;
          len = len < 2 * KIB ? len + 1 : len * 2) {
@@ -59,13 +59,14 @@ START_TEST(test_keyref_forms)
         ck_assert_uint_eq(st_codec_get_be16(k.enc), 1);
         ck_assert_uint_eq(st_codec_get_be64(k.enc + ST_KEY_DB_BYTES), k.hash);
         ck_assert_uint_eq(k.hash, st_codec_scan_hash(name, len));
-        ck_assert_int_eq(memcmp(k.enc + ST_KEY_LONG_STEM +
-                                    ST_KEY_PROBE_BYTES,
-                                name, ST_KEY_LONG_PREFIX), 0);
+        ck_assert_int_eq(memcmp(k.enc + ST_KEY_LONG_STEM + ST_KEY_PROBE_BYTES,
+                                name, ST_KEY_LONG_PREFIX),
+                         0);
     }
     /* The digest form is exactly LMDB's key limit. */
     ck_assert_uint_eq(ST_KEY_LONG_STEM + ST_KEY_PROBE_BYTES +
-                          ST_KEY_LONG_PREFIX, ST_LMDB_MAXKEY);
+                          ST_KEY_LONG_PREFIX,
+                      ST_LMDB_MAXKEY);
     free(name);
 }
 END_TEST
@@ -84,7 +85,8 @@ START_TEST(test_keyref_digest_differs)
     ck_assert_int_ne(memcmp(ka.enc, kb.enc, ST_KEY_LONG_STEM), 0);
     ck_assert_int_eq(memcmp(ka.enc + ST_KEY_LONG_STEM + ST_KEY_PROBE_BYTES,
                             kb.enc + ST_KEY_LONG_STEM + ST_KEY_PROBE_BYTES,
-                            ST_KEY_LONG_PREFIX), 0);
+                            ST_KEY_LONG_PREFIX),
+                     0);
     free(a);
     free(b);
 }
@@ -111,15 +113,17 @@ START_TEST(test_scan_hash_range)
     ck_assert_uint_le(anded, 1);
     /* The hash covers length and content; seeds separate hashes. */
     ck_assert_uint_ne(st_codec_scan_hash("a", 1), st_codec_scan_hash("a\0", 2));
-    ck_assert_uint_ne(st_codec_hash64("abc", 3, 1), st_codec_hash64("abc", 3, 2));
-    ck_assert_uint_eq(st_codec_hash64("abc", 3, 1), st_codec_hash64("abc", 3, 1));
+    ck_assert_uint_ne(st_codec_hash64("abc", 3, 1),
+                      st_codec_hash64("abc", 3, 2));
+    ck_assert_uint_eq(st_codec_hash64("abc", 3, 1),
+                      st_codec_hash64("abc", 3, 1));
 }
 END_TEST
 
 START_TEST(test_big_endian)
 {
     uint8_t b[8];
-    static const uint8_t want64[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static const uint8_t want64[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
     st_codec_put_be16(b, 0x0102);
     ck_assert_uint_eq(b[0], 1);
@@ -170,7 +174,8 @@ START_TEST(test_record_codec)
     /* Long name: the full name sits between header and payload. */
     st_codec_keyref_init(&k, 0, name, 600);
     ck_assert_uint_eq(st_codec_rec_size(&k, 8), ST_REC_HEADER + 600 + 8);
-    payload = st_codec_rec_encode_head(buf, &k, ST_TYPE_HASH, ST_REC_ZSTD, 7, 0);
+    payload = st_codec_rec_encode_head(buf, &k, ST_TYPE_HASH, ST_REC_ZSTD, 7,
+                                       0);
     ck_assert_ptr_eq(payload, buf + ST_REC_HEADER + 600);
     memset(payload, 'p', 8);
     ck_assert_int_eq(st_codec_rec_decode(buf, sizeof buf, &r), 0);
@@ -181,7 +186,8 @@ START_TEST(test_record_codec)
     ck_assert_uint_eq(r.payload_len, 8);
 
     /* Corrupt records are refused. */
-    ck_assert_int_eq(st_codec_rec_decode(buf, ST_REC_HEADER - 1, &r), ST_ECORRUPT);
+    ck_assert_int_eq(st_codec_rec_decode(buf, ST_REC_HEADER - 1, &r),
+                     ST_ECORRUPT);
     ck_assert_int_eq(st_codec_rec_decode(buf, ST_REC_HEADER + 599, &r),
                      ST_ECORRUPT);
     buf[0] = 0;

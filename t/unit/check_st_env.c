@@ -5,11 +5,11 @@
  * transaction open), a full map (also with writemap), and the reader
  * slot of a process that died inside a read transaction.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <errno.h>
@@ -44,7 +44,7 @@ START_TEST(test_open_close_reopen)
     ck_assert_uint_gt(st.readers_max, 0);
     st_env_close(&unit_st_env);
     ck_assert_ptr_null(unit_st_env);
-    st_env_close(&unit_st_env);                 /* closing NULL is harmless */
+    st_env_close(&unit_st_env); /* closing NULL is harmless */
 
     unit_st_env_open();
     unit_st_expect(0, "persist", "me");
@@ -85,7 +85,8 @@ START_TEST(test_reopen_other_databases)
         ck_assert_int_eq(st_keyspace_flush(unit_st_env, 0, &ver), 0);
         unit_st_put1(0, "zero", "v", 0);
     }
-    ck_assert_int_eq(unit_st_env_reopen(UNIT_ST_DATABASES, UNIT_ST_MAP_SIZE), 0);
+    ck_assert_int_eq(unit_st_env_reopen(UNIT_ST_DATABASES, UNIT_ST_MAP_SIZE),
+                     0);
     unit_st_counts(5, 1, 1);
     unit_st_expect(5, "five", "v");
     ck_assert_int_eq(st_keyspace_flush(unit_st_env, 0, &ver), 0);
@@ -186,8 +187,10 @@ static int raw_schema(uint32_t *ver, int overwrite_with)
 START_TEST(test_schema_stamp)
 {
     uint32_t ver = 0;
-    st_env_opts o = { .dir = unit_st_dir, .map_size = UNIT_ST_MAP_SIZE,
-                      .databases = UNIT_ST_DATABASES, .nosync = 1 };
+    st_env_opts o = { .dir = unit_st_dir,
+                      .map_size = UNIT_ST_MAP_SIZE,
+                      .databases = UNIT_ST_DATABASES,
+                      .nosync = 1 };
     int rc;
 
     st_env_close(&unit_st_env);
@@ -227,7 +230,8 @@ END_TEST
 static void check_backup(const char *file, int want_keys)
 {
     char bdir[UNIT_ST_DIR_SIZE + 32], data[UNIT_ST_DIR_SIZE + 48];
-    st_env_opts o = { .map_size = UNIT_ST_MAP_SIZE, .databases = UNIT_ST_DATABASES,
+    st_env_opts o = { .map_size = UNIT_ST_MAP_SIZE,
+                      .databases = UNIT_ST_DATABASES,
                       .nosync = 1 };
     st_env *saved = unit_st_env;
     uint64_t keys, exp;
@@ -312,7 +316,7 @@ START_TEST(test_reader_dies_in_txn)
         st_txn *t;
         if (st_txn_begin(e, 0, &t))
             _exit(UNIT_ST_CHILD_FAILED);
-        _exit(0);                       /* dies holding a reader slot */
+        _exit(0); /* dies holding a reader slot */
     }
     unit_st_wait_ok(pid);
     ck_assert_int_eq(st_env_reader_check(unit_st_env, &dead), 0);

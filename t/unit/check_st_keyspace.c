@@ -11,11 +11,11 @@
  * check_st_keyspace_cache; a random-operation model check:
  * check_st_keyspace_model.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -142,10 +142,12 @@ START_TEST(test_lazy_expiry)
     /* Keys a reader saw expired are reaped on request. */
     unit_st_put1(0, "soon2", "v", NOW + SEC);
     unit_st_expect_at(0, "soon2", NULL, NOW + 2 * SEC);
-    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done), 0);
+    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done),
+                     0);
     ck_assert_uint_eq(done, 1);
     unit_st_counts(0, 1, 0);
-    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done), 0);
+    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done),
+                     0);
     ck_assert_uint_eq(done, 0);
 }
 END_TEST
@@ -158,7 +160,8 @@ START_TEST(test_reap_seen_rechecks)
     unit_st_put1(0, "k", "old", NOW + SEC);
     unit_st_expect_at(0, "k", NULL, NOW + 2 * SEC);
     unit_st_put1(0, "k", "new", 0);
-    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done), 0);
+    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done),
+                     0);
     ck_assert_uint_eq(done, 0);
     unit_st_expect(0, "k", "new");
     unit_st_counts(0, 1, 0);
@@ -171,13 +174,13 @@ START_TEST(test_overwrite_changes_ttl)
     uint64_t ver;
 
     unit_st_put1(0, "k", "v1", NOW + SEC);
-    unit_st_put1(0, "k", "v2", 0);              /* SET drops the TTL */
+    unit_st_put1(0, "k", "v2", 0); /* SET drops the TTL */
     unit_st_counts(0, 1, 0);
     done = unit_st_expire_due(FAR_FUTURE, BATCH_ALL, &ver);
     ck_assert_uint_eq(done, 0);
     unit_st_expect(0, "k", "v2");
     unit_st_put1(0, "k", "v3", NOW + 5 * SEC);
-    unit_st_put1(0, "k", "v4", NOW + 9 * SEC);  /* and a new TTL replaces it */
+    unit_st_put1(0, "k", "v4", NOW + 9 * SEC); /* and a new TTL replaces it */
     unit_st_counts(0, 1, 1);
     done = unit_st_expire_due(NOW + 6 * SEC, BATCH_ALL, &ver);
     ck_assert_uint_eq(done, 0);
@@ -259,7 +262,8 @@ START_TEST(test_expire_set)
     t = unit_st_wbegin();
     ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, 0), 0);
     st_codec_keyref_init(&k, 0, "nope", 4);
-    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + SEC), ST_ENOTFOUND);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &k, NOW, NOW + SEC),
+                     ST_ENOTFOUND);
     unit_st_commit(&t);
     unit_st_counts(0, 1, 0);
 }
@@ -267,9 +271,13 @@ END_TEST
 
 START_TEST(test_expire_due)
 {
-    static const struct { const char *name; int64_t at; } keys[] = {
-        {"c", NOW + 30}, {"a", NOW + 10}, {"e", NOW + 50}, {"b", NOW + 20},
-        {"d", NOW + 40}, {"later", NOW + 10 * SEC}, {"never", 0},
+    static const struct {
+        const char *name;
+        int64_t at;
+    } keys[] = {
+        { "c", NOW + 30 }, { "a", NOW + 10 }, { "e", NOW + 50 },
+        { "b", NOW + 20 }, { "d", NOW + 40 }, { "later", NOW + 10 * SEC },
+        { "never", 0 },
     };
     size_t done;
     uint64_t ver, last = 0;
@@ -277,7 +285,8 @@ START_TEST(test_expire_due)
 
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_int_eq(unit_st_put(t, (unsigned)i % 3, keys[i].name, "v",
-                             keys[i].at), 0);
+                                     keys[i].at),
+                         0);
     unit_st_commit(&t);
 
     /* Nothing due yet. */
@@ -297,7 +306,7 @@ START_TEST(test_expire_due)
     done = unit_st_expire_due(NOW + SEC, 1, &ver);
     ck_assert_uint_eq(done, 1);
     ck_assert_uint_gt(ver, last);
-    unit_st_expect_at(0, "c", NULL, NOW);       /* NOW + 30 */
+    unit_st_expect_at(0, "c", NULL, NOW); /* NOW + 30 */
     unit_st_expect_at(1, "d", "v", NOW);
 
     /* Only due keys, however large max is. */
@@ -348,9 +357,9 @@ END_TEST
 START_TEST(test_expire_due_chunk_bound)
 {
     /*
-     * st_keyspace.h: ST_CHUNK_KEYS is the "largest number of keys one st_keyspace_flush
-     * chunk or expiry batch deletes" (DESIGN: no write transaction grows
-     * without bound), whatever max the caller passes.
+     * st_keyspace.h: ST_CHUNK_KEYS is the "largest number of keys one
+     * st_keyspace_flush chunk or expiry batch deletes" (DESIGN: no write
+     * transaction grows without bound), whatever max the caller passes.
      */
     const int due = ST_CHUNK_KEYS + ST_CHUNK_KEYS / 10;
     char name[NAME_SIZE];
@@ -385,7 +394,8 @@ START_TEST(test_rename)
     ck_assert_int_eq(unit_st_rename(0, "src", "dst", 0), 0);
     unit_st_expect(0, "src", NULL);
     unit_st_expect(0, "dst", "value");
-    ck_assert_int_eq(unit_st_ttl_of(0, "dst"), NOW + 10 * SEC);   /* TTL carried */
+    ck_assert_int_eq(unit_st_ttl_of(0, "dst"),
+                     NOW + 10 * SEC); /* TTL carried */
     unit_st_counts(0, 1, 1);
 
     /* Absent source. */
@@ -514,7 +524,8 @@ START_TEST(test_dbsize)
     t = unit_st_wbegin();
     for (int i = 0; i < 10; i++) {
         snprintf(name, sizeof name, "tmp%d", i);
-        ck_assert_int_eq(unit_st_put(t, 0, name, "v", i % 2 ? NOW + SEC : 0), 0);
+        ck_assert_int_eq(unit_st_put(t, 0, name, "v", i % 2 ? NOW + SEC : 0),
+                         0);
     }
     ck_assert_int_eq(st_keyspace_dbsize(t, 0, &keys, &exp), 0);
     ck_assert_uint_eq(keys, 13);
@@ -561,7 +572,7 @@ static int key_index(const unit_st_name *n, const char *prefix)
 START_TEST(test_scan_complete)
 {
     char name[NAME_SIZE];
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
     int *seen = calloc(SCAN_KEYS, sizeof *seen);
     st_txn *t = unit_st_wbegin();
     size_t steps;
@@ -609,7 +620,7 @@ END_TEST
 
 START_TEST(test_scan_skips_expired)
 {
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
 
     unit_st_put1(0, "live", "v", 0);
     unit_st_put1(0, "dead", "v", NOW - 1);
@@ -632,7 +643,7 @@ START_TEST(test_scan_concurrent_writes)
      * while, between steps, other keys are added and deleted.
      */
     char name[NAME_SIZE];
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
     int *seen = calloc(STABLE_KEYS, sizeof *seen);
     st_txn *t = unit_st_wbegin();
     uint64_t cursor = 0;
@@ -648,8 +659,9 @@ START_TEST(test_scan_concurrent_writes)
     unit_st_commit(&t);
     do {
         t = unit_st_rbegin();
-        ck_assert_int_eq(st_keyspace_scan(t, 0, cursor, SCAN_COUNT, NOW, unit_st_collect, &c,
-                                 &cursor), 0);
+        ck_assert_int_eq(st_keyspace_scan(t, 0, cursor, SCAN_COUNT, NOW,
+                                          unit_st_collect, &c, &cursor),
+                         0);
         unit_st_commit(&t);
         /* Between steps: add some keys, delete some others. */
         t = unit_st_wbegin();
@@ -688,7 +700,7 @@ START_TEST(test_scan_cursor_positive)
     char name[NAME_SIZE];
     uint64_t cursor = 0;
     st_txn *t = unit_st_wbegin();
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
 
     for (int i = 0; i < CURSOR_KEYS; i++) {
         snprintf(name, sizeof name, "n%d", i);
@@ -697,8 +709,8 @@ START_TEST(test_scan_cursor_positive)
     unit_st_commit(&t);
     do {
         t = unit_st_rbegin();
-        ck_assert_int_eq(st_keyspace_scan(t, 0, cursor, CURSOR_COUNT, NOW, unit_st_collect, &c,
-                                 &cursor),
+        ck_assert_int_eq(st_keyspace_scan(t, 0, cursor, CURSOR_COUNT, NOW,
+                                          unit_st_collect, &c, &cursor),
                          0);
         unit_st_commit(&t);
         ck_assert_uint_eq(cursor & TOP_BIT, 0);
@@ -723,7 +735,7 @@ static int random_key(unsigned db, uint64_t r, int64_t now, unit_st_names *c)
 START_TEST(test_random_key)
 {
     char name[NAME_SIZE];
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
     st_txn *t;
     uint64_t r = 0x9e3779b97f4a7c15ull;
     size_t distinct = 0;
@@ -781,7 +793,7 @@ START_TEST(test_flush_one_db)
 {
     const int big = ST_CHUNK_KEYS * 2 + 123;
     char name[NAME_SIZE];
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
     uint64_t ver, before;
     size_t done;
     st_txn *t = unit_st_wbegin();
@@ -789,7 +801,8 @@ START_TEST(test_flush_one_db)
     before = st_txn_version(t);
     for (int i = 0; i < big; i++) {
         snprintf(name, sizeof name, "big:%d", i);
-        ck_assert_int_eq(unit_st_put(t, 1, name, "v", i % 10 ? 0 : NOW + SEC), 0);
+        ck_assert_int_eq(unit_st_put(t, 1, name, "v", i % 10 ? 0 : NOW + SEC),
+                         0);
     }
     ck_assert_int_eq(unit_st_put(t, 0, "keep0", "a", 0), 0);
     ck_assert_int_eq(unit_st_put(t, 0, "keep0ttl", "b", NOW + SEC), 0);

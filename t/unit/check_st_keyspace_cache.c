@@ -8,11 +8,11 @@
  * process), value shapes from a miss and from a hit, the biggest item
  * the cache takes, and one snapshot per read transaction.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -34,13 +34,15 @@ START_TEST(test_compress_round_trip)
 {
     const size_t big = 64 * KIB;
     uint8_t *zv = unit_st_compressible(big, 'a');
-    uint8_t *rnd = unit_st_make_name(big, 5);         /* incompressible */
+    uint8_t *rnd = unit_st_make_name(big, 5); /* incompressible */
     uint8_t *edge = unit_st_compressible(UNIT_ST_COMPRESS_THRESHOLD, 'q');
     st_txn *t = unit_st_wbegin();
 
     ck_assert_int_eq(unit_st_putn(t, 0, "z", 1, zv, big, 0), 0);
     ck_assert_int_eq(unit_st_putn(t, 0, "rnd", 3, rnd, big, 0), 0);
-    ck_assert_int_eq(unit_st_putn(t, 0, "edge", 4, edge, UNIT_ST_COMPRESS_THRESHOLD, 0), 0);
+    ck_assert_int_eq(unit_st_putn(t, 0, "edge", 4, edge,
+                                  UNIT_ST_COMPRESS_THRESHOLD, 0),
+                     0);
     ck_assert_int_eq(unit_st_put(t, 0, "small", "tiny", 0), 0);
     /* The writer reads its own compressed write back whole. */
     {
@@ -85,8 +87,8 @@ START_TEST(test_cache_sees_writes)
     size_t done;
 
     unit_st_put1(0, "k", "v1", 0);
-    unit_st_expect(0, "k", "v1");               /* miss, fill */
-    unit_st_expect(0, "k", "v1");               /* hit */
+    unit_st_expect(0, "k", "v1"); /* miss, fill */
+    unit_st_expect(0, "k", "v1"); /* hit */
     unit_st_put1(0, "k", "v2", 0);
     unit_st_expect(0, "k", "v2");
     unit_st_expect(0, "k", "v2");
@@ -155,7 +157,7 @@ START_TEST(test_cache_flushdb)
     unit_st_put1(0, "bystander", "v", 0);
     unit_st_put1(2, "same", "two", 0);
     unit_st_put1(3, "same", "three", 0);
-    unit_st_expect(2, "same", "two");           /* now cached */
+    unit_st_expect(2, "same", "two"); /* now cached */
     unit_st_expect(3, "same", "three");
     ck_assert_int_eq(st_keyspace_flush(unit_st_env, 2, &ver), 0);
     unit_st_counts(2, 0, 0);
@@ -177,7 +179,7 @@ START_TEST(test_cache_expire_due_early_reader)
 
     unit_st_put1(0, "bystander", "v", 0);
     unit_st_put1(4, "e", "v", NOW + SEC);
-    unit_st_expect(4, "e", "v");                /* cached with its expire-at */
+    unit_st_expect(4, "e", "v"); /* cached with its expire-at */
     done = unit_st_expire_due(NOW + SEC, 10, &ver);
     ck_assert_uint_eq(done, 1);
     unit_st_counts(4, 0, 0);
@@ -214,7 +216,7 @@ START_TEST(test_cache_big_hit)
      * "buffer too small, ask again" path); the earlier ones stay intact.
      */
     const size_t small_len = 1000;
-    const int nsmall = 62;              /* ~62 KB: most of a 64 KiB chunk */
+    const int nsmall = 62; /* ~62 KB: most of a 64 KiB chunk */
     size_t big = shm_cache_max_item(unit_st_cache) - NAME_SIZE;
     uint8_t *v = unit_st_make_name(big, 21);
     uint8_t *small = unit_st_make_name(small_len, 22);
@@ -226,11 +228,12 @@ START_TEST(test_cache_big_hit)
     ck_assert_int_eq(unit_st_putn(t, 0, "big", 3, v, big, 0), 0);
     for (int i = 0; i < nsmall; i++) {
         snprintf(name, sizeof name, "s%d", i);
-        ck_assert_int_eq(unit_st_putn(t, 0, name, strlen(name), small, small_len, 0),
+        ck_assert_int_eq(unit_st_putn(t, 0, name, strlen(name), small,
+                                      small_len, 0),
                          0);
     }
     unit_st_commit(&t);
-    for (int round = 0; round < 3; round++) {   /* fill, then hits */
+    for (int round = 0; round < 3; round++) { /* fill, then hits */
         t = unit_st_rbegin();
         ck_assert_int_eq(unit_st_lookup(t, 0, "s0", NOW, &rs), 0);
         for (int i = 1; i < nsmall; i++) {
@@ -270,7 +273,7 @@ START_TEST(test_cache_other_process_writes)
      * a write (overwrite, delete, FLUSHDB), this process never gets the
      * old value from the cache it filled before.
      */
-    static const char *const ops[] = {"set", "del", "flushdb"};
+    static const char *const ops[] = { "set", "del", "flushdb" };
     uint64_t ver;
 
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -278,13 +281,15 @@ START_TEST(test_cache_other_process_writes)
 
         unit_st_put1(0, "bystander", "v", 0);
         unit_st_put1(1, "k", "old", 0);
-        unit_st_expect(1, "k", "old");          /* cached here */
+        unit_st_expect(1, "k", "old"); /* cached here */
         unit_st_expect(1, "k", "old");
         pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-            st_env_opts o = { .dir = unit_st_dir, .map_size = UNIT_ST_MAP_SIZE,
-                              .databases = UNIT_ST_DATABASES, .nosync = 1,
+            st_env_opts o = { .dir = unit_st_dir,
+                              .map_size = UNIT_ST_MAP_SIZE,
+                              .databases = UNIT_ST_DATABASES,
+                              .nosync = 1,
                               .cache = unit_st_cache };
             st_env *e = NULL;
             st_txn *t;
@@ -337,11 +342,13 @@ START_TEST(test_cache_snapshot_isolation)
         ck_assert_int_eq(unit_st_put(w, 0, "b", "new-b", 0), 0);
         unit_st_commit(&w);
     }
-    pid = fork();                       /* inherits the cache mapping */
+    pid = fork(); /* inherits the cache mapping */
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        st_env_opts o = { .dir = unit_st_dir, .map_size = UNIT_ST_MAP_SIZE,
-                          .databases = UNIT_ST_DATABASES, .nosync = 1,
+        st_env_opts o = { .dir = unit_st_dir,
+                          .map_size = UNIT_ST_MAP_SIZE,
+                          .databases = UNIT_ST_DATABASES,
+                          .nosync = 1,
                           .cache = unit_st_cache };
         st_env *e = NULL;
         st_txn *t;

@@ -6,11 +6,11 @@
  * against a plain in-memory model (every value, TTL, count and SCAN),
  * in a plain environment, with writemap and behind the shared cache.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -31,12 +31,12 @@
 #define MODEL_CHECK_EVERY 50
 #define MODEL_STEP_MS 10
 #define MODEL_TTL_MS 2000
-#define MODEL_VAL 2200              /* values up to this long */
+#define MODEL_VAL 2200 /* values up to this long */
 #define MODEL_SEED 0x5eed1234u
-#define MODEL_FLUSH_ODDS 20          /* one idle step in this many flushes */
+#define MODEL_FLUSH_ODDS 20 /* one idle step in this many flushes */
 
 typedef struct model_key {
-    int present;                    /* stored (maybe expired, not reaped) */
+    int present; /* stored (maybe expired, not reaped) */
     int64_t at;
     size_t len;
     char val[MODEL_VAL];
@@ -96,7 +96,7 @@ static void model_verify(model *m)
 {
     for (int d = 0; d < MODEL_DBS; d++) {
         uint64_t keys = 0, exps = 0, live = 0;
-        unit_st_names c = {0};
+        unit_st_names c = { 0 };
         st_txn *t = unit_st_rbegin();
         for (int i = 0; i < MODEL_NAMES; i++) {
             model_key *mk = &m->k[d][i];
@@ -110,12 +110,12 @@ static void model_verify(model *m)
             live += model_live(m, mk);
             if (!model_live(m, mk)) {
                 ck_assert_msg(rc == ST_ENOTFOUND,
-                              "db %d name %d: rc %d, model says absent", d,
-                              i, rc);
+                              "db %d name %d: rc %d, model says absent", d, i,
+                              rc);
                 continue;
             }
-            ck_assert_msg(rc == 0, "db %d name %d: %s, model says present",
-                          d, i, st_strerror(rc));
+            ck_assert_msg(rc == 0, "db %d name %d: %s, model says present", d,
+                          i, st_strerror(rc));
             ck_assert_int_eq(r.expire_at, mk->at);
             ck_assert_uint_eq(r.payload_len, mk->len);
             ck_assert_int_eq(memcmp(r.payload, mk->val, mk->len), 0);
@@ -147,11 +147,11 @@ static void model_step(model *m, int op)
     model_keyref(m, &kb, db2, j);
     switch (model_rand(m) % 8) {
     case 0:
-    case 1: {                                   /* SET [PX] */
+    case 1: { /* SET [PX] */
         int64_t at = flag ? model_unique_at(m) : 0;
-        size_t len = model_rand(m) % 8 ? (size_t)snprintf(a->val,
-                         sizeof a->val, "v%d", op)
-                                       : MODEL_VAL;
+        size_t len = model_rand(m) % 8
+                         ? (size_t)snprintf(a->val, sizeof a->val, "v%d", op)
+                         : MODEL_VAL;
         if (len == MODEL_VAL)
             for (size_t x = 0; x < len; x++)
                 a->val[x] = (char)('a' + (op + (int)x / 50) % 26);
@@ -163,7 +163,7 @@ static void model_step(model *m, int op)
         a->len = len;
         break;
     }
-    case 2:                                     /* DEL */
+    case 2: /* DEL */
         want = model_touch(m, a) ? 0 : ST_ENOTFOUND;
         t = unit_st_wbegin();
         rc = st_keyspace_delete(t, &ka, m->now);
@@ -171,7 +171,7 @@ static void model_step(model *m, int op)
         ck_assert_int_eq(rc, want);
         a->present = 0;
         break;
-    case 3: {                                   /* PEXPIREAT / PERSIST */
+    case 3: { /* PEXPIREAT / PERSIST */
         int64_t at = flag ? model_unique_at(m) : 0;
         want = model_touch(m, a) ? 0 : ST_ENOTFOUND;
         t = unit_st_wbegin();
@@ -182,7 +182,7 @@ static void model_step(model *m, int op)
             a->at = at;
         break;
     }
-    case 4:                                     /* RENAME[NX] in db */
+    case 4: /* RENAME[NX] in db */
         b = &m->k[db][j];
         model_keyref(m, &kb, db, j);
         if (!model_touch(m, a))
@@ -196,14 +196,13 @@ static void model_step(model *m, int op)
         t = unit_st_wbegin();
         rc = st_keyspace_rename(t, &ka, &kb, m->now, flag);
         unit_st_commit(&t);
-        ck_assert_msg(rc == want, "op %d rename: rc %d want %d", op, rc,
-                      want);
+        ck_assert_msg(rc == want, "op %d rename: rc %d want %d", op, rc, want);
         if (rc == 0 && i != j) {
             *b = *a;
             a->present = 0;
         }
         break;
-    case 5:                                     /* COPY [REPLACE] */
+    case 5: /* COPY [REPLACE] */
         if (!model_touch(m, a))
             want = ST_ENOTFOUND;
         else if (model_touch(m, b) && (!flag || a == b))
@@ -217,7 +216,7 @@ static void model_step(model *m, int op)
         if (rc == 0)
             *b = *a;
         break;
-    case 6: {                                   /* active expiry */
+    case 6: { /* active expiry */
         size_t due = 0;
         for (int d = 0; d < MODEL_DBS; d++)
             for (int x = 0; x < MODEL_NAMES; x++)
@@ -229,7 +228,7 @@ static void model_step(model *m, int op)
         ck_assert_uint_eq(unit_st_expire_due(m->now, BATCH_ALL, NULL), due);
         break;
     }
-    default:                            /* time passes; rarely a flush */
+    default: /* time passes; rarely a flush */
         if (model_rand(m) % MODEL_FLUSH_ODDS == 0) {
             uint64_t ver;
             ck_assert_int_eq(st_keyspace_flush(unit_st_env, db, &ver), 0);

@@ -6,11 +6,11 @@
  * rename, delete, expiry (active and lazy), long names sharing a long
  * prefix, copies between long and short names, and a chunked flush.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -29,8 +29,17 @@
 #define RENAME_SALT 1000
 
 static const size_t name_lengths[] = {
-    0, 1, 493, 494, 499, ST_KEY_INLINE_MAX, ST_KEY_INLINE_MAX + 1,
-    ST_LMDB_MAXKEY, ST_LMDB_MAXKEY + 1, 64 * KIB, MIB,
+    0,
+    1,
+    493,
+    494,
+    499,
+    ST_KEY_INLINE_MAX,
+    ST_KEY_INLINE_MAX + 1,
+    ST_LMDB_MAXKEY,
+    ST_LMDB_MAXKEY + 1,
+    64 * KIB,
+    MIB,
 };
 #define N_LENGTHS (sizeof name_lengths / sizeof name_lengths[0])
 
@@ -38,7 +47,7 @@ START_TEST(test_long_names)
 {
     uint8_t *names[N_LENGTHS], *renamed[N_LENGTHS];
     char val[NAME_SIZE];
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
     st_txn *t = unit_st_wbegin();
     st_rec r;
 
@@ -49,7 +58,8 @@ START_TEST(test_long_names)
         if (len && memcmp(names[i], renamed[i], len) == 0)
             renamed[i][0] ^= 0xff;
         snprintf(val, sizeof val, "value of %zu", len);
-        ck_assert_msg(unit_st_putn(t, 6, names[i], len, val, strlen(val), 0) == 0,
+        ck_assert_msg(unit_st_putn(t, 6, names[i], len, val, strlen(val), 0) ==
+                          0,
                       "set of a %zu-byte name", len);
     }
     unit_st_commit(&t);
@@ -91,7 +101,8 @@ START_TEST(test_long_names)
         uint64_t draw = 1;
         for (int i = 0; i < RANDOM_DRAWS / 10; i++) {
             st_txn *rt = unit_st_rbegin();
-            ck_assert_int_eq(st_keyspace_random_key(rt, 6, draw, NOW, unit_st_collect, &c),
+            ck_assert_int_eq(st_keyspace_random_key(rt, 6, draw, NOW,
+                                                    unit_st_collect, &c),
                              0);
             unit_st_commit(&rt);
             draw = draw * 6364136223846793005ull + 1442695040888963407ull;
@@ -114,7 +125,7 @@ START_TEST(test_long_names)
         size_t len = name_lengths[i];
         st_keyref s, d;
         if (len == 0)
-            continue;                   /* only one empty name */
+            continue; /* only one empty name */
         st_codec_keyref_init(&s, 6, names[i], len);
         st_codec_keyref_init(&d, 6, renamed[i], len);
         ck_assert_msg(st_keyspace_rename(t, &s, &d, NOW, 0) == 0,
@@ -127,7 +138,8 @@ START_TEST(test_long_names)
         if (len == 0)
             continue;
         snprintf(val, sizeof val, "value of %zu", len);
-        ck_assert_int_eq(unit_st_lookupn(t, 6, names[i], len, NOW, &r), ST_ENOTFOUND);
+        ck_assert_int_eq(unit_st_lookupn(t, 6, names[i], len, NOW, &r),
+                         ST_ENOTFOUND);
         ck_assert_int_eq(unit_st_lookupn(t, 6, renamed[i], len, NOW, &r), 0);
         ck_assert_mem_eq(r.payload, val, strlen(val));
     }
@@ -140,8 +152,8 @@ START_TEST(test_long_names)
         st_keyref k;
         uint8_t *n = name_lengths[i] ? renamed[i] : names[i];
         st_codec_keyref_init(&k, 6, n, name_lengths[i]);
-        ck_assert_msg(st_keyspace_delete(t, &k, NOW) == 0, "delete of a %zu-byte name",
-                      name_lengths[i]);
+        ck_assert_msg(st_keyspace_delete(t, &k, NOW) == 0,
+                      "delete of a %zu-byte name", name_lengths[i]);
     }
     unit_st_commit(&t);
     unit_st_counts(6, 0, 0);
@@ -168,7 +180,8 @@ START_TEST(test_long_names_expiry)
     for (size_t i = 0; i < N_LENGTHS; i++) {
         names[i] = unit_st_make_name(name_lengths[i], (unsigned)i + 77);
         ck_assert_int_eq(unit_st_putn(t, 0, names[i], name_lengths[i], "v", 1,
-                              NOW + (int64_t)i), 0);
+                                      NOW + (int64_t)i),
+                         0);
     }
     unit_st_commit(&t);
     unit_st_counts(0, N_LENGTHS, N_LENGTHS);
@@ -177,7 +190,8 @@ START_TEST(test_long_names_expiry)
     unit_st_counts(0, 0, 0);
     t = unit_st_rbegin();
     for (size_t i = 0; i < N_LENGTHS; i++)
-        ck_assert_int_eq(unit_st_lookupn(t, 0, names[i], name_lengths[i], NOW, &r),
+        ck_assert_int_eq(unit_st_lookupn(t, 0, names[i], name_lengths[i], NOW,
+                                         &r),
                          ST_ENOTFOUND);
     unit_st_commit(&t);
 
@@ -185,12 +199,14 @@ START_TEST(test_long_names_expiry)
     t = unit_st_wbegin();
     for (size_t i = 0; i < N_LENGTHS; i++)
         ck_assert_int_eq(unit_st_putn(t, 1, names[i], name_lengths[i], "v", 1,
-                              NOW + SEC), 0);
+                                      NOW + SEC),
+                         0);
     unit_st_commit(&t);
     t = unit_st_wbegin();
     for (size_t i = 0; i < N_LENGTHS; i++)
-        ck_assert_int_eq(unit_st_lookupn(t, 1, names[i], name_lengths[i], NOW + SEC,
-                                 &r), ST_ENOTFOUND);
+        ck_assert_int_eq(unit_st_lookupn(t, 1, names[i], name_lengths[i],
+                                         NOW + SEC, &r),
+                         ST_ENOTFOUND);
     unit_st_commit(&t);
     unit_st_counts(1, 0, 0);
     done = unit_st_expire_due(FAR_FUTURE, BATCH_ALL, &ver);
@@ -212,12 +228,12 @@ START_TEST(test_long_names_shared_prefix)
     st_txn *t;
     st_rec r;
     st_keyref k;
-    unit_st_names c = {0};
+    unit_st_names c = { 0 };
 
     ck_assert_ptr_nonnull(b);
     ck_assert_ptr_nonnull(c2);
     memcpy(b, a, len);
-    b[len - 1] ^= 0x55;                 /* differs in the last byte */
+    b[len - 1] ^= 0x55; /* differs in the last byte */
     memcpy(c2, a, len);
     c2[ST_KEY_LONG_PREFIX + 3] ^= 0x55; /* differs just past the prefix */
 
@@ -225,7 +241,8 @@ START_TEST(test_long_names_shared_prefix)
     ck_assert_int_eq(unit_st_putn(t, 0, a, len, "A", 1, 0), 0);
     ck_assert_int_eq(unit_st_putn(t, 0, b, len, "B", 1, NOW + SEC), 0);
     ck_assert_int_eq(unit_st_putn(t, 0, c2, len, "C", 1, 0), 0);
-    ck_assert_int_eq(unit_st_putn(t, 0, a, ST_KEY_INLINE_MAX, "short", 5, 0), 0);
+    ck_assert_int_eq(unit_st_putn(t, 0, a, ST_KEY_INLINE_MAX, "short", 5, 0),
+                     0);
     ck_assert_int_eq(unit_st_putn(t, 0, a, len - 1, "minus1", 6, 0), 0);
     unit_st_commit(&t);
     unit_st_counts(0, 5, 1);
@@ -310,7 +327,8 @@ START_TEST(test_long_names_flush)
     for (size_t i = 0; i < N_LENGTHS; i++) {
         names[i] = unit_st_make_name(name_lengths[i], (unsigned)i + 5);
         ck_assert_int_eq(unit_st_putn(t, 8, names[i], name_lengths[i], "v", 1,
-                              i % 2 ? NOW + SEC : 0), 0);
+                                      i % 2 ? NOW + SEC : 0),
+                         0);
     }
     ck_assert_int_eq(unit_st_put(t, 0, "bystander", "v", 0), 0);
     unit_st_commit(&t);

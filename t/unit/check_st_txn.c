@@ -7,11 +7,11 @@
  * cached values), writers in several processes at once, and a writer
  * dying inside its transaction.
  */
-#include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
+#include "t/unit/unit_st.h"
 
 #include <check.h>
 #include <errno.h>
@@ -68,7 +68,7 @@ START_TEST(test_versions)
     unit_st_commit(&t);
 
     t = unit_st_rbegin();
-    ck_assert_uint_eq(st_txn_version(t), v1);   /* the snapshot it sees */
+    ck_assert_uint_eq(st_txn_version(t), v1); /* the snapshot it sees */
     unit_st_commit(&t);
 
     t = unit_st_wbegin();
@@ -135,10 +135,10 @@ static void two_lookups(const uint8_t *a, size_t alen, const uint8_t *b,
         ck_assert_int_eq(memcmp(rb.payload, b, blen), 0);
         ck_assert_uint_eq(ra.payload_len, alen);
         ck_assert_msg(ra.payload != rb.payload &&
-                      memcmp(ra.payload, a, alen) == 0,
+                          memcmp(ra.payload, a, alen) == 0,
                       "round %d (%s): the first record's payload changed "
-                      "under the second lookup", round,
-                      round ? "cache hits" : "first reads");
+                      "under the second lookup",
+                      round, round ? "cache hits" : "first reads");
         unit_st_commit(&t);
     }
 }
@@ -146,7 +146,8 @@ static void two_lookups(const uint8_t *a, size_t alen, const uint8_t *b,
 START_TEST(test_two_lookups_compressed)
 {
     uint8_t *a = unit_st_compressible(4 * KIB, 'a');
-    uint8_t *b = unit_st_compressible(64 * KIB, 'b');  /* bigger: buffers regrow */
+    /* b bigger than a: the buffers regrow */
+    uint8_t *b = unit_st_compressible(64 * KIB, 'b');
 
     two_lookups(a, 4 * KIB, b, 64 * KIB, 1);
     free(a);
@@ -156,7 +157,7 @@ END_TEST
 
 START_TEST(test_two_lookups_cached)
 {
-    uint8_t *a = unit_st_make_name(100, 1);          /* incompressible */
+    uint8_t *a = unit_st_make_name(100, 1); /* incompressible */
     uint8_t *b = unit_st_make_name(3 * KIB, 2);
 
     two_lookups(a, 100, b, 3 * KIB, 2);
@@ -184,7 +185,7 @@ static void read_survives_writes(size_t alen, size_t blen)
     ck_assert_int_eq(unit_st_putn(w, 0, "a", 1, a, alen, 0), 0);
     ck_assert_int_eq(unit_st_putn(w, 0, "b", 1, b, blen, 0), 0);
     unit_st_commit(&w);
-    unit_st_expect_bytes(0, "a", a, alen);      /* cached, where there is a cache */
+    unit_st_expect_bytes(0, "a", a, alen); /* cached, where there is a cache */
     unit_st_expect_bytes(0, "b", b, blen);
 
     r = unit_st_rbegin();
@@ -192,7 +193,9 @@ static void read_survives_writes(size_t alen, size_t blen)
     w = unit_st_wbegin();
     ck_assert_int_eq(unit_st_put(w, 0, "other", "v", 0), 0);
     unit_st_commit(&w);
-    ck_assert_int_eq(st_keyspace_expire_due(unit_st_env, NOW, BATCH_ALL, &done, &ver), 0);
+    ck_assert_int_eq(st_keyspace_expire_due(unit_st_env, NOW, BATCH_ALL, &done,
+                                            &ver),
+                     0);
     ck_assert_int_eq(unit_st_lookup(r, 0, "b", NOW, &rb), 0);
     ck_assert_uint_eq(rb.payload_len, blen);
     ck_assert_int_eq(memcmp(rb.payload, b, blen), 0);
@@ -244,7 +247,7 @@ END_TEST
 
 START_TEST(test_read_survives_write_big)
 {
-    read_survives_writes(256 * KIB, 4 * KIB);   /* bigger than a chunk */
+    read_survives_writes(256 * KIB, 4 * KIB); /* bigger than a chunk */
 }
 END_TEST
 
@@ -256,7 +259,7 @@ START_TEST(test_concurrent_writers)
     /* Processes writing at once: every write and every count lands. */
     pid_t pids[WRITERS];
 
-    st_env_close(&unit_st_env);                 /* no handle crosses fork */
+    st_env_close(&unit_st_env); /* no handle crosses fork */
     for (int w = 0; w < WRITERS; w++) {
         pids[w] = fork();
         ck_assert_int_ge(pids[w], 0);
@@ -269,7 +272,8 @@ START_TEST(test_concurrent_writers)
                 snprintf(name, sizeof name, "w%d:%d", w, i);
                 st_codec_keyref_init(&k, 0, name, strlen(name));
                 if (st_txn_begin(e, 1, &t) ||
-                    st_keyspace_string_set(t, &k, "v", 1, i % 2 ? NOW + SEC : 0) ||
+                    st_keyspace_string_set(t, &k, "v", 1,
+                                           i % 2 ? NOW + SEC : 0) ||
                     st_txn_commit(&t))
                     _exit(UNIT_ST_CHILD_FAILED);
             }
@@ -307,7 +311,7 @@ START_TEST(test_writer_dies_in_txn)
         st_codec_keyref_init(&k, 0, "ghost", 5);
         if (st_txn_begin(e, 1, &t) || st_keyspace_string_set(t, &k, "v", 1, 0))
             _exit(UNIT_ST_CHILD_FAILED);
-        _exit(0);                       /* dies holding the writer lock */
+        _exit(0); /* dies holding the writer lock */
     }
     unit_st_wait_ok(pid);
     ck_assert_int_eq(st_env_reader_check(unit_st_env, &dead), 0);

@@ -65,10 +65,7 @@ static void root_setup(void)
                   program_invocation_short_name);
 }
 
-static void root_teardown(void)
-{
-    unit_tmp_remove(unit_st_root);
-}
+static void root_teardown(void) { unit_tmp_remove(unit_st_root); }
 
 /* A fresh directory for this test and an environment in it. */
 static void env_setup(size_t threshold, int map_writes)
@@ -80,20 +77,11 @@ static void env_setup(size_t threshold, int map_writes)
     unit_st_env_open();
 }
 
-static void setup_plain(void)
-{
-    env_setup(0, 0);
-}
+static void setup_plain(void) { env_setup(0, 0); }
 
-static void setup_compress(void)
-{
-    env_setup(UNIT_ST_COMPRESS_THRESHOLD, 0);
-}
+static void setup_compress(void) { env_setup(UNIT_ST_COMPRESS_THRESHOLD, 0); }
 
-static void setup_writemap(void)
-{
-    env_setup(0, 1);
-}
+static void setup_writemap(void) { env_setup(0, 1); }
 
 static void setup_cache(void)
 {
@@ -228,8 +216,8 @@ void unit_st_expect_at(unsigned db, const char *name, const char *val,
     int rc = unit_st_lookup(t, db, name, now, &r);
 
     if (!val) {
-        ck_assert_msg(rc == ST_ENOTFOUND, "db %u '%s': rc %d, want absent",
-                      db, name, rc);
+        ck_assert_msg(rc == ST_ENOTFOUND, "db %u '%s': rc %d, want absent", db,
+                      name, rc);
     } else {
         ck_assert_msg(rc == 0, "db %u '%s': %s", db, name, st_strerror(rc));
         ck_assert_int_eq(r.type, ST_TYPE_STRING);
@@ -369,8 +357,8 @@ size_t unit_st_scan_all(unsigned db, size_t count, int64_t now,
 
     do {
         st_txn *t = unit_st_rbegin();
-        int rc = st_keyspace_scan(t, db, cursor, count, now, unit_st_collect,
-                                  c, &cursor);
+        int rc = st_keyspace_scan(t, db, cursor, count, now, unit_st_collect, c,
+                                  &cursor);
 
         ck_assert_msg(rc == 0, "scan: %s", st_strerror(rc));
         unit_st_commit(&t);
