@@ -1,5 +1,6 @@
 # bench/: larder-bench (load generator), the suite runner, compare, gate,
-# smoke, validate (against redis-benchmark), and the histogram's unit test.
+# smoke, validate (against redis-benchmark). The unit tests of its
+# histogram and random streams are wired in t/unit/local.mk.
 bin_PROGRAMS += larder-bench
 larder_bench_SOURCES = \
 	bench/larder_bench.c \
@@ -18,23 +19,9 @@ larder_bench_SOURCES = \
 larder_bench_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) -pthread
 larder_bench_LDADD = $(LIBEVENT_LIBS) -lpthread -lm
 
-check_PROGRAMS += t/unit/check_bench_hist
-TESTS += t/unit/check_bench_hist
-t_unit_check_bench_hist_SOURCES = t/unit/check_bench_hist.c \
-	bench/bench_hist.c bench/bench_hist.h
-t_unit_check_bench_hist_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-t_unit_check_bench_hist_LDADD = $(CHECK_LIBS) -lm
-
 EXTRA_DIST += bench/README.md bench/run bench/compare bench/gate bench/smoke \
 	bench/validate bench/benchlib.py bench/suite.py bench/sections.py \
 	bench/results/README.md
-
-check_PROGRAMS += t/unit/check_bench_rand
-t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c bench/bench_rand.c \
-	bench/bench_rand.h
-t_unit_check_bench_rand_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-t_unit_check_bench_rand_LDADD = $(CHECK_LIBS) -lm
-TESTS += t/unit/check_bench_rand
 
 # Storage-level micro-benchmark of the order statistics (st_rank.h).
 noinst_PROGRAMS += bench/rank-micro

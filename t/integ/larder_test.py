@@ -648,21 +648,6 @@ class Skip(Exception):
     pass
 
 
-class Partial(Exception):
-    """The rest of a test needs a command the server does not have yet
-    (e.g. list commands before their issue); counted as passed, reported."""
-
-
-def collection(c, *args):
-    """Run a command of a data type outside issue 2's scope (RPUSH, SADD
-    ...); if the server does not know it, end the test as Partial."""
-    r = c.call(*args)
-    if isinstance(r, RespError) and r.message.startswith(
-            'ERR unknown command'):
-        raise Partial('%s not implemented' % args[0])
-    return r
-
-
 def larder_only():
     """Skip the current test when running against redis-server."""
     if IS_REDIS:
@@ -708,7 +693,7 @@ class Shared:
 
 def _run_one(fn, shared):
     """Run one test; return (outcome, detail) with outcome one of ok,
-    partial, skip, FAIL. A crash or sanitizer report in a server's output
+    skip, FAIL. A crash or sanitizer report in a server's output
     during the test makes it FAIL whatever the test itself said."""
     outcome, detail, exc = 'ok', '', None
     take_crash_reports()
@@ -718,8 +703,6 @@ def _run_one(fn, shared):
             fn(shared.get())
         else:
             fn()
-    except Partial as e:
-        outcome, detail = 'partial', str(e)
     except Skip as e:
         outcome, detail = 'skip', str(e)
     except KeyboardInterrupt:
@@ -767,10 +750,6 @@ def main(namespace, **server_kw):
             took = time.time() - t0
             if outcome == 'ok':
                 print('ok   %s (%.2fs)' % (name, took))
-                passed += 1
-            elif outcome == 'partial':
-                print('ok   %s (%.2fs; partial, stopped at: %s)'
-                      % (name, took, detail))
                 passed += 1
             elif outcome == 'skip':
                 print('skip %s: %s' % (name, detail))

@@ -14,7 +14,12 @@ INTEG_TESTS = \
 	t/integ/test_larder.py \
 	t/integ/test_cache.py \
 	t/integ/test_multi.py \
-	t/integ/test_pubsub.py
+	t/integ/test_pubsub.py \
+	t/integ/test_hash.py \
+	t/integ/test_set.py \
+	t/integ/test_list.py \
+	t/integ/test_zset.py \
+	t/integ/test_bigcoll.py
 TESTS += $(INTEG_TESTS)
 EXTRA_DIST += t/integ/larder_test.py $(INTEG_TESTS)
 TEST_EXTENSIONS = .py

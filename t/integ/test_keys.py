@@ -4,7 +4,7 @@ import os
 import time
 
 from larder_test import (assert_eq, assert_error, assert_true, assert_ttl,
-                         collection, main, wait_until)
+                         main, wait_until)
 
 NOTINT = 'ERR value is not an integer or out of range'
 SYNTAX = 'ERR syntax error'
@@ -27,8 +27,8 @@ def test_del_unlink(s):
                      "ERR wrong number of arguments for 'del' command")
         assert_error(c.call('UNLINK'),
                      "ERR wrong number of arguments for 'unlink' command")
-        collection(c, 'RPUSH', 'l', 'x')
-        collection(c, 'SADD', 's', 'x')
+        assert_eq(c.call('RPUSH', 'l', 'x'), 1)
+        assert_eq(c.call('SADD', 's', 'x'), 1)
         assert_eq(c.call('DEL', 'l', 's'), 2)
 
 
@@ -47,13 +47,13 @@ def test_type(s):
         c.call('SET', 'str', 'v')
         assert_eq(c.call('TYPE', 'str'), 'string')
         assert_eq(c.call('TYPE', 'nokey'), 'none')
-        collection(c, 'RPUSH', 'list', 'x')
+        assert_eq(c.call('RPUSH', 'list', 'x'), 1)
         assert_eq(c.call('TYPE', 'list'), 'list')
-        collection(c, 'SADD', 'set', 'x')
+        assert_eq(c.call('SADD', 'set', 'x'), 1)
         assert_eq(c.call('TYPE', 'set'), 'set')
-        collection(c, 'HSET', 'hash', 'f', 'v')
+        assert_eq(c.call('HSET', 'hash', 'f', 'v'), 1)
         assert_eq(c.call('TYPE', 'hash'), 'hash')
-        collection(c, 'ZADD', 'zset', '1', 'x')
+        assert_eq(c.call('ZADD', 'zset', '1', 'x'), 1)
         assert_eq(c.call('TYPE', 'zset'), 'zset')
 
 
@@ -257,8 +257,8 @@ def test_scan_type(s):
         assert_eq(seen, [])
         seen, _ = _scan_all(c, 'TYPE', 'nosuchtype')
         assert_eq(seen, [])
-        collection(c, 'RPUSH', 'list', 'x')
-        collection(c, 'SADD', 'set', 'x')
+        assert_eq(c.call('RPUSH', 'list', 'x'), 1)
+        assert_eq(c.call('SADD', 'set', 'x'), 1)
         seen, _ = _scan_all(c, 'TYPE', 'string')
         assert_eq(sorted(seen), [b'str', b'str2'])
         seen, _ = _scan_all(c, 'TYPE', 'LIST')
@@ -319,7 +319,7 @@ def test_rename(s):
         assert_eq(c.call('GET', 'b'), b'2')
         assert_error(c.call('RENAME', 'nokey', 'x'), 'ERR no such key')
         assert_error(c.call('RENAME', 'nokey', 'nokey'), 'ERR no such key')
-        collection(c, 'RPUSH', 'l', 'x', 'y')
+        assert_eq(c.call('RPUSH', 'l', 'x', 'y'), 2)
         assert_eq(c.call('RENAME', 'l', 'l2'), 'OK')
         assert_eq(c.call('LRANGE', 'l2', '0', '-1'), [b'x', b'y'])
 
@@ -389,9 +389,9 @@ def test_copy(s):
                      'ERR value is out of range, value must between '
                      '-2147483648 and 2147483647')
         assert_error(c.call('COPY', 'src', 'x', 'FOO'), SYNTAX)
-        collection(c, 'RPUSH', 'l', 'a', 'b')
+        assert_eq(c.call('RPUSH', 'l', 'a', 'b'), 2)
         assert_eq(c.call('COPY', 'l', 'l2'), 1)
-        collection(c, 'RPUSH', 'l', 'c')
+        assert_eq(c.call('RPUSH', 'l', 'c'), 3)
         assert_eq(c.call('LRANGE', 'l2', '0', '-1'), [b'a', b'b'])
 
 

@@ -9,14 +9,12 @@
  * zset walks by rank/score/lex both ways with deletes, and lazy freeing
  * of a detached collection.
  */
-#include "t/unit/unit_tmp.h"
+#include "t/unit/unit_st.h"
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "storage/st_coll.h"
 #include "storage/st_elem.h"
@@ -30,10 +28,7 @@
 #include "storage/st_zset.h"
 #include "storage/st_txn.h"
 
-#define ROOT_SIZE 1024
-#define DIR_SIZE 2048
-#define MAP_SIZE (1ull << 30)
-#define NOW 1700000000000LL
+#define NOW UNIT_ST_NOW
 #define TIMEOUT_S 60
 #define MIB (1024 * 1024)
 #define MANY 2000
@@ -45,37 +40,20 @@
 #define RANK_PROBES 300
 #define RANK_SPREAD 300000     /* RANK_SPREAD * RANK_N fits an int */
 
-static char root[ROOT_SIZE];
-static char dir[DIR_SIZE];
-static st_env *env;
+/* Each test runs in a fresh environment (unit_st.h) with this write
+ * transaction open. */
 static st_txn *t;
 
-static void root_setup(void)
+static void txn_setup(void)
 {
-    unit_tmp_make(root, sizeof root, "check_st_coll");
+    t = unit_st_wbegin();
 }
 
-static void root_teardown(void)
-{
-    unit_tmp_remove(root);
-}
-
-static void setup(void)
-{
-    st_env_opts o = { .dir = dir, .map_size = MAP_SIZE, .databases = 16,
-                      .nosync = 1 };
-
-    snprintf(dir, sizeof dir, "%s/env.XXXXXX", root);
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(st_env_open(&o, &env), 0);
-    ck_assert_int_eq(st_txn_begin(env, 1, &t), 0);
-}
-
-static void teardown(void)
+/* Runs before the environment's teardown (Check: teardowns in reverse). */
+static void txn_teardown(void)
 {
     if (t)
         st_txn_abort(&t);
-    st_env_close(&env);
 }
 
 /* ---- encodings ---- */
@@ -565,7 +543,7 @@ START_TEST(detached_collection_is_freed_in_chunks)
     ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
     ck_assert_int_eq(st_txn_commit(&t), 0);
     while (pending) {
-        ck_assert_int_eq(st_coll_free_chunk(env, FREE_CHUNK, &freed,
+        ck_assert_int_eq(st_coll_free_chunk(unit_st_env, FREE_CHUNK, &freed,
                                             &pending), 0);
         ck_assert_uint_le(freed, FREE_CHUNK);
         total += freed;
@@ -588,8 +566,8 @@ static Suite *coll_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("core");
-    tcase_add_unchecked_fixture(tc, root_setup, root_teardown);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_add_checked_fixture(tc, txn_setup, txn_teardown);
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, record_type_card_and_empty_delete);
     tcase_add_test(tc, names_of_every_length);

@@ -13,14 +13,12 @@
  * uneven (the old gap-weighted picker fails it), positive-count samples
  * distinct, uniform per element and not runs of neighbours.
  */
-#include "t/unit/unit_tmp.h"
+#include "t/unit/unit_st.h"
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "storage/st_coll.h"
 #include "storage/st_elem.h"
@@ -33,10 +31,7 @@
 #include "storage/st_zset.h"
 #include "storage/st_txn.h"
 
-#define ROOT_SIZE 1024
-#define DIR_SIZE 2048
-#define MAP_SIZE (1ull << 30)
-#define NOW 1700000000000LL
+#define NOW UNIT_ST_NOW
 #define TIMEOUT_S 120
 #define NAME_MAX_LEN 64
 
@@ -77,37 +72,20 @@
 #define SAMPLE_CHI2_MAX 1226.0
 #define SEED_STEP 0x9e3779b97f4a7c15ull
 
-static char root[ROOT_SIZE];
-static char dir[DIR_SIZE];
-static st_env *env;
+/* Each test runs in a fresh environment (unit_st.h) with this write
+ * transaction open. */
 static st_txn *t;
 
-static void root_setup(void)
+static void txn_setup(void)
 {
-    unit_tmp_make(root, sizeof root, "check_st_rank");
+    t = unit_st_wbegin();
 }
 
-static void root_teardown(void)
-{
-    unit_tmp_remove(root);
-}
-
-static void setup(void)
-{
-    st_env_opts o = { .dir = dir, .map_size = MAP_SIZE, .databases = 16,
-                      .nosync = 1 };
-
-    snprintf(dir, sizeof dir, "%s/env.XXXXXX", root);
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(st_env_open(&o, &env), 0);
-    ck_assert_int_eq(st_txn_begin(env, 1, &t), 0);
-}
-
-static void teardown(void)
+/* Runs before the environment's teardown (Check: teardowns in reverse). */
+static void txn_teardown(void)
 {
     if (t)
         st_txn_abort(&t);
-    st_env_close(&env);
 }
 
 /* A deterministic stream for the tests (splitmix64). */
@@ -864,7 +842,7 @@ START_TEST(abort_and_copy_keep_counts_whole)
     ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
     ck_assert_int_eq(st_txn_commit(&t), 0);
     /* Grow it in a transaction that is thrown away. */
-    ck_assert_int_eq(st_txn_begin(env, 1, &t), 0);
+    ck_assert_int_eq(st_txn_begin(unit_st_env, 1, &t), 0);
     ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o), 0);
     for (int i = SAMPLE_N / 5; i < SAMPLE_N; i++) {
         size_t len = member_name(name, i);
@@ -873,7 +851,7 @@ START_TEST(abort_and_copy_keep_counts_whole)
     ck_assert_uint_eq(o.c.card, SAMPLE_N);
     verify(&o, ST_DBI_SETS);
     st_txn_abort(&t);
-    ck_assert_int_eq(st_txn_begin(env, 1, &t), 0);
+    ck_assert_int_eq(st_txn_begin(unit_st_env, 1, &t), 0);
     ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o), 0);
     ck_assert_uint_eq(o.c.card, SAMPLE_N / 5);
     ck_assert_uint_eq(verify(&o, ST_DBI_SETS), 2);
@@ -897,8 +875,8 @@ static Suite *rank_suite(void)
     Suite *s = suite_create("st_rank");
     TCase *tc = tcase_create("structure");
 
-    tcase_add_unchecked_fixture(tc, root_setup, root_teardown);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_add_checked_fixture(tc, txn_setup, txn_teardown);
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, zset_random_ops_match_model);
     tcase_add_test(tc, zset_levels_grow_and_shrink);
@@ -908,8 +886,8 @@ static Suite *rank_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("answers");
-    tcase_add_unchecked_fixture(tc, root_setup, root_teardown);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_add_checked_fixture(tc, txn_setup, txn_teardown);
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, zset_every_rank);
     tcase_add_test(tc, set_element_at_every_position);
@@ -917,8 +895,8 @@ static Suite *rank_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("random");
-    tcase_add_unchecked_fixture(tc, root_setup, root_teardown);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_add_checked_fixture(tc, txn_setup, txn_teardown);
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, single_picks_are_uniform);
     tcase_add_test(tc, samples_are_distinct_uniform_not_runs);

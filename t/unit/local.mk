@@ -1,4 +1,4 @@
-# t/unit/: Check suites for server/, storage/ and bench/ modules.
+# t/unit/: Check suites for the server/, storage/, shm/ and bench/ modules.
 # Each suite is one program linking the convenience libraries; `make check`
 # runs them all (CK_FORK is on by default, so a crash fails one test only).
 
@@ -37,11 +37,77 @@ t_unit_check_role_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_role_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_role
 
-check_PROGRAMS += t/unit/check_storage
-t_unit_check_storage_SOURCES = t/unit/check_storage.c $(UNIT_TMP)
-t_unit_check_storage_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
-t_unit_check_storage_LDADD = $(UNIT_LIBS)
-TESTS += t/unit/check_storage
+# The reply builder on a bare connection.
+check_PROGRAMS += t/unit/check_reply
+t_unit_check_reply_SOURCES = t/unit/check_reply.c
+t_unit_check_reply_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_reply_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_reply
+
+# The dispatcher and MULTI through an embedded worker (unit_embed.h).
+UNIT_EMBED = t/unit/unit_embed.c t/unit/unit_embed.h \
+	$(UNIT_TMP)
+
+check_PROGRAMS += t/unit/check_cmd
+t_unit_check_cmd_SOURCES = t/unit/check_cmd.c $(UNIT_EMBED)
+t_unit_check_cmd_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_cmd_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_cmd
+
+check_PROGRAMS += t/unit/check_multi
+t_unit_check_multi_SOURCES = t/unit/check_multi.c $(UNIT_EMBED)
+t_unit_check_multi_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_multi_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_multi
+
+# The storage suites, one per module (st_keyspace's by concern, four),
+# share one fixture: a fresh environment per test (unit_st.h).
+UNIT_ST = t/unit/unit_st.c t/unit/unit_st.h $(UNIT_TMP)
+
+check_PROGRAMS += t/unit/check_st_codec
+t_unit_check_st_codec_SOURCES = t/unit/check_st_codec.c $(UNIT_ST)
+t_unit_check_st_codec_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_codec_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_codec
+
+check_PROGRAMS += t/unit/check_st_env
+t_unit_check_st_env_SOURCES = t/unit/check_st_env.c $(UNIT_ST)
+t_unit_check_st_env_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_env_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_env
+
+check_PROGRAMS += t/unit/check_st_txn
+t_unit_check_st_txn_SOURCES = t/unit/check_st_txn.c $(UNIT_ST)
+t_unit_check_st_txn_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_txn_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_txn
+
+check_PROGRAMS += t/unit/check_st_keyspace
+t_unit_check_st_keyspace_SOURCES = t/unit/check_st_keyspace.c $(UNIT_ST)
+t_unit_check_st_keyspace_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace
+
+check_PROGRAMS += t/unit/check_st_keyspace_names
+t_unit_check_st_keyspace_names_SOURCES = t/unit/check_st_keyspace_names.c \
+	$(UNIT_ST)
+t_unit_check_st_keyspace_names_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_names_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace_names
+
+check_PROGRAMS += t/unit/check_st_keyspace_cache
+t_unit_check_st_keyspace_cache_SOURCES = t/unit/check_st_keyspace_cache.c \
+	$(UNIT_ST)
+t_unit_check_st_keyspace_cache_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_cache_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace_cache
+
+check_PROGRAMS += t/unit/check_st_keyspace_model
+t_unit_check_st_keyspace_model_SOURCES = t/unit/check_st_keyspace_model.c \
+	$(UNIT_ST)
+t_unit_check_st_keyspace_model_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_keyspace_model_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_keyspace_model
 
 # larder-bench's RESP reply parser (bench/ has no library: link the module).
 check_PROGRAMS += t/unit/check_bench_resp
@@ -63,8 +129,43 @@ t_unit_check_dict_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_dict_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_dict
 
+check_PROGRAMS += t/unit/check_st_coll
+t_unit_check_st_coll_SOURCES = t/unit/check_st_coll.c $(UNIT_ST)
+t_unit_check_st_coll_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_coll_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_coll
+
 check_PROGRAMS += t/unit/check_st_rank
-t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_TMP)
+t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_ST)
 t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_rank
+
+# shm/ links nothing above it: its suites link libshm.a alone.
+check_PROGRAMS += t/unit/check_shm_slab
+t_unit_check_shm_slab_SOURCES = t/unit/check_shm_slab.c
+t_unit_check_shm_slab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_shm_slab_LDADD = libshm.a $(CHECK_LIBS) -lpthread
+TESTS += t/unit/check_shm_slab
+
+check_PROGRAMS += t/unit/check_shm_cache
+t_unit_check_shm_cache_SOURCES = t/unit/check_shm_cache.c
+t_unit_check_shm_cache_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_shm_cache_LDADD = libshm.a $(CHECK_LIBS) -lpthread
+TESTS += t/unit/check_shm_cache
+
+# larder-bench's histogram and random streams (bench/ has no library:
+# link the modules).
+check_PROGRAMS += t/unit/check_bench_hist
+t_unit_check_bench_hist_SOURCES = t/unit/check_bench_hist.c \
+	bench/bench_hist.c bench/bench_hist.h
+t_unit_check_bench_hist_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_hist_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_hist
+
+check_PROGRAMS += t/unit/check_bench_rand
+t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c \
+	bench/bench_rand.c bench/bench_rand.h
+t_unit_check_bench_rand_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_rand_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_rand
