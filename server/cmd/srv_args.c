@@ -43,15 +43,8 @@ void srv_args_subcommand_error(srv_conn *c)
 
 void srv_args_subcommand_arity(srv_conn *c)
 {
-    char sub[SUBCMD_NAME_MAX];
-    size_t n = c->argv[1].len < sizeof sub - 1 ? c->argv[1].len
-                                               : sizeof sub - 1;
-
-    for (size_t i = 0; i < n; i++)
-        sub[i] = (char)tolower((unsigned char)c->argv[1].ptr[i]);
-    sub[n] = '\0';
-    srv_reply_errorf(c, "ERR wrong number of arguments for '%s|%s' command",
-                     c->cmd->name, sub);
+    srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
+                     c->cmd->name);
 }
 
 int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out)

@@ -16,9 +16,11 @@ int srv_args_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
 int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out);
 
 
-/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1]. */
+/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1] of c->cmd
+ * (the dispatcher's reply for a container; DEBUG's). */
 void srv_args_subcommand_error(srv_conn *c);
-/* "ERR wrong number of arguments for 'client|setname' command". */
+/* "ERR wrong number of arguments for 'config|set' command", for a
+ * subcommand (c->cmd) whose handler checks more than the arity. */
 void srv_args_subcommand_arity(srv_conn *c);
 
 
