@@ -56,3 +56,9 @@ t_unit_check_st_rank_SOURCES = t/unit/check_st_rank.c $(UNIT_TMP)
 t_unit_check_st_rank_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_rank_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_rank
+
+check_PROGRAMS += t/unit/check_cmd_table
+t_unit_check_cmd_table_SOURCES = t/unit/check_cmd_table.c $(UNIT_TMP)
+t_unit_check_cmd_table_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_cmd_table_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_cmd_table
