@@ -126,8 +126,29 @@ static void reply_acl(srv_conn *c, const srv_command *cmd)
         }
 }
 
+/* {"type": type, "spec": {names[i]: values[i], ...}}: how a key spec
+ * begins its search or finds its keys. */
+static void reply_search(srv_conn *c, const char *type, int n,
+                         const char *const *names, const int *values)
+{
+    srv_reply_map(c, 2);
+    srv_reply_bulk_cstr(c, "type");
+    srv_reply_bulk_cstr(c, type);
+    srv_reply_bulk_cstr(c, "spec");
+    srv_reply_map(c, n);
+    for (int i = 0; i < n; i++) {
+        srv_reply_bulk_cstr(c, names[i]);
+        srv_reply_int(c, values[i]);
+    }
+}
+
 static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
 {
+    static const char *const index_names[] = { "index" };
+    static const char *const range_names[] = { "lastkey", "keystep", "limit" };
+    static const char *const keynum_names[] = { "keynumidx", "firstkey",
+                                                "keystep" };
+
     srv_reply_map(c, KEYSPEC_FIELDS + (s->notes != NULL));
     if (s->notes) {
         srv_reply_bulk_cstr(c, "notes");
@@ -136,15 +157,11 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
     srv_reply_bulk_cstr(c, "flags");
     reply_bits(c, s->flags, keyspec_flag_names, NKSFLAGS);
     srv_reply_bulk_cstr(c, "begin_search");
-    srv_reply_map(c, 2);
-    srv_reply_bulk_cstr(c, "type");
     if (s->begin == SRV_KS_INDEX) {
-        srv_reply_bulk_cstr(c, "index");
-        srv_reply_bulk_cstr(c, "spec");
-        srv_reply_map(c, 1);
-        srv_reply_bulk_cstr(c, "index");
-        srv_reply_int(c, s->index);
-    } else {
+        reply_search(c, "index", 1, index_names, &s->index);
+    } else {                            /* a word and an int: by hand */
+        srv_reply_map(c, 2);
+        srv_reply_bulk_cstr(c, "type");
         srv_reply_bulk_cstr(c, "keyword");
         srv_reply_bulk_cstr(c, "spec");
         srv_reply_map(c, 2);
@@ -154,28 +171,12 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
         srv_reply_int(c, s->index);
     }
     srv_reply_bulk_cstr(c, "find_keys");
-    srv_reply_map(c, 2);
-    srv_reply_bulk_cstr(c, "type");
     if (s->find == SRV_KS_RANGE) {
-        srv_reply_bulk_cstr(c, "range");
-        srv_reply_bulk_cstr(c, "spec");
-        srv_reply_map(c, 3);
-        srv_reply_bulk_cstr(c, "lastkey");
-        srv_reply_int(c, s->lastkey);
-        srv_reply_bulk_cstr(c, "keystep");
-        srv_reply_int(c, s->keystep);
-        srv_reply_bulk_cstr(c, "limit");
-        srv_reply_int(c, s->limit);
+        int v[] = { s->lastkey, s->keystep, s->limit };
+        reply_search(c, "range", 3, range_names, v);
     } else {
-        srv_reply_bulk_cstr(c, "keynum");
-        srv_reply_bulk_cstr(c, "spec");
-        srv_reply_map(c, 3);
-        srv_reply_bulk_cstr(c, "keynumidx");
-        srv_reply_int(c, s->keynumidx);
-        srv_reply_bulk_cstr(c, "firstkey");
-        srv_reply_int(c, s->firstkey);
-        srv_reply_bulk_cstr(c, "keystep");
-        srv_reply_int(c, s->keystep);
+        int v[] = { s->keynumidx, s->firstkey, s->keystep };
+        reply_search(c, "keynum", 3, keynum_names, v);
     }
 }
 
@@ -571,7 +572,5 @@ void srv_cmd_command_help(srv_conn *c)
         "    Print this help.",
     };
 
-    srv_reply_array(c, sizeof help / sizeof help[0]);
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
-        srv_reply_simple(c, help[i]);
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
 }

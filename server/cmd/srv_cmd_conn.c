@@ -328,7 +328,5 @@ void srv_cmd_client_help(srv_conn *c)
         "HELP", "    Print this help.",
     };
 
-    srv_reply_array(c, sizeof help / sizeof help[0]);
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
-        srv_reply_simple(c, help[i]);
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
 }

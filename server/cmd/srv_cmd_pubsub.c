@@ -140,9 +140,7 @@ void srv_cmd_pubsub_help(srv_conn *c)
         "    Prints this help.",
     };
 
-    srv_reply_array(c, sizeof help / sizeof help[0]);
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
-        srv_reply_simple(c, help[i]);
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
 }
 
 /* CHANNELS / SHARDCHANNELS take at most one pattern. */
