@@ -58,7 +58,6 @@
 #define START_WAIT_MS 1000
 #define US_PER_MS 1000
 #define MS_PER_S 1000
-#define CMD_NAME_MAX 64
 /* A push's fixed bytes: its array header, "pmessage", three CRLFs. */
 #define PUSH_FIXED_MAX 32
 #define PUSH_BULK_HEADS 4
@@ -1116,78 +1115,3 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
     answer_local(c, query, kind, nargs, args);
 }
 
-/* ---- subscribed mode (RESP2) ---- */
-
-/*
- * Subcommands of the container commands larder has, with their arity
- * (Redis 7.0's, plus CLIENT SETINFO / NO-TOUCH that larder serves). Redis
- * rejects an unknown subcommand or a wrong arity before the subscribed-
- * mode check, and names a known one "container|sub" in its error.
- */
-static const struct {
-    const char *container;
-    const char *sub;
-    int arity;
-} subcommands[] = {
-    { "client", "caching", -3 },      { "client", "getname", 2 },
-    { "client", "getredir", 2 },      { "client", "help", 2 },
-    { "client", "id", 2 },            { "client", "info", 2 },
-    { "client", "kill", -3 },         { "client", "list", -2 },
-    { "client", "no-evict", 3 },      { "client", "no-touch", 3 },
-    { "client", "pause", -3 },        { "client", "reply", 3 },
-    { "client", "setinfo", 4 },       { "client", "setname", 3 },
-    { "client", "tracking", -3 },     { "client", "trackinginfo", 2 },
-    { "client", "unblock", -3 },      { "client", "unpause", 2 },
-    { "config", "get", -3 },          { "config", "help", 2 },
-    { "config", "resetstat", 2 },     { "config", "rewrite", 2 },
-    { "config", "set", -4 },          { "command", "count", 2 },
-    { "command", "docs", -2 },        { "command", "getkeys", -3 },
-    { "command", "getkeysandflags", -3 }, { "command", "help", 2 },
-    { "command", "info", -2 },        { "command", "list", -2 },
-    { "pubsub", "channels", -2 },     { "pubsub", "help", 2 },
-    { "pubsub", "numpat", 2 },        { "pubsub", "numsub", -2 },
-    { "pubsub", "shardchannels", -2 }, { "pubsub", "shardnumsub", -2 },
-};
-
-/* "name|sub" of a container's known subcommand; 0 if c's command is a
- * container whose subcommand is unknown or has the wrong arity (its
- * handler replies that error, as Redis does first). */
-static int full_name(const srv_conn *c, char *buf, size_t size)
-{
-    int container = 0;
-
-    snprintf(buf, size, "%s", c->cmd->name);
-    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++) {
-        int arity = subcommands[i].arity;
-        if (strcmp(c->cmd->name, subcommands[i].container))
-            continue;
-        container = 1;
-        if (c->argc < 2 ||
-            !srv_util_streq(c->argv[1].ptr, c->argv[1].len, subcommands[i].sub))
-            continue;
-        if ((arity > 0 && c->argc != arity) || (arity < 0 && c->argc < -arity))
-            return 0;
-        snprintf(buf, size, "%s|%s", subcommands[i].container,
-                 subcommands[i].sub);
-        return 1;
-    }
-    return !container || c->argc < 2;
-}
-
-int srv_pubsub_denied_or_reply(srv_conn *c)
-{
-    srv_cmd_proc *proc = c->cmd->proc;
-    char name[CMD_NAME_MAX];
-
-    if (proc == srv_cmd_subscribe || proc == srv_cmd_unsubscribe ||
-        proc == srv_cmd_psubscribe || proc == srv_cmd_punsubscribe ||
-        proc == srv_cmd_ssubscribe || proc == srv_cmd_sunsubscribe ||
-        proc == srv_cmd_ping || proc == srv_cmd_quit || proc == srv_cmd_reset)
-        return 0;
-    if (!full_name(c, name, sizeof name))
-        return 0;
-    srv_reply_errorf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
-                        "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed "
-                        "in this context", name);
-    return 1;
-}

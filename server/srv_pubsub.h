@@ -89,14 +89,6 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
 void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
                       const srv_slice *args);
 
-/*
- * RESP2 subscribed mode (c has subscriptions): if c's command is not one
- * of (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT, RESET, reply Redis's
- * error and return 1; else 0. Called by the dispatcher after its arity and
- * auth checks.
- */
-int srv_pubsub_denied_or_reply(srv_conn *c);
-
 /* The header of a push (RESP3 '>') or, in RESP2, an array of n. */
 void srv_pubsub_reply_push(srv_conn *c, long long n);
 

@@ -50,6 +50,13 @@ void srv_reply_simple(srv_conn *c, const char *s)
     srv_reply_raw(c, "\r\n", 2);
 }
 
+void srv_reply_lines(srv_conn *c, const char *const *lines, size_t n)
+{
+    srv_reply_array(c, (long long)n);
+    for (size_t i = 0; i < n; i++)
+        srv_reply_simple(c, lines[i]);
+}
+
 void srv_reply_error(srv_conn *c, const char *msg)
 {
     size_t n = strlen(msg);

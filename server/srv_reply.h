@@ -34,6 +34,8 @@ void srv_reply_set(srv_conn *c, long long n);
 void srv_reply_double(srv_conn *c, double d);
 /* Verbatim text (INFO): =len\r\ntxt:... in RESP3, bulk in RESP2. */
 void srv_reply_verbatim(srv_conn *c, const char *p, size_t n);
+/* An array of the n simple strings `lines` (a HELP subcommand's text). */
+void srv_reply_lines(srv_conn *c, const char *const *lines, size_t n);
 
 /* Canned errors shared by many commands. */
 extern const char SRV_ERR_SYNTAX[];

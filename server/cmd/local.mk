@@ -1,8 +1,6 @@
 # server/cmd/: the command layer of libserver.a.
 libserver_a_SOURCES += \
 	server/cmd/srv_cmd.c server/cmd/srv_cmd.h server/cmd/srv_commands.def \
-	server/cmd/srv_commands_coll.def server/cmd/srv_command_docs.def \
-	server/cmd/srv_commands_pubsub.def \
 	server/cmd/srv_cmd_command.c \
 	server/cmd/srv_dispatch.c server/cmd/srv_dispatch.h \
 	server/cmd/srv_txn.c server/cmd/srv_txn.h \

@@ -25,6 +25,46 @@ int srv_args_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out)
     return -1;
 }
 
+int srv_args_clamp_range(long long start, long long stop, uint64_t n,
+                         uint64_t *first, uint64_t *last)
+{
+    long long len = (long long)n;
+
+    if (start < 0)
+        start += len;
+    if (stop < 0)
+        stop += len;
+    if (start < 0)
+        start = 0;
+    if (start > stop || start >= len)
+        return 0;
+    if (stop >= len)
+        stop = len - 1;
+    *first = (uint64_t)start;
+    *last = (uint64_t)stop;
+    return 1;
+}
+
+int srv_args_count_or_reply(srv_conn *c, const srv_slice *a, long long *out)
+{
+    if (srv_util_str2ll(a->ptr, a->len, out) && *out >= 0)
+        return 0;
+    srv_reply_error(c, "ERR value is out of range, must be positive");
+    return -1;
+}
+
+int srv_args_rand_count_or_reply(srv_conn *c, int pairs, long long *out)
+{
+    if (srv_args_ll_or_reply(c, &c->argv[2], out))
+        return -1;
+    if (pairs && *out < -LLONG_MAX / 2) {
+        srv_reply_error(c, "ERR value is out of range, value must between "
+                           "-9223372036854775807 and 9223372036854775807");
+        return -1;
+    }
+    return 0;
+}
+
 void srv_args_subcommand_error(srv_conn *c)
 {
     char upper[SUBCMD_NAME_MAX];
@@ -43,15 +83,8 @@ void srv_args_subcommand_error(srv_conn *c)
 
 void srv_args_subcommand_arity(srv_conn *c)
 {
-    char sub[SUBCMD_NAME_MAX];
-    size_t n = c->argv[1].len < sizeof sub - 1 ? c->argv[1].len
-                                               : sizeof sub - 1;
-
-    for (size_t i = 0; i < n; i++)
-        sub[i] = (char)tolower((unsigned char)c->argv[1].ptr[i]);
-    sub[n] = '\0';
-    srv_reply_errorf(c, "ERR wrong number of arguments for '%s|%s' command",
-                     c->cmd->name, sub);
+    srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
+                     c->cmd->name);
 }
 
 int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out)

@@ -16,9 +16,30 @@ int srv_args_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
 int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out);
 
 
-/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1]. */
+/*
+ * Redis's rule for an index range [start, stop] over n elements (negative
+ * indexes count from the end; LRANGE, LTRIM, ZRANGE by rank): the clamped
+ * inclusive bounds in *first and *last. 1, or 0 when the range is empty.
+ */
+int srv_args_clamp_range(long long start, long long stop, uint64_t n,
+                         uint64_t *first, uint64_t *last);
+
+/* A count that must not be negative (SPOP, LPOP, ZPOPMIN ...): "ERR value
+ * is out of range, must be positive" otherwise. 0, or -1 after replying. */
+int srv_args_count_or_reply(srv_conn *c, const srv_slice *a, long long *out);
+
+/*
+ * HRANDFIELD / ZRANDMEMBER's count argv[2]: an integer, and with
+ * WITHVALUES / WITHSCORES (`pairs`) one whose double still fits. 0, or -1
+ * after replying Redis's error.
+ */
+int srv_args_rand_count_or_reply(srv_conn *c, int pairs, long long *out);
+
+/* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1] of c->cmd
+ * (the dispatcher's reply for a container; DEBUG's). */
 void srv_args_subcommand_error(srv_conn *c);
-/* "ERR wrong number of arguments for 'client|setname' command". */
+/* "ERR wrong number of arguments for 'config|set' command", for a
+ * subcommand (c->cmd) whose handler checks more than the arity. */
 void srv_args_subcommand_arity(srv_conn *c);
 
 

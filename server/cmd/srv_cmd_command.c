@@ -1,70 +1,189 @@
 /*
  * srv_cmd_command.c - COMMAND and its subcommands (COUNT, INFO, DOCS,
- * LIST), answered from the command table.
+ * LIST, GETKEYS, GETKEYSANDFLAGS, HELP), answered from the command table
+ * in the shapes Redis 7.0 replies them (RESP2 and RESP3).
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define COMMAND_INFO_FIELDS 10
-#define DOCS_FIELDS 3
+#define KEYSPEC_FIELDS 3            /* flags, begin_search, find_keys */
+#define DOCS_FIELDS 4               /* summary, since, group, complexity */
+#define FILTER_ARGC 5               /* COMMAND LIST FILTERBY <type> <arg> */
 
-/* Flags in the order Redis lists them. */
+/* Flags by Redis's names, in the order COMMAND INFO lists them. */
 static const struct {
     unsigned flag;
     const char *name;
 } flag_names[] = {
-    { F_WRITE, "write" },     { F_READONLY, "readonly" },
-    { F_DENYOOM, "denyoom" }, { F_ADMIN, "admin" },
-    { F_PUBSUB, "pubsub" },   { F_BLOCKING, "blocking" },
-    { F_FAST, "fast" },       { F_NOAUTH, "no_auth" },
+    { F_WRITE, "write" },           { F_READONLY, "readonly" },
+    { F_DENYOOM, "denyoom" },       { F_ADMIN, "admin" },
+    { F_PUBSUB, "pubsub" },         { F_NOSCRIPT, "noscript" },
+    { F_LOADING, "loading" },       { F_STALE, "stale" },
+    { F_SKIP_SLOWLOG, "skip_slowlog" }, { F_FAST, "fast" },
+    { F_NOAUTH, "no_auth" },        { F_NO_ASYNC_LOADING, "no_async_loading" },
+    { F_NO_MULTI, "no_multi" },     { F_MOVABLEKEYS, "movablekeys" },
+    { F_ALLOW_BUSY, "allow_busy" },
 };
 #define NFLAGS (sizeof flag_names / sizeof flag_names[0])
 
-/* ACL categories, derived from flags and group, in Redis's order. */
-#define MAX_CATEGORIES 8
+/* ACL categories, in the order of their bits (Redis's order). */
+static const char *const acl_names[] = {
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash",
+    "string", "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin",
+    "fast", "slow", "blocking", "dangerous", "connection", "transaction",
+    "scripting",
+};
+#define NACL (sizeof acl_names / sizeof acl_names[0])
 
-static int categories(const srv_command *cmd, const char **out)
+static const char *const keyspec_flag_names[] = {
+    "RO", "RW", "OW", "RM", "access", "update", "insert", "delete",
+    "not_key", "incomplete", "variable_flags",
+};
+#define NKSFLAGS (sizeof keyspec_flag_names / sizeof keyspec_flag_names[0])
+
+static const struct {
+    unsigned flag;
+    const char *name;
+} doc_flag_names[] = {
+    { D_DEPRECATED, "deprecated" }, { D_SYSCMD, "syscmd" },
+};
+#define NDOCFLAGS (sizeof doc_flag_names / sizeof doc_flag_names[0])
+
+static int popcount(unsigned v)
 {
-    static const char *const groups[][2] = {
-        {"set", "@set"}, {"sorted-set", "@sortedset"}, {"list", "@list"},
-        {"hash", "@hash"}, {"string", "@string"},
-    };
+    return __builtin_popcount(v);
+}
+
+/* The row's categories and those its flags imply, as Redis adds them. */
+static unsigned acl_of(const srv_command *cmd)
+{
+    unsigned acl = cmd->acl;
+
+    if (cmd->flags & F_WRITE)
+        acl |= A_WRITE;
+    if (cmd->flags & F_READONLY)
+        acl |= A_READ;
+    if (cmd->flags & F_ADMIN)
+        acl |= A_ADMIN | A_DANGEROUS;
+    if (cmd->flags & F_PUBSUB)
+        acl |= A_PUBSUB;
+    if (cmd->flags & F_FAST)
+        acl |= A_FAST;
+    if (!(acl & A_FAST))
+        acl |= A_SLOW;
+    return acl;
+}
+
+/* Words of a space-separated list (tips): count, or the i-th. */
+static int count_words(const char *s)
+{
     int n = 0;
 
-    if (!strcmp(cmd->group, "generic"))
-        out[n++] = "@keyspace";
-    if (cmd->flags & F_READONLY)
-        out[n++] = "@read";
-    if (cmd->flags & F_WRITE)
-        out[n++] = "@write";
-    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
-        if (!strcmp(cmd->group, groups[i][0]))
-            out[n++] = groups[i][1];
-    if (cmd->flags & F_PUBSUB)
-        out[n++] = "@pubsub";
-    if (cmd->flags & F_ADMIN) {
-        out[n++] = "@admin";
+    for (; s && *s; n++) {
+        s += strcspn(s, " ");
+        s += strspn(s, " ");
     }
-    out[n++] = cmd->flags & F_FAST ? "@fast" : "@slow";
-    if (cmd->flags & F_BLOCKING)
-        out[n++] = "@blocking";
-    if (cmd->flags & F_ADMIN)
-        out[n++] = "@dangerous";
-    if (!strcmp(cmd->group, "connection"))
-        out[n++] = "@connection";
-    if (!strcmp(cmd->group, "transactions"))
-        out[n++] = "@transaction";
     return n;
 }
 
-static void reply_command_info(srv_conn *c, const srv_command *cmd)
+static void reply_words(srv_conn *c, const char *s)
 {
-    const char *cats[MAX_CATEGORIES];
-    int nflags = 0, ncats = categories(cmd, cats);
+    srv_reply_set(c, count_words(s));
+    while (s && *s) {
+        size_t n = strcspn(s, " ");
+        srv_reply_bulk(c, s, n);
+        s += n;
+        s += strspn(s, " ");
+    }
+}
+
+static void reply_bits(srv_conn *c, unsigned bits, const char *const *names,
+                       size_t nnames)
+{
+    srv_reply_set(c, popcount(bits));
+    for (size_t i = 0; i < nnames; i++)
+        if (bits & (1u << i))
+            srv_reply_simple(c, names[i]);
+}
+
+static void reply_acl(srv_conn *c, const srv_command *cmd)
+{
+    char name[sizeof "@hyperloglog"];
+    unsigned acl = acl_of(cmd);
+
+    srv_reply_set(c, popcount(acl));
+    for (size_t i = 0; i < NACL; i++)
+        if (acl & (1u << i)) {
+            snprintf(name, sizeof name, "@%s", acl_names[i]);
+            srv_reply_simple(c, name);
+        }
+}
+
+/* {"type": type, "spec": {names[i]: values[i], ...}}: how a key spec
+ * begins its search or finds its keys. */
+static void reply_search(srv_conn *c, const char *type, int n,
+                         const char *const *names, const int *values)
+{
+    srv_reply_map(c, 2);
+    srv_reply_bulk_cstr(c, "type");
+    srv_reply_bulk_cstr(c, type);
+    srv_reply_bulk_cstr(c, "spec");
+    srv_reply_map(c, n);
+    for (int i = 0; i < n; i++) {
+        srv_reply_bulk_cstr(c, names[i]);
+        srv_reply_int(c, values[i]);
+    }
+}
+
+static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
+{
+    static const char *const index_names[] = { "index" };
+    static const char *const range_names[] = { "lastkey", "keystep", "limit" };
+    static const char *const keynum_names[] = { "keynumidx", "firstkey",
+                                                "keystep" };
+
+    srv_reply_map(c, KEYSPEC_FIELDS + (s->notes != NULL));
+    if (s->notes) {
+        srv_reply_bulk_cstr(c, "notes");
+        srv_reply_bulk_cstr(c, s->notes);
+    }
+    srv_reply_bulk_cstr(c, "flags");
+    reply_bits(c, s->flags, keyspec_flag_names, NKSFLAGS);
+    srv_reply_bulk_cstr(c, "begin_search");
+    if (s->begin == SRV_KS_INDEX) {
+        reply_search(c, "index", 1, index_names, &s->index);
+    } else {                            /* a word and an int: by hand */
+        srv_reply_map(c, 2);
+        srv_reply_bulk_cstr(c, "type");
+        srv_reply_bulk_cstr(c, "keyword");
+        srv_reply_bulk_cstr(c, "spec");
+        srv_reply_map(c, 2);
+        srv_reply_bulk_cstr(c, "keyword");
+        srv_reply_bulk_cstr(c, s->keyword);
+        srv_reply_bulk_cstr(c, "startfrom");
+        srv_reply_int(c, s->index);
+    }
+    srv_reply_bulk_cstr(c, "find_keys");
+    if (s->find == SRV_KS_RANGE) {
+        int v[] = { s->lastkey, s->keystep, s->limit };
+        reply_search(c, "range", 3, range_names, v);
+    } else {
+        int v[] = { s->keynumidx, s->firstkey, s->keystep };
+        reply_search(c, "keynum", 3, keynum_names, v);
+    }
+}
+
+/* One COMMAND INFO entry: Redis 7's ten fields, subcommands nested. */
+static void reply_info(srv_conn *c, const srv_command *cmd)
+{
+    int nflags = 0;
 
     srv_reply_array(c, COMMAND_INFO_FIELDS);
     srv_reply_bulk_cstr(c, cmd->name);
@@ -78,117 +197,380 @@ static void reply_command_info(srv_conn *c, const srv_command *cmd)
     srv_reply_int(c, cmd->first_key);
     srv_reply_int(c, cmd->last_key);
     srv_reply_int(c, cmd->key_step);
-    srv_reply_set(c, ncats);
-    for (int i = 0; i < ncats; i++)
-        srv_reply_simple(c, cats[i]);
-    srv_reply_array(c, 0);      /* tips */
-    srv_reply_array(c, 0);      /* key specs */
-    srv_reply_array(c, 0);      /* subcommands */
+    reply_acl(c, cmd);
+    reply_words(c, cmd->tips);
+    srv_reply_set(c, cmd->nkeyspecs);
+    for (int i = 0; i < cmd->nkeyspecs; i++)
+        reply_keyspec(c, &cmd->keyspecs[i]);
+    if (cmd->nsubs) {
+        srv_reply_array(c, cmd->nsubs);
+        for (int i = 0; i < cmd->nsubs; i++)
+            reply_info(c, &cmd->subs[i]);
+    } else {
+        srv_reply_set(c, 0);
+    }
 }
 
-/* Time complexity for COMMAND DOCS, as Redis documents it. */
-static const struct {
-    const char *name;
-    const char *complexity;
-} complexities[] = {
-#define DOC(name, text) { name, text },
-#include "server/cmd/srv_command_docs.def"
-#undef DOC
-};
-
-static const char *complexity_of(const char *name)
+static int count_history(const srv_command *cmd)
 {
-    for (size_t i = 0; i < sizeof complexities / sizeof complexities[0]; i++)
-        if (!strcmp(complexities[i].name, name))
-            return complexities[i].complexity;
-    return NULL;
+    int n = 0;
+
+    for (const char *const *h = cmd->history; h && *h; h += 2)
+        n++;
+    return n;
 }
 
-static void reply_command_docs(srv_conn *c, const srv_command *cmd)
+/*
+ * One COMMAND DOCS entry (name, then its map), in Redis's field order;
+ * Redis's "arguments" descriptions are not in the table.
+ */
+static void reply_docs(srv_conn *c, const srv_command *cmd)
 {
-    const char *complexity = complexity_of(cmd->name);
+    int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS + (complexity != NULL));
-    if (complexity) {
-        srv_reply_bulk_cstr(c, "complexity");
-        srv_reply_bulk_cstr(c, complexity);
-    }
+    srv_reply_map(c, DOCS_FIELDS + (cmd->doc_flags != 0) +
+                         (cmd->deprecated_since != NULL) +
+                         (cmd->replaced_by != NULL) + (nhist > 0) +
+                         (cmd->nsubs > 0));
     srv_reply_bulk_cstr(c, "summary");
     srv_reply_bulk_cstr(c, cmd->summary);
     srv_reply_bulk_cstr(c, "since");
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
+    srv_reply_bulk_cstr(c, "complexity");
+    srv_reply_bulk_cstr(c, cmd->complexity);
+    if (cmd->doc_flags) {
+        srv_reply_bulk_cstr(c, "doc_flags");
+        srv_reply_set(c, popcount(cmd->doc_flags));
+        for (size_t i = 0; i < NDOCFLAGS; i++)
+            if (cmd->doc_flags & doc_flag_names[i].flag)
+                srv_reply_simple(c, doc_flag_names[i].name);
+    }
+    if (cmd->deprecated_since) {
+        srv_reply_bulk_cstr(c, "deprecated_since");
+        srv_reply_bulk_cstr(c, cmd->deprecated_since);
+    }
+    if (cmd->replaced_by) {
+        srv_reply_bulk_cstr(c, "replaced_by");
+        srv_reply_bulk_cstr(c, cmd->replaced_by);
+    }
+    if (nhist) {
+        srv_reply_bulk_cstr(c, "history");
+        srv_reply_set(c, nhist);
+        for (const char *const *h = cmd->history; *h; h += 2) {
+            srv_reply_array(c, 2);
+            srv_reply_bulk_cstr(c, h[0]);
+            srv_reply_bulk_cstr(c, h[1]);
+        }
+    }
+    if (cmd->nsubs) {
+        srv_reply_bulk_cstr(c, "subcommands");
+        srv_reply_map(c, cmd->nsubs);
+        for (int i = 0; i < cmd->nsubs; i++)
+            reply_docs(c, &cmd->subs[i]);
+    }
 }
 
-/* COMMAND INFO / DOCS with names: unknown names give nil (INFO) or are
- * left out (DOCS), as Redis does. */
-static void command_lookup_reply(srv_conn *c, int docs)
+static int count_top_level(void)
+{
+    int n, top = 0;
+    const srv_command *table = srv_cmd_table(&n);
+
+    for (int i = 0; i < n; i++)
+        top += table[i].parent == NULL;
+    return top;
+}
+
+/* COMMAND, COMMAND INFO, COMMAND DOCS without names: every top-level
+ * command (its subcommands nested in it). */
+static void reply_all(srv_conn *c, int docs)
 {
     int n;
     const srv_command *table = srv_cmd_table(&n);
+    int top = count_top_level();
 
-    if (c->argc == 2) {
+    if (docs)
+        srv_reply_map(c, top);
+    else
+        srv_reply_array(c, top);
+    for (int i = 0; i < n; i++) {
+        if (table[i].parent)
+            continue;
         if (docs)
-            srv_reply_map(c, n);
+            reply_docs(c, &table[i]);
         else
-            srv_reply_array(c, n);
-        for (int i = 0; i < n; i++)
-            docs ? reply_command_docs(c, &table[i])
-                 : reply_command_info(c, &table[i]);
-        return;
-    }
-    if (!docs) {
-        srv_reply_array(c, c->argc - 2);
-        for (int i = 2; i < c->argc; i++) {
-            const srv_command *cmd = srv_cmd_lookup(c->argv[i].ptr,
-                                                    c->argv[i].len);
-            if (cmd)
-                reply_command_info(c, cmd);
-            else
-                srv_reply_null_array(c);
-        }
-        return;
-    }
-    int found = 0;
-    for (int i = 2; i < c->argc; i++)
-        found += srv_cmd_lookup(c->argv[i].ptr, c->argv[i].len) != NULL;
-    srv_reply_map(c, found);
-    for (int i = 2; i < c->argc; i++) {
-        const srv_command *cmd = srv_cmd_lookup(c->argv[i].ptr,
-                                                c->argv[i].len);
-        if (cmd)
-            reply_command_docs(c, cmd);
+            reply_info(c, &table[i]);
     }
 }
 
 void srv_cmd_command(srv_conn *c)
 {
-    int n;
-    const srv_command *table = srv_cmd_table(&n);
+    reply_all(c, 0);
+}
 
-    if (c->argc == 1) {
-        srv_reply_array(c, n);
-        for (int i = 0; i < n; i++)
-            reply_command_info(c, &table[i]);
+void srv_cmd_command_count(srv_conn *c)
+{
+    srv_reply_int(c, count_top_level());
+}
+
+/* COMMAND INFO [name ...]: an unknown name gives a null, as in Redis. */
+void srv_cmd_command_info(srv_conn *c)
+{
+    if (c->argc == 2) {
+        reply_all(c, 0);
         return;
     }
-    const srv_slice *sub = &c->argv[1];
-    if (srv_util_streq(sub->ptr, sub->len, "count")) {
-        if (c->argc == 2)
-            srv_reply_int(c, n);
+    srv_reply_array(c, c->argc - 2);
+    for (int i = 2; i < c->argc; i++) {
+        const srv_command *cmd = srv_cmd_lookup_name(c->argv[i].ptr,
+                                                     c->argv[i].len);
+        if (cmd)
+            reply_info(c, cmd);
         else
-            srv_args_subcommand_arity(c);
-    } else if (srv_util_streq(sub->ptr, sub->len, "info")) {
-        command_lookup_reply(c, 0);
-    } else if (srv_util_streq(sub->ptr, sub->len, "docs")) {
-        command_lookup_reply(c, 1);
-    } else if (srv_util_streq(sub->ptr, sub->len, "list")) {
-        srv_reply_array(c, n);
-        for (int i = 0; i < n; i++)
-            srv_reply_bulk_cstr(c, table[i].name);
-    } else {
-        srv_args_subcommand_error(c);
+            srv_reply_null(c);
     }
+}
+
+/* COMMAND DOCS [name ...]: unknown names are left out, as in Redis. */
+void srv_cmd_command_docs(srv_conn *c)
+{
+    int found = 0;
+
+    if (c->argc == 2) {
+        reply_all(c, 1);
+        return;
+    }
+    for (int i = 2; i < c->argc; i++)
+        found += srv_cmd_lookup_name(c->argv[i].ptr, c->argv[i].len) != NULL;
+    srv_reply_map(c, found);
+    for (int i = 2; i < c->argc; i++) {
+        const srv_command *cmd = srv_cmd_lookup_name(c->argv[i].ptr,
+                                                     c->argv[i].len);
+        if (cmd)
+            reply_docs(c, cmd);
+    }
+}
+
+/* ---- COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pat] ---- */
+
+enum list_filter { LIST_ALL, LIST_MODULE, LIST_ACLCAT, LIST_PATTERN };
+
+static int listed(const srv_command *cmd, int filter, const srv_slice *arg,
+                  unsigned category)
+{
+    switch (filter) {
+    case LIST_MODULE:
+        return 0;                       /* larder has no modules */
+    case LIST_ACLCAT:
+        return (acl_of(cmd) & category) != 0;
+    case LIST_PATTERN:
+        return srv_util_glob_match(arg->ptr, arg->len, cmd->name,
+                                   strlen(cmd->name), 1);
+    default:
+        return 1;
+    }
+}
+
+void srv_cmd_command_list(srv_conn *c)
+{
+    int n, filter = LIST_ALL;
+    const srv_command *table = srv_cmd_table(&n);
+    const srv_slice *arg = NULL;
+    unsigned category = 0;
+
+    if (c->argc == FILTER_ARGC &&
+        srv_util_streq(c->argv[2].ptr, c->argv[2].len, "filterby")) {
+        const srv_slice *type = &c->argv[3];
+        arg = &c->argv[4];
+        if (srv_util_streq(type->ptr, type->len, "module"))
+            filter = LIST_MODULE;
+        else if (srv_util_streq(type->ptr, type->len, "aclcat"))
+            filter = LIST_ACLCAT;
+        else if (srv_util_streq(type->ptr, type->len, "pattern"))
+            filter = LIST_PATTERN;
+    }
+    if (c->argc != 2 && filter == LIST_ALL) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    if (filter == LIST_ACLCAT)          /* unknown: no command listed */
+        for (size_t i = 0; i < NACL; i++)
+            if (srv_util_streq(arg->ptr, arg->len, acl_names[i]))
+                category = 1u << i;
+    int matched = 0;
+    for (int i = 0; i < n; i++)
+        matched += listed(&table[i], filter, arg, category);
+    srv_reply_array(c, matched);
+    for (int i = 0; i < n; i++)
+        if (listed(&table[i], filter, arg, category))
+            srv_reply_bulk_cstr(c, table[i].name);
+}
+
+/* ---- COMMAND GETKEYS / GETKEYSANDFLAGS <command> [arg ...] ---- */
+
+typedef void key_found(srv_conn *c, const srv_slice *key, unsigned flags);
+
+/*
+ * Flags of a spec flagged KS_VARIABLE_FLAGS, which depend on the
+ * arguments: SET's key is read too when GET is given.
+ */
+static unsigned resolve_flags(const srv_command *cmd, const srv_keyspec *s,
+                              int argc, const srv_slice *argv)
+{
+    if (!(s->flags & KS_VARIABLE_FLAGS))
+        return s->flags;
+    if (!strcmp(cmd->name, "set")) {
+        for (int i = 3; i < argc; i++)
+            if (srv_util_streq(argv[i].ptr, argv[i].len, "get"))
+                return KS_RW | KS_ACCESS | KS_UPDATE;
+        return KS_OW | KS_UPDATE;
+    }
+    return s->flags;
+}
+
+/* Where spec `s` begins in argv: an index, or -1 when it finds nothing. */
+static int spec_begin(const srv_keyspec *s, int argc, const srv_slice *argv)
+{
+    if (s->begin == SRV_KS_INDEX)
+        return s->index < argc ? s->index : -1;
+    int from = s->index >= 0 ? s->index : argc + s->index;
+    int dir = s->index >= 0 ? 1 : -1;
+    for (int i = from; i > 0 && i < argc; i += dir)
+        if (argv[i].len == strlen(s->keyword) &&
+            strncasecmp(argv[i].ptr, s->keyword, argv[i].len) == 0)
+            return i + 1 < argc ? i + 1 : -1;
+    return -1;
+}
+
+/*
+ * Call `found` for each key of the command line argv (argv[0] the
+ * command's name), spec by spec, leaving out specs flagged KS_NOT_KEY.
+ * Returns the number of keys, or -1 when the arguments contradict a spec
+ * (a key count that is not a positive integer or runs past the end).
+ * With `found` NULL it only counts.
+ */
+static int each_key(srv_conn *c, const srv_command *cmd, int argc,
+                    const srv_slice *argv, key_found *found)
+{
+    int n = 0;
+
+    for (int i = 0; i < cmd->nkeyspecs; i++) {
+        const srv_keyspec *s = &cmd->keyspecs[i];
+        int first, last, step = s->keystep;
+
+        if (s->flags & KS_NOT_KEY)
+            continue;
+        if ((first = spec_begin(s, argc, argv)) < 0)
+            continue;
+        if (s->find == SRV_KS_RANGE) {
+            if (s->lastkey >= 0)
+                last = first + s->lastkey;
+            else if (s->limit <= 1)
+                last = argc + s->lastkey;
+            else
+                last = first + (argc - first) / s->limit + s->lastkey;
+        } else {
+            long long keys;
+            int at = first + s->keynumidx;
+            if (at >= argc ||
+                !srv_util_str2ll(argv[at].ptr, argv[at].len, &keys) ||
+                keys < 1 || keys > argc)
+                return -1;
+            first += s->firstkey;
+            last = first + ((int)keys - 1) * step;
+        }
+        if (last >= argc || last < first || step < 1)
+            return -1;
+        for (int k = first; k <= last; k += step) {
+            if (found)
+                found(c, &argv[k], resolve_flags(cmd, s, argc, argv));
+            n++;
+        }
+    }
+    return n;
+}
+
+static void key_only(srv_conn *c, const srv_slice *key, unsigned flags)
+{
+    srv_reply_bulk(c, key->ptr, key->len);
+}
+
+static void key_and_flags(srv_conn *c, const srv_slice *key, unsigned flags)
+{
+    srv_reply_array(c, 2);
+    srv_reply_bulk(c, key->ptr, key->len);
+    reply_bits(c, flags, keyspec_flag_names, NKSFLAGS);
+}
+
+static void getkeys(srv_conn *c, key_found *found)
+{
+    int argc = c->argc - 2;
+    const srv_slice *argv = c->argv + 2;
+    const srv_command *cmd = srv_cmd_lookup(argv[0].ptr, argv[0].len);
+    int has_keys = 0;
+
+    if (cmd && cmd->nsubs && argc >= 2)
+        cmd = srv_cmd_lookup_sub(cmd, argv[1].ptr, argv[1].len);
+    if (!cmd) {
+        srv_reply_error(c, "ERR Invalid command specified");
+        return;
+    }
+    for (int i = 0; i < cmd->nkeyspecs; i++)
+        has_keys |= !(cmd->keyspecs[i].flags & KS_NOT_KEY);
+    if (!has_keys) {
+        srv_reply_error(c, "ERR The command has no key arguments");
+        return;
+    }
+    if ((cmd->arity > 0 && argc != cmd->arity) ||
+        (cmd->arity < 0 && argc < -cmd->arity)) {
+        srv_reply_error(c, "ERR Invalid number of arguments specified for "
+                           "command");
+        return;
+    }
+    int n = each_key(c, cmd, argc, argv, NULL);
+    if (n <= 0) {
+        srv_reply_error(c, "ERR Invalid arguments specified for command");
+        return;
+    }
+    srv_reply_array(c, n);
+    each_key(c, cmd, argc, argv, found);
+}
+
+void srv_cmd_command_getkeys(srv_conn *c)
+{
+    getkeys(c, key_only);
+}
+
+void srv_cmd_command_getkeysandflags(srv_conn *c)
+{
+    getkeys(c, key_and_flags);
+}
+
+void srv_cmd_command_help(srv_conn *c)
+{
+    static const char *const help[] = {
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "(no subcommand)",
+        "    Describe every command: name, arity, flags, key positions, ACL",
+        "    categories, tips, key specs and subcommands.",
+        "COUNT",
+        "    The number of commands (not counting subcommands).",
+        "LIST [FILTERBY MODULE <name>|ACLCAT <category>|PATTERN <glob>]",
+        "    The names of the commands and subcommands, optionally filtered.",
+        "INFO [<command-name> ...]",
+        "    Describe the named commands (all without names).",
+        "DOCS [<command-name> ...]",
+        "    Summary, version, group, complexity and history of the named",
+        "    commands (all without names).",
+        "GETKEYS <full-command>",
+        "    The keys of a full command line.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    The keys of a full command line and what it does to each.",
+        "HELP",
+        "    Print this help.",
+    };
+
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
 }

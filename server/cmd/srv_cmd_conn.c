@@ -232,7 +232,7 @@ static void list_one(srv_conn *x, void *arg)
     srv_buf_append(&l->text, line, strlen(line));
 }
 
-static void client_setinfo(srv_conn *c)
+void srv_cmd_client_setinfo(srv_conn *c)
 {
     const srv_slice *attr = &c->argv[2], *val = &c->argv[3];
     char *field;
@@ -258,68 +258,75 @@ static void client_setinfo(srv_conn *c)
     srv_reply_ok(c);
 }
 
-void srv_cmd_client(srv_conn *c)
+/* ---- CLIENT: one handler per subcommand (the dispatcher picks it) ---- */
+
+void srv_cmd_client_id(srv_conn *c)
 {
-    const srv_slice *sub = &c->argv[1];
+    srv_reply_int(c, (long long)c->id);
+}
+
+void srv_cmd_client_getname(srv_conn *c)
+{
+    if (c->name[0])
+        srv_reply_bulk_cstr(c, c->name);
+    else
+        srv_reply_null(c);
+}
+
+void srv_cmd_client_setname(srv_conn *c)
+{
+    if (!valid_name(&c->argv[2])) {
+        srv_reply_error(c, ERR_BADNAME);
+        return;
+    }
+    set_name(c, &c->argv[2]);
+    srv_reply_ok(c);
+}
+
+void srv_cmd_client_info(srv_conn *c)
+{
     char line[CLIENT_INFO_MAX];
 
-    if (srv_util_streq(sub->ptr, sub->len, "id") && c->argc == 2) {
-        srv_reply_int(c, (long long)c->id);
-    } else if (srv_util_streq(sub->ptr, sub->len, "getname") && c->argc == 2) {
-        if (c->name[0])
-            srv_reply_bulk_cstr(c, c->name);
-        else
-            srv_reply_null(c);
-    } else if (srv_util_streq(sub->ptr, sub->len, "setname")) {
-        if (c->argc != 3) {
-            srv_args_subcommand_arity(c);
-        } else if (!valid_name(&c->argv[2])) {
-            srv_reply_error(c, ERR_BADNAME);
-        } else {
-            set_name(c, &c->argv[2]);
-            srv_reply_ok(c);
-        }
-    } else if (srv_util_streq(sub->ptr, sub->len, "setinfo")) {
-        if (c->argc != 4)
-            srv_args_subcommand_arity(c);
-        else
-            client_setinfo(c);
-    } else if (srv_util_streq(sub->ptr, sub->len, "info") && c->argc == 2) {
-        client_line(c, line, sizeof line);
-        srv_reply_verbatim(c, line, strlen(line));
-    } else if (srv_util_streq(sub->ptr, sub->len, "list")) {
-        /* This worker's connections: a connection lives on one worker. */
-        list_ctx l = { { NULL, 0, 0 } };
-        for (srv_conn *x = c->worker->clients; x; x = x->next)
-            list_one(x, &l);
-        srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
-        srv_buf_free(&l.text);
-    } else if ((srv_util_streq(sub->ptr, sub->len, "no-evict") ||
-                srv_util_streq(sub->ptr, sub->len, "no-touch")) && c->argc == 3) {
-        const srv_slice *v = &c->argv[2];
-        if (srv_util_streq(v->ptr, v->len, "on") || srv_util_streq(v->ptr, v->len, "off"))
-            srv_reply_ok(c);
-        else
-            srv_reply_error(c, SRV_ERR_SYNTAX);
-    } else if (srv_util_streq(sub->ptr, sub->len, "help")) {
-        static const char *const help[] = {
-            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "ID", "    Return the ID of the current connection.",
-            "GETNAME", "    Return the name of the current connection.",
-            "SETNAME <name>", "    Assign the name <name> to the current connection.",
-            "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-            "INFO", "    Return information about the current client connection.",
-            "LIST", "    Return information about client connections of this worker.",
-            "HELP", "    Print this help.",
-        };
-        srv_reply_array(c, sizeof help / sizeof help[0]);
-        for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
-            srv_reply_simple(c, help[i]);
-    } else if (srv_util_streq(sub->ptr, sub->len, "getname") ||
-               srv_util_streq(sub->ptr, sub->len, "id") ||
-               srv_util_streq(sub->ptr, sub->len, "info")) {
-        srv_args_subcommand_arity(c);
-    } else {
-        srv_args_subcommand_error(c);
-    }
+    client_line(c, line, sizeof line);
+    srv_reply_verbatim(c, line, strlen(line));
+}
+
+void srv_cmd_client_list(srv_conn *c)
+{
+    /* This worker's connections: a connection lives on one worker. */
+    list_ctx l = { { NULL, 0, 0 } };
+
+    for (srv_conn *x = c->worker->clients; x; x = x->next)
+        list_one(x, &l);
+    srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
+    srv_buf_free(&l.text);
+}
+
+/* CLIENT NO-EVICT / NO-TOUCH on|off: accepted, and nothing to change (no
+ * client eviction, no LRU that a read would touch). */
+void srv_cmd_client_onoff(srv_conn *c)
+{
+    const srv_slice *v = &c->argv[2];
+
+    if (srv_util_streq(v->ptr, v->len, "on") ||
+        srv_util_streq(v->ptr, v->len, "off"))
+        srv_reply_ok(c);
+    else
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+}
+
+void srv_cmd_client_help(srv_conn *c)
+{
+    static const char *const help[] = {
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ID", "    Return the ID of the current connection.",
+        "GETNAME", "    Return the name of the current connection.",
+        "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+        "INFO", "    Return information about the current client connection.",
+        "LIST", "    Return information about client connections of this worker.",
+        "HELP", "    Print this help.",
+    };
+
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
 }

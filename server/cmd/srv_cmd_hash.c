@@ -46,12 +46,6 @@ static int open_write_or_reply(srv_conn *c, struct st_txn *t, st_keyref *k,
     return rc < 0 ? -1 : 0;
 }
 
-static uint64_t rand64(void)
-{
-    return ((uint64_t)random() << 33) ^ ((uint64_t)random() << 2) ^
-           (uint64_t)random();
-}
-
 /* HSET / HMSET: field-value pairs from argv[2]. */
 static void set_generic(srv_conn *c, int reply_ok)
 {
@@ -143,29 +137,8 @@ void srv_cmd_hmget(srv_conn *c)
     srv_coll_reply_members(c, ST_TYPE_HASH, 1, reply_field);
 }
 
-void srv_cmd_hexists(srv_conn *c)
-{
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-    const uint8_t *v;
-    size_t vl;
-    int rc;
-
-    if (!t || (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
-        return;
-    if (rc == 0) {
-        srv_reply_int(c, 0);
-        return;
-    }
-    rc = st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl);
-    if (rc && rc != ST_ENOTFOUND)
-        srv_txn_error(c, rc);
-    else
-        srv_reply_int(c, rc == 0);
-}
-
-void srv_cmd_hstrlen(srv_conn *c)
+/* HEXISTS and HSTRLEN (`length`): an integer about the field argv[2]. */
+static void field_int_generic(srv_conn *c, int length)
 {
     struct st_txn *t = srv_txn_read_or_reply(c);
     st_keyref k;
@@ -184,84 +157,31 @@ void srv_cmd_hstrlen(srv_conn *c)
     if (rc && rc != ST_ENOTFOUND)
         srv_txn_error(c, rc);
     else
-        srv_reply_int(c, rc ? 0 : (long long)vl);
+        srv_reply_int(c, rc ? 0 : length ? (long long)vl : 1);
 }
 
-void srv_cmd_hlen(srv_conn *c)
-{
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
+void srv_cmd_hexists(srv_conn *c) { field_int_generic(c, 0); }
+void srv_cmd_hstrlen(srv_conn *c) { field_int_generic(c, 1); }
 
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    srv_reply_int(c, (long long)o.c.card);
-}
+void srv_cmd_hlen(srv_conn *c) { srv_coll_reply_card(c, ST_TYPE_HASH); }
 
 void srv_cmd_hdel(srv_conn *c)
 {
     srv_coll_remove_members(c, ST_TYPE_HASH, st_hash_del);
 }
 
-/* What HGETALL, HKEYS and HVALS reply per field. */
-#define WANT_FIELDS 0x1u
-#define WANT_VALUES 0x2u
-
-typedef struct emit_ctx {
-    srv_conn *c;
-    unsigned want;
-    const srv_slice *match;     /* HSCAN MATCH, or NULL */
-    long long n;                /* elements replied */
-} emit_ctx;
-
-static int emit_pair(void *ctx, const uint8_t *f, size_t fl,
-                     const uint8_t *v, size_t vl)
-{
-    emit_ctx *e = ctx;
-
-    if (e->match && !srv_util_glob_match(e->match->ptr, e->match->len,
-                                    (const char *)f, fl, 0))
-        return 0;
-    if (e->want & WANT_FIELDS) {
-        srv_reply_bulk(e->c, f, fl);
-        e->n++;
-    }
-    if (e->want & WANT_VALUES) {
-        srv_reply_bulk(e->c, v, vl);
-        e->n++;
-    }
-    return 0;
-}
-
 static void getall_generic(srv_conn *c, unsigned want)
 {
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    emit_ctx e = { c, want, NULL, 0 };
-    st_keyref k;
-    st_obj o;
-    uint64_t next;
-    size_t mark;
-    int rc;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = c->out.len;
-    if (want == (WANT_FIELDS | WANT_VALUES))
-        srv_reply_map(c, (long long)o.c.card);
-    else
-        srv_reply_array(c, (long long)o.c.card);
-    if (!o.exists)
-        return;
-    rc = st_hash_scan(t, &o, 0, SIZE_MAX, emit_pair, &e, &next);
-    if (rc) {
-        c->out.len = mark;
-        srv_txn_error(c, rc);
-    }
+    srv_coll_reply_all(c, ST_TYPE_HASH, want, st_hash_scan);
 }
 
-void srv_cmd_hgetall(srv_conn *c) { getall_generic(c, WANT_FIELDS | WANT_VALUES); }
-void srv_cmd_hkeys(srv_conn *c) { getall_generic(c, WANT_FIELDS); }
-void srv_cmd_hvals(srv_conn *c) { getall_generic(c, WANT_VALUES); }
+void srv_cmd_hgetall(srv_conn *c)
+{
+    getall_generic(c, SRV_COLL_NAMES | SRV_COLL_VALUES);
+}
+
+void srv_cmd_hkeys(srv_conn *c) { getall_generic(c, SRV_COLL_NAMES); }
+void srv_cmd_hvals(srv_conn *c) { getall_generic(c, SRV_COLL_VALUES); }
 
 void srv_cmd_hincrby(srv_conn *c)
 {
@@ -390,16 +310,8 @@ void srv_cmd_hrandfield(srv_conn *c)
         return;
     }
     r.withvalues = c->argc == 4;
-    if (c->argc >= 3) {
-        if (srv_args_ll_or_reply(c, &c->argv[2], &count))
-            return;
-        if (count < -LLONG_MAX / 2 && r.withvalues) {
-            srv_reply_error(c, "ERR value is out of range, value must "
-                               "between -9223372036854775807 and "
-                               "9223372036854775807");
-            return;
-        }
-    }
+    if (c->argc >= 3 && srv_args_rand_count_or_reply(c, r.withvalues, &count))
+        return;
     if (!(t = srv_txn_read_or_reply(c)) ||
         open_or_reply(c, t, 1, &k, &o) < 0)
         return;
@@ -408,7 +320,7 @@ void srv_cmd_hrandfield(srv_conn *c)
             srv_reply_null(c);
             return;
         }
-        rc = st_hash_sample(t, &o, rand64(), 1, emit_rand, &r);
+        rc = st_hash_sample(t, &o, srv_coll_rand64(), 1, emit_rand, &r);
         if (rc)
             srv_txn_error(c, rc);
         return;
@@ -424,7 +336,7 @@ void srv_cmd_hrandfield(srv_conn *c)
             srv_reply_array(c, (long long)n * 2);
         else
             srv_reply_array(c, (long long)n);
-        rc = st_hash_sample(t, &o, rand64(), n, emit_rand, &r);
+        rc = st_hash_sample(t, &o, srv_coll_rand64(), n, emit_rand, &r);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
         if (r.withvalues && c->resp == 2)
@@ -433,7 +345,7 @@ void srv_cmd_hrandfield(srv_conn *c)
             srv_reply_array(c, (long long)n);
         rc = 0;
         for (unsigned long long i = 0; i < n && !rc; i++)
-            rc = st_hash_sample(t, &o, rand64(), 1, emit_rand, &r);
+            rc = st_hash_sample(t, &o, srv_coll_rand64(), 1, emit_rand, &r);
     }
     if (rc) {
         c->out.len = mark;
@@ -441,29 +353,18 @@ void srv_cmd_hrandfield(srv_conn *c)
     }
 }
 
+static int hscan_step(srv_conn *c, struct st_txn *t, const st_obj *o,
+                      const srv_scan_args *a, uint64_t *next, long long *n)
+{
+    srv_coll_emit e = { c, SRV_COLL_NAMES | SRV_COLL_VALUES, a->match, 0 };
+    int rc = st_hash_scan(t, o, a->cursor, (size_t)a->count,
+                          srv_coll_emit_elem, &e, next);
+
+    *n = e.n;
+    return rc;
+}
+
 void srv_cmd_hscan(srv_conn *c)
 {
-    struct st_txn *t;
-    emit_ctx e = { c, WANT_FIELDS | WANT_VALUES, NULL, 0 };
-    srv_scan_args a;
-    uint64_t next = 0;
-    st_keyref k;
-    st_obj o;
-    size_t mark;
-    int rc;
-
-    if (srv_scan_args_or_reply(c, 2, 0, &a))
-        return;
-    e.match = a.match;
-    if (!(t = srv_txn_read_or_reply(c)) ||
-        open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = srv_reply_defer(c);
-    if (o.exists &&
-        (rc = st_hash_scan(t, &o, a.cursor, (size_t)a.count, emit_pair, &e, &next))) {
-        c->out.len = mark;
-        srv_txn_error(c, rc);
-        return;
-    }
-    srv_scan_reply_finish(c, mark, next, e.n);
+    srv_scan_collection(c, ST_TYPE_HASH, hscan_step);
 }

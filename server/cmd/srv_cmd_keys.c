@@ -32,35 +32,15 @@ static const char *const type_names[] = {
     [ST_TYPE_ZSET] = "zset",  [ST_TYPE_HASH] = "hash",
 };
 
-/* DEL and UNLINK (collections are detached either way: O(1) for both). */
-static void del_generic(srv_conn *c)
+/*
+ * DEL and UNLINK (`del`: collections are detached either way, O(1) for
+ * both), EXISTS and TOUCH: how many of the named keys were there (repeats
+ * count).
+ */
+static void count_keys_generic(srv_conn *c, int del)
 {
-    struct st_txn *t = srv_txn_write_or_reply(c);
-    long long n = 0;
-
-    if (!t)
-        return;
-    for (int i = 1; i < c->argc; i++) {
-        st_keyref k;
-        srv_key_ref(c, i, &k);
-        int rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
-        if (rc == 0)
-            n++;
-        else if (rc != ST_ENOTFOUND) {
-            srv_txn_error(c, rc);
-            return;
-        }
-    }
-    srv_reply_int(c, n);
-}
-
-void srv_cmd_del(srv_conn *c) { del_generic(c); }
-void srv_cmd_unlink(srv_conn *c) { del_generic(c); }
-
-/* EXISTS and TOUCH: how many of the named keys exist (repeats count). */
-static void exists_generic(srv_conn *c)
-{
-    struct st_txn *t = srv_txn_read_or_reply(c);
+    struct st_txn *t = del ? srv_txn_write_or_reply(c)
+                           : srv_txn_read_or_reply(c);
     long long n = 0;
 
     if (!t)
@@ -69,7 +49,8 @@ static void exists_generic(srv_conn *c)
         st_keyref k;
         st_rec r;
         srv_key_ref(c, i, &k);
-        int rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
+        int rc = del ? st_keyspace_delete(t, &k, srv_cmd_now(c))
+                     : st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
@@ -80,8 +61,10 @@ static void exists_generic(srv_conn *c)
     srv_reply_int(c, n);
 }
 
-void srv_cmd_exists(srv_conn *c) { exists_generic(c); }
-void srv_cmd_touch(srv_conn *c) { exists_generic(c); }
+void srv_cmd_del(srv_conn *c) { count_keys_generic(c, 1); }
+void srv_cmd_unlink(srv_conn *c) { count_keys_generic(c, 1); }
+void srv_cmd_exists(srv_conn *c) { count_keys_generic(c, 0); }
+void srv_cmd_touch(srv_conn *c) { count_keys_generic(c, 0); }
 
 /* Look up argv[1] of any type: 1 found, 0 absent, -1 error replied. */
 static int lookup_any(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)

@@ -104,14 +104,8 @@ static void pop_generic(srv_conn *c, int left)
                          c->cmd->name);
         return;
     }
-    if (c->argc == 3) {
-        if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
-            count < 0) {
-            srv_reply_error(c, "ERR value is out of range, must be "
-                               "positive");
-            return;
-        }
-    }
+    if (c->argc == 3 && srv_args_count_or_reply(c, &c->argv[2], &count))
+        return;
     if (!(t = srv_txn_write_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -139,16 +133,7 @@ static void pop_generic(srv_conn *c, int left)
 void srv_cmd_lpop(srv_conn *c) { pop_generic(c, 1); }
 void srv_cmd_rpop(srv_conn *c) { pop_generic(c, 0); }
 
-void srv_cmd_llen(srv_conn *c)
-{
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    srv_reply_int(c, (long long)o.c.card);
-}
+void srv_cmd_llen(srv_conn *c) { srv_coll_reply_card(c, ST_TYPE_LIST); }
 
 /* Normalise a Redis index against length n: -1 when out of range. */
 static long long norm_index(long long i, uint64_t n)
@@ -210,27 +195,6 @@ void srv_cmd_lset(srv_conn *c)
         srv_reply_ok(c);
 }
 
-/* Clamp LRANGE/LTRIM bounds: 0 when the range is empty. */
-static int clamp_range(long long start, long long stop, uint64_t n,
-                       uint64_t *s, uint64_t *e)
-{
-    long long len = (long long)n;
-
-    if (start < 0)
-        start += len;
-    if (stop < 0)
-        stop += len;
-    if (start < 0)
-        start = 0;
-    if (start > stop || start >= len)
-        return 0;
-    if (stop >= len)
-        stop = len - 1;
-    *s = (uint64_t)start;
-    *e = (uint64_t)stop;
-    return 1;
-}
-
 void srv_cmd_lrange(srv_conn *c)
 {
     struct st_txn *t;
@@ -246,7 +210,7 @@ void srv_cmd_lrange(srv_conn *c)
         !(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
-    if (rc == 0 || !clamp_range(start, stop, o.c.card, &s, &e)) {
+    if (rc == 0 || !srv_args_clamp_range(start, stop, o.c.card, &s, &e)) {
         srv_reply_array(c, 0);
         return;
     }
@@ -276,7 +240,7 @@ void srv_cmd_ltrim(srv_conn *c)
         srv_reply_ok(c);
         return;
     }
-    if (!clamp_range(start, stop, o.c.card, &s, &e))
+    if (!srv_args_clamp_range(start, stop, o.c.card, &s, &e))
         rc = st_keyspace_delete(t, &k, srv_cmd_now(c));   /* O(1): lazy free */
     else if (!(rc = st_list_trim(t, &o, s, e)))
         rc = st_coll_save(t, &o, srv_cmd_now(c));
@@ -526,32 +490,5 @@ void srv_cmd_lmove(srv_conn *c)
 
 void srv_cmd_lmpop(srv_conn *c)
 {
-    struct st_txn *t;
-    long long count;
-    int numkeys, where, j;
-
-    if (srv_args_mpop_or_reply(c, "right", "left", &numkeys, &where, &count))
-        return;
-    if (!(t = srv_txn_write_or_reply(c)))
-        return;
-    for (j = 2; j < 2 + numkeys; j++) {
-        st_keyref k;
-        st_obj o;
-        int rc = open_or_reply(c, t, j, &k, &o);
-        if (rc < 0)
-            return;
-        if (rc == 0)
-            continue;
-        uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
-        size_t mark = c->out.len;
-        srv_reply_array(c, 2);
-        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
-        srv_reply_array(c, (long long)n);
-        if ((rc = pop_into_reply(c, t, &o, where, n))) {
-            c->out.len = mark;
-            srv_txn_error(c, rc);
-        }
-        return;
-    }
-    srv_reply_null_array(c);
+    srv_coll_mpop(c, ST_TYPE_LIST, "right", "left", pop_into_reply);
 }

@@ -115,9 +115,9 @@ void srv_cmd_spublish(srv_conn *c)
     srv_pubsub_publish(c, SRV_PS_SHARD, &c->argv[1], &c->argv[2]);
 }
 
-/* ---- PUBSUB ---- */
+/* ---- PUBSUB: one handler per subcommand (the dispatcher picks it) ---- */
 
-static void pubsub_help(srv_conn *c)
+void srv_cmd_pubsub_help(srv_conn *c)
 {
     static const char *const help[] = {
         "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -140,9 +140,7 @@ static void pubsub_help(srv_conn *c)
         "    Prints this help.",
     };
 
-    srv_reply_array(c, sizeof help / sizeof help[0]);
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++)
-        srv_reply_simple(c, help[i]);
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
 }
 
 /* CHANNELS / SHARDCHANNELS take at most one pattern. */
@@ -159,31 +157,29 @@ static void pubsub_channels(srv_conn *c, int kind)
     srv_pubsub_query(c, SRV_PS_Q_CHANNELS, kind, c->argc - 2, c->argv + 2);
 }
 
-void srv_cmd_pubsub(srv_conn *c)
+void srv_cmd_pubsub_channels(srv_conn *c)
 {
-    const srv_slice *sub = &c->argv[1];
+    pubsub_channels(c, SRV_PS_CHANNEL);
+}
 
-    if (srv_util_streq(sub->ptr, sub->len, "channels")) {
-        pubsub_channels(c, SRV_PS_CHANNEL);
-    } else if (srv_util_streq(sub->ptr, sub->len, "shardchannels")) {
-        pubsub_channels(c, SRV_PS_SHARD);
-    } else if (srv_util_streq(sub->ptr, sub->len, "numsub")) {
-        srv_pubsub_query(c, SRV_PS_Q_NUMSUB, SRV_PS_CHANNEL, c->argc - 2,
-                         c->argv + 2);
-    } else if (srv_util_streq(sub->ptr, sub->len, "shardnumsub")) {
-        srv_pubsub_query(c, SRV_PS_Q_NUMSUB, SRV_PS_SHARD, c->argc - 2,
-                         c->argv + 2);
-    } else if (srv_util_streq(sub->ptr, sub->len, "numpat")) {
-        if (c->argc != 2)
-            srv_args_subcommand_arity(c);
-        else
-            srv_pubsub_query(c, SRV_PS_Q_NUMPAT, SRV_PS_CHANNEL, 0, NULL);
-    } else if (srv_util_streq(sub->ptr, sub->len, "help")) {
-        if (c->argc != 2)
-            srv_args_subcommand_arity(c);
-        else
-            pubsub_help(c);
-    } else {
-        srv_args_subcommand_error(c);
-    }
+void srv_cmd_pubsub_shardchannels(srv_conn *c)
+{
+    pubsub_channels(c, SRV_PS_SHARD);
+}
+
+void srv_cmd_pubsub_numsub(srv_conn *c)
+{
+    srv_pubsub_query(c, SRV_PS_Q_NUMSUB, SRV_PS_CHANNEL, c->argc - 2,
+                     c->argv + 2);
+}
+
+void srv_cmd_pubsub_shardnumsub(srv_conn *c)
+{
+    srv_pubsub_query(c, SRV_PS_Q_NUMSUB, SRV_PS_SHARD, c->argc - 2,
+                     c->argv + 2);
+}
+
+void srv_cmd_pubsub_numpat(srv_conn *c)
+{
+    srv_pubsub_query(c, SRV_PS_Q_NUMPAT, SRV_PS_CHANNEL, 0, NULL);
 }

@@ -25,20 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Members copied per storage round trip by SPOP and the STORE forms. */
-#define BATCH_MEMBERS 512
-
 /* argv[i] as a set: see srv_coll_open_or_reply. */
 static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
                          st_obj *o)
 {
     return srv_coll_open_or_reply(c, t, i, ST_TYPE_SET, k, o);
-}
-
-static uint64_t rand64(void)
-{
-    return ((uint64_t)random() << 33) ^ ((uint64_t)random() << 2) ^
-           (uint64_t)random();
 }
 
 /* Fill a deferred head as a RESP3 set or RESP2 array of n. */
@@ -83,16 +74,7 @@ void srv_cmd_srem(srv_conn *c)
     srv_coll_remove_members(c, ST_TYPE_SET, st_set_rem);
 }
 
-void srv_cmd_scard(srv_conn *c)
-{
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    srv_reply_int(c, (long long)o.c.card);
-}
+void srv_cmd_scard(srv_conn *c) { srv_coll_reply_card(c, ST_TYPE_SET); }
 
 void srv_cmd_sismember(srv_conn *c)
 {
@@ -132,91 +114,17 @@ void srv_cmd_smismember(srv_conn *c)
     }
 }
 
-typedef struct emit_ctx {
-    srv_conn *c;
-    const srv_slice *match;
-    long long n;
-} emit_ctx;
-
-static int emit_member(void *ctx, const uint8_t *m, size_t ml,
-                       const uint8_t *v, size_t vl)
-{
-    emit_ctx *e = ctx;
-
-    if (e->match && !srv_util_glob_match(e->match->ptr, e->match->len,
-                                    (const char *)m, ml, 0))
-        return 0;
-    srv_reply_bulk(e->c, m, ml);
-    e->n++;
-    return 0;
-}
-
 void srv_cmd_smembers(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    emit_ctx e = { c, NULL, 0 };
-    st_keyref k;
-    st_obj o;
-    uint64_t next;
-    size_t mark;
-    int rc;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = c->out.len;
-    srv_reply_set(c, (long long)o.c.card);
-    if (o.exists && (rc = st_set_scan(t, &o, 0, SIZE_MAX, emit_member, &e,
-                                      &next))) {
-        c->out.len = mark;
-        srv_txn_error(c, rc);
-    }
+    srv_coll_reply_all(c, ST_TYPE_SET, SRV_COLL_NAMES, st_set_scan);
 }
-
-/* Copies of members (storage pointers die at the next write). */
-typedef struct batch {
-    char *buf;
-    size_t len, cap;
-    size_t n;
-    size_t off[BATCH_MEMBERS + 1];
-} batch;
-
-static int batch_add(void *ctx, const uint8_t *m, size_t ml,
-                     const uint8_t *v, size_t vl)
-{
-    batch *b = ctx;
-
-    if (b->len + ml > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + ml)
-            cap *= 2;
-        char *p = realloc(b->buf, cap);
-        if (!p)
-            return 1;
-        b->buf = p;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, m, ml);
-    b->len += ml;
-    b->off[++b->n] = b->len;
-    return b->n == BATCH_MEMBERS;
-}
-
-static void batch_reset(batch *b)
-{
-    b->len = 0;
-    b->n = 0;
-    b->off[0] = 0;
-}
-
-#define BATCH_PTR(b, i) ((b)->buf + (b)->off[i])
-#define BATCH_LEN(b, i) ((b)->off[(i) + 1] - (b)->off[i])
 
 /* SPOP and SRANDMEMBER without a count: one random member. */
 static void one_random(srv_conn *c, int pop)
 {
     struct st_txn *t = pop ? srv_txn_write_or_reply(c)
                            : srv_txn_read_or_reply(c);
-    batch b = { 0 };
+    srv_coll_batch b = { 0 };
     st_keyref k;
     st_obj o;
     int rc;
@@ -227,24 +135,25 @@ static void one_random(srv_conn *c, int pop)
         srv_reply_null(c);
         return;
     }
-    batch_reset(&b);
-    rc = st_set_sample(t, &o, rand64(), 1, batch_add, &b);
+    srv_coll_batch_reset(&b);
+    rc = st_set_sample(t, &o, srv_coll_rand64(), 1, srv_coll_batch_elem, &b);
     if (!rc && b.n != 1)
         rc = ENOMEM;
-    if (!rc && pop && !(rc = st_set_rem(t, &o, BATCH_PTR(&b, 0),
-                                        BATCH_LEN(&b, 0))))
+    if (!rc && pop && !(rc = st_set_rem(t, &o, SRV_COLL_BATCH_PTR(&b, 0),
+                                        SRV_COLL_BATCH_LEN(&b, 0))))
         rc = st_coll_save(t, &o, srv_cmd_now(c));
     if (rc)
         srv_txn_error(c, rc);
     else
-        srv_reply_bulk(c, BATCH_PTR(&b, 0), BATCH_LEN(&b, 0));
-    free(b.buf);
+        srv_reply_bulk(c, SRV_COLL_BATCH_PTR(&b, 0),
+                       SRV_COLL_BATCH_LEN(&b, 0));
+    srv_coll_batch_free(&b);
 }
 
 void srv_cmd_spop(srv_conn *c)
 {
     struct st_txn *t;
-    batch b = { 0 };
+    srv_coll_batch b = { 0 };
     st_keyref k;
     st_obj o;
     long long count;
@@ -259,10 +168,8 @@ void srv_cmd_spop(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &count) || count < 0) {
-        srv_reply_error(c, "ERR value is out of range, must be positive");
+    if (srv_args_count_or_reply(c, &c->argv[2], &count))
         return;
-    }
     if (!(t = srv_txn_write_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -273,10 +180,11 @@ void srv_cmd_spop(srv_conn *c)
     mark = c->out.len;
     if ((uint64_t)count >= o.c.card) {
         /* Everything: reply the members, then drop the key in O(1). */
-        emit_ctx e = { c, NULL, 0 };
+        srv_coll_emit e = { c, SRV_COLL_NAMES, NULL, 0 };
         uint64_t next;
         srv_reply_set(c, (long long)o.c.card);
-        if ((rc = st_set_scan(t, &o, 0, SIZE_MAX, emit_member, &e, &next)) ||
+        if ((rc = st_set_scan(t, &o, 0, SIZE_MAX, srv_coll_emit_elem, &e,
+                              &next)) ||
             (rc = st_keyspace_delete(t, &k, srv_cmd_now(c)))) {
             c->out.len = mark;
             srv_txn_error(c, rc);
@@ -287,12 +195,15 @@ void srv_cmd_spop(srv_conn *c)
     uint64_t left = (uint64_t)count;
     rc = 0;
     while (left && !rc) {
-        batch_reset(&b);
-        size_t want = left < BATCH_MEMBERS ? (size_t)left : BATCH_MEMBERS;
-        rc = st_set_sample(t, &o, rand64(), want, batch_add, &b);
+        srv_coll_batch_reset(&b);
+        size_t want = left < SRV_COLL_BATCH ? (size_t)left : SRV_COLL_BATCH;
+        rc = st_set_sample(t, &o, srv_coll_rand64(), want,
+                           srv_coll_batch_elem, &b);
         for (size_t i = 0; i < b.n && !rc; i++) {
-            srv_reply_bulk(c, BATCH_PTR(&b, i), BATCH_LEN(&b, i));
-            rc = st_set_rem(t, &o, BATCH_PTR(&b, i), BATCH_LEN(&b, i));
+            const uint8_t *m = SRV_COLL_BATCH_PTR(&b, i);
+            size_t ml = SRV_COLL_BATCH_LEN(&b, i);
+            srv_reply_bulk(c, m, ml);
+            rc = st_set_rem(t, &o, m, ml);
         }
         if (!rc && b.n == 0)
             rc = ST_ECORRUPT;
@@ -300,7 +211,7 @@ void srv_cmd_spop(srv_conn *c)
     }
     if (!rc)
         rc = st_coll_save(t, &o, srv_cmd_now(c));
-    free(b.buf);
+    srv_coll_batch_free(&b);
     if (rc) {
         c->out.len = mark;
         srv_txn_error(c, rc);
@@ -310,7 +221,7 @@ void srv_cmd_spop(srv_conn *c)
 void srv_cmd_srandmember(srv_conn *c)
 {
     struct st_txn *t;
-    emit_ctx e = { c, NULL, 0 };
+    srv_coll_emit e = { c, SRV_COLL_NAMES, NULL, 0 };
     st_keyref k;
     st_obj o;
     long long count;
@@ -338,13 +249,15 @@ void srv_cmd_srandmember(srv_conn *c)
     if (count > 0) {
         uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
         srv_reply_array(c, (long long)n);
-        rc = st_set_sample(t, &o, rand64(), n, emit_member, &e);
+        rc = st_set_sample(t, &o, srv_coll_rand64(), n, srv_coll_emit_elem,
+                           &e);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
         srv_reply_array(c, (long long)n);
         rc = 0;
         for (unsigned long long i = 0; i < n && !rc; i++)
-            rc = st_set_sample(t, &o, rand64(), 1, emit_member, &e);
+            rc = st_set_sample(t, &o, srv_coll_rand64(), 1,
+                               srv_coll_emit_elem, &e);
     }
     if (rc) {
         c->out.len = mark;
@@ -454,17 +367,17 @@ static int algebra_emit(void *ctx, const uint8_t *m, size_t ml,
 /* Walk sets[i] in batches, adding kept members to a->dst. */
 static int algebra_store_walk(algebra *a, int i)
 {
-    batch b = { 0 };
+    srv_coll_batch b = { 0 };
     uint64_t cursor = 0, next;
     int rc;
 
     do {
-        batch_reset(&b);
-        rc = st_set_scan(a->t, &a->sets[i], cursor, BATCH_MEMBERS,
-                         batch_add, &b, &next);
+        srv_coll_batch_reset(&b);
+        rc = st_set_scan(a->t, &a->sets[i], cursor, SRV_COLL_BATCH,
+                         srv_coll_batch_elem, &b, &next);
         for (size_t j = 0; j < b.n && !rc; j++) {
-            const uint8_t *m = (const uint8_t *)BATCH_PTR(&b, j);
-            size_t ml = BATCH_LEN(&b, j);
+            const uint8_t *m = SRV_COLL_BATCH_PTR(&b, j);
+            size_t ml = SRV_COLL_BATCH_LEN(&b, j);
             int added;
             if (!algebra_keep(a, m, ml)) {
                 rc = a->rc;
@@ -474,7 +387,7 @@ static int algebra_store_walk(algebra *a, int i)
         }
         cursor = next;
     } while (!rc && cursor);
-    free(b.buf);
+    srv_coll_batch_free(&b);
     return rc;
 }
 
@@ -656,29 +569,18 @@ out:
         free(sets);
 }
 
+static int sscan_step(srv_conn *c, struct st_txn *t, const st_obj *o,
+                      const srv_scan_args *a, uint64_t *next, long long *n)
+{
+    srv_coll_emit e = { c, SRV_COLL_NAMES, a->match, 0 };
+    int rc = st_set_scan(t, o, a->cursor, (size_t)a->count,
+                         srv_coll_emit_elem, &e, next);
+
+    *n = e.n;
+    return rc;
+}
+
 void srv_cmd_sscan(srv_conn *c)
 {
-    struct st_txn *t;
-    emit_ctx e = { c, NULL, 0 };
-    srv_scan_args a;
-    uint64_t next = 0;
-    st_keyref k;
-    st_obj o;
-    size_t mark;
-    int rc;
-
-    if (srv_scan_args_or_reply(c, 2, 0, &a))
-        return;
-    e.match = a.match;
-    if (!(t = srv_txn_read_or_reply(c)) ||
-        open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = srv_reply_defer(c);
-    if (o.exists &&
-        (rc = st_set_scan(t, &o, a.cursor, (size_t)a.count, emit_member, &e, &next))) {
-        c->out.len = mark;
-        srv_txn_error(c, rc);
-        return;
-    }
-    srv_scan_reply_finish(c, mark, next, e.n);
+    srv_scan_collection(c, ST_TYPE_SET, sscan_step);
 }

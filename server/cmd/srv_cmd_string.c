@@ -305,28 +305,55 @@ static void mset_generic(srv_conn *c, int nx)
 void srv_cmd_mset(srv_conn *c) { mset_generic(c, 0); }
 void srv_cmd_msetnx(srv_conn *c) { mset_generic(c, 1); }
 
+/*
+ * The INCR family's start: the write transaction and the string at
+ * argv[1] (its TTL in *at, kept by the update). 1 found (r), 0 absent,
+ * -1 after an error reply.
+ */
+static int open_number_or_reply(srv_conn *c, struct st_txn **t, st_keyref *k,
+                                st_rec *r, int64_t *at)
+{
+    int rc;
+
+    *at = 0;
+    if (!(*t = srv_txn_write_or_reply(c)))
+        return -1;
+    srv_key_ref(c, 1, k);
+    if ((rc = srv_key_lookup_string(c, *t, k, r)) == 1)
+        *at = r->expire_at;
+    return rc;
+}
+
+/* The INCR family's end: store the new value's text; 0, or -1 after an
+ * error reply. */
+static int store_number_or_reply(srv_conn *c, struct st_txn *t,
+                                 st_keyref *k, const char *text,
+                                 int len, int64_t at)
+{
+    int rc = st_keyspace_string_set(t, k, text, (size_t)len, at);
+
+    if (rc)
+        srv_txn_error(c, rc);
+    return rc ? -1 : 0;
+}
+
 /* INCR family: add `by` to the integer at argv[1], keeping its TTL. */
 static void incr_generic(srv_conn *c, long long by)
 {
-    struct st_txn *t = srv_txn_write_or_reply(c);
+    struct st_txn *t;
     char buf[SRV_LLSTR_SIZE];
     st_keyref k;
     st_rec r;
     long long v = 0;
-    int64_t at = 0;
+    int64_t at;
     int rc;
 
-    if (!t)
+    if ((rc = open_number_or_reply(c, &t, &k, &r, &at)) < 0)
         return;
-    srv_key_ref(c, 1, &k);
-    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
+    if (rc == 1 &&
+        !srv_util_str2ll((const char *)r.payload, r.payload_len, &v)) {
+        srv_reply_error(c, SRV_ERR_NOT_INT);
         return;
-    if (rc == 1) {
-        if (!srv_util_str2ll((const char *)r.payload, r.payload_len, &v)) {
-            srv_reply_error(c, SRV_ERR_NOT_INT);
-            return;
-        }
-        at = r.expire_at;
     }
     if ((by < 0 && v < 0 && by < LLONG_MIN - v) ||
         (by > 0 && v > 0 && by > LLONG_MAX - v)) {
@@ -334,12 +361,8 @@ static void incr_generic(srv_conn *c, long long by)
         return;
     }
     v += by;
-    int n = srv_util_ll2str(buf, v);
-    if ((rc = st_keyspace_string_set(t, &k, buf, (size_t)n, at))) {
-        srv_txn_error(c, rc);
-        return;
-    }
-    srv_reply_int(c, v);
+    if (store_number_or_reply(c, t, &k, buf, srv_util_ll2str(buf, v), at) == 0)
+        srv_reply_int(c, v);
 }
 
 void srv_cmd_incr(srv_conn *c) { incr_generic(c, 1); }
@@ -368,27 +391,19 @@ void srv_cmd_decrby(srv_conn *c)
 
 void srv_cmd_incrbyfloat(srv_conn *c)
 {
-    struct st_txn *t = srv_txn_write_or_reply(c);
+    struct st_txn *t;
     char buf[SRV_LDSTR_SIZE];
     long double v = 0, by;
     st_keyref k;
     st_rec r;
-    int64_t at = 0;
+    int64_t at;
     int rc, n;
 
-    if (!t)
+    if ((rc = open_number_or_reply(c, &t, &k, &r, &at)) < 0)
         return;
-    srv_key_ref(c, 1, &k);
-    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
-        return;
-    if (rc == 1) {
-        if (!srv_util_str2ld((const char *)r.payload, r.payload_len, &v)) {
-            srv_reply_error(c, SRV_ERR_NOT_FLOAT);
-            return;
-        }
-        at = r.expire_at;
-    }
-    if (!srv_util_str2ld(c->argv[2].ptr, c->argv[2].len, &by)) {
+    if ((rc == 1 &&
+         !srv_util_str2ld((const char *)r.payload, r.payload_len, &v)) ||
+        !srv_util_str2ld(c->argv[2].ptr, c->argv[2].len, &by)) {
         srv_reply_error(c, SRV_ERR_NOT_FLOAT);
         return;
     }
@@ -398,11 +413,8 @@ void srv_cmd_incrbyfloat(srv_conn *c)
         return;
     }
     n = srv_util_ld2str(buf, sizeof buf, v);
-    if ((rc = st_keyspace_string_set(t, &k, buf, (size_t)n, at))) {
-        srv_txn_error(c, rc);
-        return;
-    }
-    srv_reply_bulk(c, buf, (size_t)n);
+    if (store_number_or_reply(c, t, &k, buf, n, at) == 0)
+        srv_reply_bulk(c, buf, (size_t)n);
 }
 
 /*

@@ -27,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_MEMBERS 512
-
 static const char ERR_MINMAX_FLOAT[] = "ERR min or max is not a float";
 static const char ERR_MINMAX_LEX[] =
     "ERR min or max not valid string range item";
@@ -38,12 +36,6 @@ static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
                          st_obj *o)
 {
     return srv_coll_open_or_reply(c, t, i, ST_TYPE_ZSET, k, o);
-}
-
-static uint64_t rand64(void)
-{
-    return ((uint64_t)random() << 33) ^ ((uint64_t)random() << 2) ^
-           (uint64_t)random();
 }
 
 /* A score argument: 1 ok; NaN is refused. */
@@ -202,16 +194,7 @@ void srv_cmd_zrem(srv_conn *c)
     srv_coll_remove_members(c, ST_TYPE_ZSET, st_zset_rem);
 }
 
-void srv_cmd_zcard(srv_conn *c)
-{
-    struct st_txn *t = srv_txn_read_or_reply(c);
-    st_keyref k;
-    st_obj o;
-
-    if (!t || open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    srv_reply_int(c, (long long)o.c.card);
-}
+void srv_cmd_zcard(srv_conn *c) { srv_coll_reply_card(c, ST_TYPE_ZSET); }
 
 /* Reply the score of argv[i] (nil when absent); storage code on error. */
 static int reply_score(srv_conn *c, struct st_txn *t, const st_obj *o, int i)
@@ -320,20 +303,12 @@ static int parse_bounds_or_reply(srv_conn *c, int mi, int ma, st_zrange *r)
 static int rank_window(long long start, long long end, uint64_t n,
                        st_zrange *r)
 {
-    long long len = (long long)n;
+    uint64_t first, last;
 
-    if (start < 0)
-        start += len;
-    if (end < 0)
-        end += len;
-    if (start < 0)
-        start = 0;
-    if (start > end || start >= len)
+    if (!srv_args_clamp_range(start, end, n, &first, &last))
         return 0;
-    if (end >= len)
-        end = len - 1;
-    r->start = (uint64_t)start;
-    r->count = (uint64_t)(end - start + 1);
+    r->start = first;
+    r->count = last - first + 1;
     return 1;
 }
 
@@ -358,8 +333,7 @@ static int emit_member(void *ctx, const uint8_t *m, size_t ml, double s)
 {
     emit_ctx *e = ctx;
 
-    if (e->match && !srv_util_glob_match(e->match->ptr, e->match->len,
-                                    (const char *)m, ml, 0))
+    if (!srv_scan_match(e->match, m, ml))
         return 0;
     if (e->nested) {
         srv_reply_array(e->c, 2);
@@ -388,75 +362,35 @@ enum range_cmd {
     RC_BYLEX, RC_REVBYLEX
 };
 
-/* A bounded member copy (the walk's memory dies at the next write). */
-typedef struct mcopy {
-    uint8_t *buf;
-    size_t len, cap;
-    size_t n;
-    size_t off[BATCH_MEMBERS + 1];
-    double score[BATCH_MEMBERS];
-} mcopy;
-
-static int mcopy_add(void *ctx, const uint8_t *m, size_t ml, double s)
-{
-    mcopy *b = ctx;
-
-    if (b->len + ml > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + ml)
-            cap *= 2;
-        uint8_t *p = realloc(b->buf, cap);
-        if (!p)
-            return 1;
-        b->buf = p;
-        b->cap = cap;
-    }
-    if (ml)
-        memcpy(b->buf + b->len, m, ml);
-    b->len += ml;
-    b->score[b->n] = s;
-    b->off[++b->n] = b->len;
-    return b->n == BATCH_MEMBERS;
-}
-
-static void mcopy_reset(mcopy *b)
-{
-    b->len = 0;
-    b->n = 0;
-    b->off[0] = 0;
-}
-
-#define MC_PTR(b, i) ((b)->buf + (b)->off[i])
-#define MC_LEN(b, i) ((b)->off[(i) + 1] - (b)->off[i])
-
 /*
- * Copy range `r` of `src` into the fresh zset `dst`, BATCH_MEMBERS at a
+ * Copy range `r` of `src` into the fresh zset `dst`, SRV_COLL_BATCH at a
  * time (the walk resumes after each batch by offset).
  */
 static int store_range(struct st_txn *t, st_obj *src, st_zrange r,
                        st_obj *dst)
 {
-    mcopy *b = calloc(1, sizeof *b);
+    srv_coll_batch *b = calloc(1, sizeof *b);
     uint64_t got;
     int rc = 0;
 
     if (!b)
         return ENOMEM;
     for (;;) {
-        mcopy_reset(b);
+        srv_coll_batch_reset(b);
         st_zrange part = r;
         if (r.by == ST_ZBY_RANK)
-            part.count = r.count < BATCH_MEMBERS ? r.count : BATCH_MEMBERS;
+            part.count = r.count < SRV_COLL_BATCH ? r.count : SRV_COLL_BATCH;
         else
-            part.limit = r.limit < BATCH_MEMBERS ? r.limit : BATCH_MEMBERS;
-        if ((rc = st_zset_walk(t, src, &part, 0, mcopy_add, b, &got)))
+            part.limit = r.limit < SRV_COLL_BATCH ? r.limit : SRV_COLL_BATCH;
+        if ((rc = st_zset_walk(t, src, &part, 0, srv_coll_batch_scored, b,
+                               &got)))
             break;
         for (size_t i = 0; i < b->n && !rc; i++) {
             int created;
-            rc = st_zset_add(t, dst, MC_PTR(b, i), MC_LEN(b, i), b->score[i],
-                             &created);
+            rc = st_zset_add(t, dst, SRV_COLL_BATCH_PTR(b, i),
+                             SRV_COLL_BATCH_LEN(b, i), b->score[i], &created);
         }
-        if (rc || b->n < BATCH_MEMBERS)
+        if (rc || b->n < SRV_COLL_BATCH)
             break;
         if (r.by == ST_ZBY_RANK) {
             r.start += b->n;
@@ -469,7 +403,7 @@ static int store_range(struct st_txn *t, st_obj *src, st_zrange r,
                 break;
         }
     }
-    free(b->buf);
+    srv_coll_batch_free(b);
     free(b);
     return rc;
 }
@@ -713,14 +647,8 @@ static void pop_generic(srv_conn *c, int max)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (c->argc == 3) {
-        if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &count) ||
-            count < 0) {
-            srv_reply_error(c, "ERR value is out of range, must be "
-                               "positive");
-            return;
-        }
-    }
+    if (c->argc == 3 && srv_args_count_or_reply(c, &c->argv[2], &count))
+        return;
     if (!(t = srv_txn_write_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
@@ -741,36 +669,16 @@ static void pop_generic(srv_conn *c, int max)
 void srv_cmd_zpopmin(srv_conn *c) { pop_generic(c, 0); }
 void srv_cmd_zpopmax(srv_conn *c) { pop_generic(c, 1); }
 
+/* ZMPOP's elements: [member, score] pairs in both protocols. */
+static int mpop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int max,
+                           uint64_t count)
+{
+    return pop_into_reply(c, t, o, max, count, 1);
+}
+
 void srv_cmd_zmpop(srv_conn *c)
 {
-    struct st_txn *t;
-    long long count;
-    int numkeys, max, j;
-
-    if (srv_args_mpop_or_reply(c, "min", "max", &numkeys, &max, &count))
-        return;
-    if (!(t = srv_txn_write_or_reply(c)))
-        return;
-    for (j = 2; j < 2 + numkeys; j++) {
-        st_keyref k;
-        st_obj o;
-        int rc = open_or_reply(c, t, j, &k, &o);
-        if (rc < 0)
-            return;
-        if (rc == 0)
-            continue;
-        uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
-        size_t mark = c->out.len;
-        srv_reply_array(c, 2);
-        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
-        srv_reply_array(c, (long long)n);
-        if ((rc = pop_into_reply(c, t, &o, max, n, 1))) {
-            c->out.len = mark;
-            srv_txn_error(c, rc);
-        }
-        return;
-    }
-    srv_reply_null_array(c);
+    srv_coll_mpop(c, ST_TYPE_ZSET, "min", "max", mpop_into_reply);
 }
 
 /* ---- ZRANDMEMBER ZSCAN ---- */
@@ -791,16 +699,8 @@ void srv_cmd_zrandmember(srv_conn *c)
         return;
     }
     withscores = c->argc == 4;
-    if (c->argc >= 3) {
-        if (srv_args_ll_or_reply(c, &c->argv[2], &count))
-            return;
-        if (count < -LLONG_MAX / 2 && withscores) {
-            srv_reply_error(c, "ERR value is out of range, value must "
-                               "between -9223372036854775807 and "
-                               "9223372036854775807");
-            return;
-        }
-    }
+    if (c->argc >= 3 && srv_args_rand_count_or_reply(c, withscores, &count))
+        return;
     if (!(t = srv_txn_read_or_reply(c)) ||
         open_or_reply(c, t, 1, &k, &o) < 0)
         return;
@@ -811,7 +711,8 @@ void srv_cmd_zrandmember(srv_conn *c)
             srv_reply_null(c);
             return;
         }
-        if ((rc = st_zset_sample(t, &o, rand64(), 1, emit_member, &e)))
+        if ((rc = st_zset_sample(t, &o, srv_coll_rand64(), 1, emit_member,
+                                 &e)))
             srv_txn_error(c, rc);
         return;
     }
@@ -822,12 +723,12 @@ void srv_cmd_zrandmember(srv_conn *c)
     mark = srv_reply_defer(c);
     if (count > 0) {
         uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
-        rc = st_zset_sample(t, &o, rand64(), n, emit_member, &e);
+        rc = st_zset_sample(t, &o, srv_coll_rand64(), n, emit_member, &e);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
         rc = 0;
         for (unsigned long long i = 0; i < n && !rc; i++)
-            rc = st_zset_sample(t, &o, rand64(), 1, emit_member, &e);
+            rc = st_zset_sample(t, &o, srv_coll_rand64(), 1, emit_member, &e);
     }
     if (rc) {
         c->out.len = mark;
@@ -837,31 +738,20 @@ void srv_cmd_zrandmember(srv_conn *c)
     srv_reply_defer_array(c, mark, e.n);
 }
 
+static int zscan_step(srv_conn *c, struct st_txn *t, const st_obj *o,
+                      const srv_scan_args *a, uint64_t *next, long long *n)
+{
+    emit_ctx e = { c, SCORES_BULK, 0, a->match, 0, NULL, NULL, 0 };
+    int rc = st_zset_scan(t, o, a->cursor, (size_t)a->count, emit_member, &e,
+                          next);
+
+    *n = e.n;
+    return rc;
+}
+
 void srv_cmd_zscan(srv_conn *c)
 {
-    struct st_txn *t;
-    emit_ctx e = { c, SCORES_BULK, 0, NULL, 0, NULL, NULL, 0 };
-    srv_scan_args a;
-    uint64_t next = 0;
-    st_keyref k;
-    st_obj o;
-    size_t mark;
-    int rc;
-
-    if (srv_scan_args_or_reply(c, 2, 0, &a))
-        return;
-    e.match = a.match;
-    if (!(t = srv_txn_read_or_reply(c)) ||
-        open_or_reply(c, t, 1, &k, &o) < 0)
-        return;
-    mark = srv_reply_defer(c);
-    if (o.exists &&
-        (rc = st_zset_scan(t, &o, a.cursor, (size_t)a.count, emit_member, &e, &next))) {
-        c->out.len = mark;
-        srv_txn_error(c, rc);
-        return;
-    }
-    srv_scan_reply_finish(c, mark, next, e.n);
+    srv_scan_collection(c, ST_TYPE_ZSET, zscan_step);
 }
 
 /* ---- ZUNION ZINTER ZDIFF and their STORE forms ---- */
@@ -922,23 +812,23 @@ static int input_score(algebra *a, int i, const uint8_t *m, size_t ml,
     return rc == 0 ? 1 : rc == ST_ENOTFOUND ? 0 : rc;
 }
 
-static int set_to_mcopy(void *ctx, const uint8_t *m, size_t ml,
+static int set_to_batch(void *ctx, const uint8_t *m, size_t ml,
                         const uint8_t *v, size_t vl)
 {
-    return mcopy_add(ctx, m, ml, 1);
+    return srv_coll_batch_add(ctx, m, ml, 1);
 }
 
 /* One batch of input i from *cursor. */
-static int input_batch(algebra *a, int i, uint64_t *cursor, mcopy *b)
+static int input_batch(algebra *a, int i, uint64_t *cursor, srv_coll_batch *b)
 {
     input *in = &a->in[i];
 
-    mcopy_reset(b);
+    srv_coll_batch_reset(b);
     if (in->o.type == ST_TYPE_SET)
-        return st_set_scan(a->t, &in->o, *cursor, BATCH_MEMBERS,
-                           set_to_mcopy, b, cursor);
-    return st_zset_scan(a->t, &in->o, *cursor, BATCH_MEMBERS, mcopy_add, b,
-                        cursor);
+        return st_set_scan(a->t, &in->o, *cursor, SRV_COLL_BATCH,
+                           set_to_batch, b, cursor);
+    return st_zset_scan(a->t, &in->o, *cursor, SRV_COLL_BATCH,
+                        srv_coll_batch_scored, b, cursor);
 }
 
 /* Fold member m (weighted score s, from input `from`) into the result. */
@@ -983,7 +873,7 @@ static int fold(algebra *a, int from, const uint8_t *m, size_t ml, double s)
 
 static int algebra_run(algebra *a)
 {
-    mcopy *b = calloc(1, sizeof *b);
+    srv_coll_batch *b = calloc(1, sizeof *b);
     int first = 0, last = a->op == OP_UNION ? a->n - 1 : 0, rc = 0;
 
     if (!b)
@@ -1005,11 +895,12 @@ static int algebra_run(algebra *a)
             if ((rc = input_batch(a, i, &cursor, b)))
                 break;
             for (size_t j = 0; j < b->n && !rc; j++)
-                rc = fold(a, i, MC_PTR(b, j), MC_LEN(b, j), b->score[j]);
+                rc = fold(a, i, SRV_COLL_BATCH_PTR(b, j),
+                          SRV_COLL_BATCH_LEN(b, j), b->score[j]);
         } while (!rc && cursor);
     }
 out:
-    free(b->buf);
+    srv_coll_batch_free(b);
     free(b);
     return rc;
 }

@@ -1,15 +1,16 @@
 /*
  * srv_dispatch.c - the dispatcher: the checks every command passes once
- * (known, arity, authenticated, allowed in RESP2 subscribed mode) before
+ * (known command and subcommand, arity, authenticated, allowed in RESP2
+ * subscribed mode) before
  * its handler runs; a connection's features may take a checked command
  * (MULTI queues it); running a handler stamps the command's clock and
  * counts it.
  */
 #include "server/cmd/srv_dispatch.h"
+#include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_group.h"
 #include "server/srv_hooks.h"
-#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -38,12 +39,22 @@ static void reply_unknown(srv_conn *c)
 
 void srv_dispatch_execute(srv_conn *c)
 {
-    srv_command *cmd = (srv_command *)c->cmd;
+    const srv_command *cmd = c->cmd;
 
     if (!cmd) {
         reply_unknown(c);
         SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;
+    }
+    if (cmd->nsubs && c->argc >= 2) {
+        const srv_command *sub = srv_cmd_lookup_sub(cmd, c->argv[1].ptr,
+                                                    c->argv[1].len);
+        if (!sub) {
+            srv_args_subcommand_error(c);
+            SRV_HOOKS_EACH(&c->hooks, c, refused);
+            return;
+        }
+        c->cmd = cmd = sub;
     }
     if ((cmd->arity > 0 && c->argc != cmd->arity) ||
         (cmd->arity < 0 && c->argc < -cmd->arity)) {
@@ -58,7 +69,10 @@ void srv_dispatch_execute(srv_conn *c)
         return;
     }
     if (c->flags & SRV_CONN_SUBSCRIBED && c->resp == 2 &&
-        srv_pubsub_denied_or_reply(c)) {
+        !(cmd->flags & F_SUBSCRIBED_OK)) {
+        srv_reply_errorf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+                            "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
+                            "allowed in this context", cmd->name);
         SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;
     }

@@ -462,8 +462,8 @@ void srv_cmd_exec(srv_conn *c)
         unwatch_all(m);
         return;
     }
-    t = any_flagged(m, F_WRITE) || m->nw ? srv_txn_write_or_reply(c)
-                              : srv_txn_read_or_reply(c);
+    t = any_flagged(m, F_WRITE | F_WRITE_TXN) || m->nw
+            ? srv_txn_write_or_reply(c) : srv_txn_read_or_reply(c);
     if (!t) {
         end_multi(m);
         unwatch_all(m);

@@ -1,11 +1,15 @@
 /*
  * srv_scan.c - the SCAN family's arguments (cursor, MATCH, COUNT, TYPE),
- * the MATCH filter and the reply head filled in once the batch is known.
+ * the MATCH filter and the reply head filled in once the batch is known;
+ * the body of HSCAN, SSCAN and ZSCAN.
  */
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_args.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_txn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
+#include "storage/st_coll.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -65,10 +69,9 @@ int srv_scan_args_or_reply(srv_conn *c, int first, int allow_type,
     return 0;
 }
 
-int srv_scan_match(const srv_scan_args *a, const void *name, size_t len)
+int srv_scan_match(const srv_slice *match, const void *name, size_t len)
 {
-    return !a->match ||
-           srv_util_glob_match(a->match->ptr, a->match->len, name, len, 0);
+    return !match || srv_util_glob_match(match->ptr, match->len, name, len, 0);
 }
 
 void srv_scan_reply_finish(srv_conn *c, size_t mark, uint64_t next,
@@ -80,4 +83,29 @@ void srv_scan_reply_finish(srv_conn *c, size_t mark, uint64_t next,
                       cn, cur, n);
 
     srv_reply_defer_fill(c, mark, head, (size_t)hn);
+}
+
+void srv_scan_collection(srv_conn *c, int type, srv_scan_step_fn *step)
+{
+    struct st_txn *t;
+    srv_scan_args a;
+    uint64_t next = 0;
+    long long n = 0;
+    st_keyref k;
+    st_obj o;
+    size_t mark;
+    int rc;
+
+    if (srv_scan_args_or_reply(c, 2, 0, &a))
+        return;
+    if (!(t = srv_txn_read_or_reply(c)) ||
+        srv_coll_open_or_reply(c, t, 1, type, &k, &o) < 0)
+        return;
+    mark = srv_reply_defer(c);
+    if (o.exists && (rc = step(c, t, &o, &a, &next, &n))) {
+        c->out.len = mark;
+        srv_txn_error(c, rc);
+        return;
+    }
+    srv_scan_reply_finish(c, mark, next, n);
 }

@@ -1,6 +1,6 @@
 /*
  * srv_scan.h - the SCAN family (SCAN, HSCAN, SSCAN, ZSCAN): arguments,
- * the MATCH filter and the reply.
+ * the MATCH filter, the reply, and the body HSCAN, SSCAN and ZSCAN share.
  */
 #ifndef SRV_SCAN_H
 #define SRV_SCAN_H
@@ -9,6 +9,9 @@
 #include <stdint.h>
 
 #include "server/srv_conn.h"
+
+struct st_txn;
+struct st_obj;
 
 /* Arguments of SCAN, HSCAN, SSCAN and ZSCAN. */
 typedef struct srv_scan_args {
@@ -29,8 +32,9 @@ typedef struct srv_scan_args {
 int srv_scan_args_or_reply(srv_conn *c, int first, int allow_type,
                            srv_scan_args *a);
 
-/* Whether `name` passes the MATCH pattern of `a`. */
-int srv_scan_match(const srv_scan_args *a, const void *name, size_t len);
+/* Whether `name` passes a MATCH pattern (`match` as srv_scan_args has
+ * it: NULL matches everything). */
+int srv_scan_match(const srv_slice *match, const void *name, size_t len);
 
 /*
  * Complete a SCAN-family reply: `mark` is where srv_reply_defer() left
@@ -39,5 +43,21 @@ int srv_scan_match(const srv_scan_args *a, const void *name, size_t len);
  */
 void srv_scan_reply_finish(srv_conn *c, size_t mark, uint64_t next,
                            long long n);
+
+/*
+ * The per-type step of HSCAN, SSCAN and ZSCAN: reply the elements of o
+ * from a->cursor on (about a->count of them) that pass a->match, count
+ * the reply's elements in *n and set *next. 0, or a storage error.
+ */
+typedef int srv_scan_step_fn(srv_conn *c, struct st_txn *t,
+                             const struct st_obj *o, const srv_scan_args *a,
+                             uint64_t *next, long long *n);
+
+/*
+ * HSCAN, SSCAN, ZSCAN: "key cursor [MATCH pattern] [COUNT n]" on the
+ * collection argv[1] of `type` (an absent one scans as empty), one step
+ * of `step`, replied as [next cursor, elements].
+ */
+void srv_scan_collection(srv_conn *c, int type, srv_scan_step_fn *step);
 
 #endif

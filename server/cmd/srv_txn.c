@@ -5,9 +5,14 @@
  * transaction so the worker replays its other members.
  */
 #include "server/cmd/srv_txn.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_group.h"
+#include "server/srv_log.h"
 #include "server/srv_worker.h"
 #include "storage/st_err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 struct st_txn *srv_txn_read_or_reply(srv_conn *c)
 {
@@ -19,12 +24,36 @@ struct st_txn *srv_txn_read_or_reply(srv_conn *c)
     return t;
 }
 
+#ifndef NDEBUG
+/*
+ * Debug builds: the command that opens the group's write transaction must
+ * say so in its table row (F_WRITE, or F_WRITE_TXN for the others),
+ * since MULTI, COMMAND INFO and clients trust the row. A row that lies is
+ * a bug in the table: stop at once, naming it.
+ */
+static void check_write_flag(const srv_conn *c)
+{
+    const char *name = c->cmd ? c->cmd->name : "(no command)";
+
+    if (c->cmd && (c->cmd->flags & (F_WRITE | F_WRITE_TXN)))
+        return;
+    srv_log(SRV_LOG_WARNING, 0, "BUG: '%s' opened a write transaction but "
+            "its command table row has no F_WRITE", name);
+    fprintf(stderr, "larder: BUG: '%s' opened a write transaction but its "
+            "command table row has no F_WRITE\n", name);
+    abort();
+}
+#endif
+
 struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 {
     int rc;
-    struct st_txn *t = srv_group_write_txn(&c->worker->group, &rc);
+    struct st_txn *t;
 
-    if (!t)
+#ifndef NDEBUG
+    check_write_flag(c);
+#endif
+    if (!(t = srv_group_write_txn(&c->worker->group, &rc)))
         srv_txn_error(c, rc);
     return t;
 }

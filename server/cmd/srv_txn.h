@@ -16,7 +16,11 @@ struct st_txn;
  */
 struct st_txn *srv_txn_read_or_reply(srv_conn *c);
 
-/* The batch's write transaction, begun if needed; NULL after an error. */
+/*
+ * The batch's write transaction, begun if needed; NULL after an error.
+ * Only for a command whose row has F_WRITE or F_WRITE_TXN: debug builds
+ * (NDEBUG not defined) abort when c->cmd has neither.
+ */
 struct st_txn *srv_txn_write_or_reply(srv_conn *c);
 
 /*

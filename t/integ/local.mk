@@ -5,6 +5,7 @@ INTEG_TESTS = \
 	t/integ/test_protocol.py \
 	t/integ/test_server.py \
 	t/integ/test_config.py \
+	t/integ/test_command.py \
 	t/integ/test_strings.py \
 	t/integ/test_keys.py \
 	t/integ/test_longnames.py \

@@ -169,3 +169,9 @@ t_unit_check_bench_rand_SOURCES = t/unit/check_bench_rand.c \
 t_unit_check_bench_rand_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 t_unit_check_bench_rand_LDADD = $(CHECK_LIBS) -lm
 TESTS += t/unit/check_bench_rand
+
+check_PROGRAMS += t/unit/check_cmd_table
+t_unit_check_cmd_table_SOURCES = t/unit/check_cmd_table.c $(UNIT_TMP)
+t_unit_check_cmd_table_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_cmd_table_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_cmd_table
