@@ -34,7 +34,7 @@
 #define NS_PER_S 1000000000ULL
 #define NS_PER_US 1000ULL
 #define US_PER_S 1000000ULL
-#define TICK_US 10000            /* stop and gate checks, 10 ms */
+#define TICK_US 10000 /* stop and gate checks, 10 ms */
 #define RECONNECT_DELAY_US 100000
 #define READ_CHUNK 65536
 #define RING_MIN_CAP 16
@@ -62,26 +62,26 @@ typedef struct thread thread;
 
 typedef struct conn {
     thread *th;
-    unsigned index;      /* global, also the random stream */
+    unsigned index; /* global, also the random stream */
     bool subscriber;
     int fd;
     bool connecting;
     bool connected;
     bool write_armed;
-    bool subscribed;         /* counted in engine.subscribed */
+    bool subscribed; /* counted in engine.subscribed */
     struct event *ev_read;
     struct event *ev_write;
-    struct event *ev_timer;  /* open-loop schedule and reconnects */
+    struct event *ev_timer; /* open-loop schedule and reconnects */
     bench_buf in;
     bench_buf out;
-    bench_resp_scan scan;    /* the reply being received */
+    bench_resp_scan scan; /* the reply being received */
     pending *ring;
-    size_t ring_cap;         /* a power of two */
+    size_t ring_cap; /* a power of two */
     size_t ring_head;
     size_t ring_count;
     unsigned inflight_ops;
-    uint64_t next_due_ns;    /* open loop */
-    uint64_t interval_ns;    /* open loop */
+    uint64_t next_due_ns; /* open loop */
+    uint64_t interval_ns; /* open loop */
     bench_work_conn wc;
 } conn;
 
@@ -95,12 +95,12 @@ struct thread {
     unsigned n_conns;
     bench_stats stats;
     bool stopping;
-    bool started;            /* publish: workers were kicked off */
+    bool started; /* publish: workers were kicked off */
     uint64_t stop_ns;
-    uint64_t last_op_ns;     /* last counted completion */
-    int rc;                  /* ENOMEM and the like */
-    atomic_ulong progress;   /* completions so far, read by main() */
-    atomic_int finished;     /* the thread's loop has ended */
+    uint64_t last_op_ns;   /* last counted completion */
+    int rc;                /* ENOMEM and the like */
+    atomic_ulong progress; /* completions so far, read by main() */
+    atomic_int finished;   /* the thread's loop has ended */
 };
 
 struct engine {
@@ -111,7 +111,7 @@ struct engine {
     uint64_t measure_end_ns; /* UINT64_MAX with --requests */
     unsigned n_subscribers;
     atomic_uint subscribed;
-    atomic_ulong measured;   /* --requests: ops counted so far */
+    atomic_ulong measured; /* --requests: ops counted so far */
     atomic_int stop;
     atomic_int fatal;
     char fatal_msg[ERRMSG_LEN];
@@ -164,8 +164,9 @@ static int ring_push(conn *c, uint64_t start_ns, pend_kind kind)
         c->ring_cap = cap;
         c->ring_head = 0;
     }
-    c->ring[(c->ring_head + c->ring_count) & (c->ring_cap - 1)] =
-        (pending){ .start_ns = start_ns, .kind = kind };
+    c->ring[(c->ring_head + c->ring_count) & (c->ring_cap - 1)] = (pending){
+        .start_ns = start_ns, .kind = kind
+    };
     c->ring_count++;
     return 0;
 }
@@ -205,19 +206,13 @@ static void count_error(thread *t, const char *kind)
 static const char *conn_error_kind(int err)
 {
     switch (err) {
-    case ECONNREFUSED:
-        return "conn_refused";
+    case ECONNREFUSED: return "conn_refused";
     case ECONNRESET:
-    case EPIPE:
-        return "conn_reset";
-    case 0:
-        return "conn_closed";
-    case ETIMEDOUT:
-        return "conn_timeout";
-    case EPROTO:
-        return "protocol";
-    default:
-        return "conn_other";
+    case EPIPE: return "conn_reset";
+    case 0: return "conn_closed";
+    case ETIMEDOUT: return "conn_timeout";
+    case EPROTO: return "protocol";
+    default: return "conn_other";
     }
 }
 
@@ -306,10 +301,7 @@ static bool in_window(const engine *e, uint64_t now)
     return now >= e->measure_start_ns && now < e->measure_end_ns;
 }
 
-static bool open_loop(const engine *e)
-{
-    return e->o->rate > 0.0;
-}
+static bool open_loop(const engine *e) { return e->o->rate > 0.0; }
 
 static bool may_send(const conn *c)
 {
@@ -362,8 +354,8 @@ static void conn_fill(conn *c, uint64_t now)
     }
     /* Wake up when the next one is due (a completion also wakes us). */
     if (c->inflight_ops < depth && !evtimer_pending(c->ev_timer, NULL)) {
-        timeval_from_us(&tv, (c->next_due_ns - now + NS_PER_US - 1) /
-                                 NS_PER_US);
+        timeval_from_us(&tv,
+                        (c->next_due_ns - now + NS_PER_US - 1) / NS_PER_US);
         evtimer_add(c->ev_timer, &tv);
     }
 }
@@ -676,9 +668,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         now >= e->measure_start_ns + (uint64_t)(e->o->timeout_s * NS_PER_S)) {
         char msg[ERRMSG_LEN];
 
-        snprintf(msg, sizeof(msg), "%llu requests did not complete within "
-                 "--timeout %gs", (unsigned long long)e->o->requests,
-                 e->o->timeout_s);
+        snprintf(msg, sizeof(msg),
+                 "%llu requests did not complete within "
+                 "--timeout %gs",
+                 (unsigned long long)e->o->requests, e->o->timeout_s);
         set_fatal(e, msg);
     }
     if (!t->stopping && (atomic_load(&e->stop) || now >= e->measure_end_ns)) {
@@ -785,8 +778,7 @@ static int setup_threads(engine *e, unsigned run_index)
         c->index = i;
         c->fd = -1;
         c->subscriber = i >= o->connections;
-        bench_work_conn_init(e->w, &c->wc,
-                             (uint64_t)run_index * total + i);
+        bench_work_conn_init(e->w, &c->wc, (uint64_t)run_index * total + i);
         if (o->rate > 0.0 && !c->subscriber) {
             c->interval_ns = (uint64_t)((double)o->connections * NS_PER_S /
                                         o->rate);
@@ -828,8 +820,7 @@ static void teardown(engine *e)
  */
 static void watch_progress(engine *e, unsigned started)
 {
-    const struct timespec pause = { .tv_sec = 0,
-                                    .tv_nsec = PROGRESS_POLL_NS };
+    const struct timespec pause = { .tv_sec = 0, .tv_nsec = PROGRESS_POLL_NS };
     uint64_t last = 0, next_print = e->t0_ns + NS_PER_S;
     unsigned i, done;
 
@@ -858,10 +849,7 @@ static void watch_progress(engine *e, unsigned started)
     }
 }
 
-void bench_run_fini(bench_run *run)
-{
-    bench_stats_fini(&run->stats);
-}
+void bench_run_fini(bench_run *run) { bench_stats_fini(&run->stats); }
 
 int bench_engine_run(const bench_opts *o, const bench_work *w,
                      unsigned run_index, bench_run *run, char *err,
@@ -890,8 +878,9 @@ int bench_engine_run(const bench_opts *o, const bench_work *w,
     e.t0_ns = bench_now_ns();
     e.measure_start_ns = e.t0_ns + (uint64_t)(o->warmup_s * NS_PER_S);
     e.measure_end_ns = o->requests > 0
-        ? UINT64_MAX
-        : e.measure_start_ns + (uint64_t)(o->duration_s * NS_PER_S);
+                           ? UINT64_MAX
+                           : e.measure_start_ns +
+                                 (uint64_t)(o->duration_s * NS_PER_S);
     /* Open loop: each connection's schedule starts at t0, staggered
      * evenly across connections. */
     for (i = 0; i < o->threads; i++) {
@@ -900,9 +889,9 @@ int bench_engine_run(const bench_opts *o, const bench_work *w,
 
         for (k = 0; k < t->n_conns; k++) {
             if (t->conns[k].interval_ns != 0)
-                t->conns[k].next_due_ns =
-                    e.t0_ns + t->conns[k].interval_ns * t->conns[k].index /
-                                  o->connections;
+                t->conns[k].next_due_ns = e.t0_ns + t->conns[k].interval_ns *
+                                                        t->conns[k].index /
+                                                        o->connections;
         }
     }
     for (i = 0; i < o->threads; i++) {
@@ -925,13 +914,13 @@ int bench_engine_run(const bench_opts *o, const bench_work *w,
     }
     if (o->requests > 0)
         run->elapsed_s = last_op > e.measure_start_ns
-            ? (double)(last_op - e.measure_start_ns) / NS_PER_S
-            : 0.0;
+                             ? (double)(last_op - e.measure_start_ns) / NS_PER_S
+                             : 0.0;
     else
         run->elapsed_s = o->duration_s;
     run->ops_per_sec = run->elapsed_s > 0.0
-        ? (double)run->stats.ops / run->elapsed_s
-        : 0.0;
+                           ? (double)run->stats.ops / run->elapsed_s
+                           : 0.0;
     teardown(&e);
     if (atomic_load(&e.fatal)) {
         snprintf(err, errlen, "%s", e.fatal_msg);

@@ -17,9 +17,9 @@
 /* The figures of one run. */
 typedef struct bench_run {
     bench_stats stats;
-    double elapsed_s;     /* the measured window */
-    double ops_per_sec;   /* stats.ops / elapsed_s */
-    double client_cpu_s;  /* user + system CPU of this process in the run */
+    double elapsed_s;    /* the measured window */
+    double ops_per_sec;  /* stats.ops / elapsed_s */
+    double client_cpu_s; /* user + system CPU of this process in the run */
 } bench_run;
 
 /*

@@ -42,10 +42,7 @@ void bench_hist_destroy(bench_hist **h)
     *h = NULL;
 }
 
-void bench_hist_reset(bench_hist *h)
-{
-    memset(h, 0, sizeof(*h));
-}
+void bench_hist_reset(bench_hist *h) { memset(h, 0, sizeof(*h)); }
 
 size_t bench_hist_index(uint64_t v)
 {
@@ -116,20 +113,11 @@ void bench_hist_merge(bench_hist *dst, const bench_hist *src)
         dst->buckets[i] += src->buckets[i];
 }
 
-uint64_t bench_hist_count(const bench_hist *h)
-{
-    return h->count;
-}
+uint64_t bench_hist_count(const bench_hist *h) { return h->count; }
 
-uint64_t bench_hist_min(const bench_hist *h)
-{
-    return h->min;
-}
+uint64_t bench_hist_min(const bench_hist *h) { return h->min; }
 
-uint64_t bench_hist_max(const bench_hist *h)
-{
-    return h->max;
-}
+uint64_t bench_hist_max(const bench_hist *h) { return h->max; }
 
 double bench_hist_mean(const bench_hist *h)
 {

@@ -25,21 +25,11 @@ static void put_string(bench_json *j, const char *s, size_t len)
         unsigned char ch = (unsigned char)s[i];
 
         switch (ch) {
-        case '"':
-            fputs("\\\"", j->f);
-            break;
-        case '\\':
-            fputs("\\\\", j->f);
-            break;
-        case '\n':
-            fputs("\\n", j->f);
-            break;
-        case '\r':
-            fputs("\\r", j->f);
-            break;
-        case '\t':
-            fputs("\\t", j->f);
-            break;
+        case '"': fputs("\\\"", j->f); break;
+        case '\\': fputs("\\\\", j->f); break;
+        case '\n': fputs("\\n", j->f); break;
+        case '\r': fputs("\\r", j->f); break;
+        case '\t': fputs("\\t", j->f); break;
         default:
             /* Bytes past ASCII are written as Latin-1 escapes: the output
              * stays valid JSON whatever a server sends. */
@@ -94,23 +84,16 @@ void bench_json_object_begin(bench_json *j, const char *key)
     open_(j, key, '{');
 }
 
-void bench_json_object_end(bench_json *j)
-{
-    close_(j, '}');
-}
+void bench_json_object_end(bench_json *j) { close_(j, '}'); }
 
 void bench_json_array_begin(bench_json *j, const char *key)
 {
     open_(j, key, '[');
 }
 
-void bench_json_array_end(bench_json *j)
-{
-    close_(j, ']');
-}
+void bench_json_array_end(bench_json *j) { close_(j, ']'); }
 
-void bench_json_strn(bench_json *j, const char *key, const char *v,
-                     size_t len)
+void bench_json_strn(bench_json *j, const char *key, const char *v, size_t len)
 {
     item(j, key);
     put_string(j, v, len);

@@ -27,8 +27,7 @@ void bench_json_array_begin(bench_json *j, const char *key);
 void bench_json_array_end(bench_json *j);
 /* A string value; v == NULL writes null. */
 void bench_json_str(bench_json *j, const char *key, const char *v);
-void bench_json_strn(bench_json *j, const char *key, const char *v,
-                     size_t len);
+void bench_json_strn(bench_json *j, const char *key, const char *v, size_t len);
 void bench_json_u64(bench_json *j, const char *key, uint64_t v);
 void bench_json_i64(bench_json *j, const char *key, int64_t v);
 /* A number with up to 'digits' decimals; NaN and infinities write null. */

@@ -147,106 +147,152 @@ void bench_opts_usage(FILE *f)
 {
     int i;
 
-    fprintf(f,
-"Usage: larder-bench [options]\n"
-"A multi-client RESP load generator: runs one workload against any\n"
-"Redis-protocol server and reports throughput, latency percentiles (us) and\n"
-"errors by kind, as a table or (--json) as one JSON object on stdout.\n"
-"\n"
-"Target:\n"
-"  -h HOST            server host (default " DEFAULT_HOST ")\n"
-"  -p PORT            server port (default %d)\n"
-"  -s SOCKET          Unix socket path (overrides -h/-p)\n"
-"  -a PASSWORD        send AUTH PASSWORD on every connection\n"
-"  --db N             SELECT N on every connection (default 0)\n"
-"\n"
-"Load:\n"
-"  --workload W       what to send (default get); see the list below\n"
-"  --connections N    client connections (default %d)\n"
-"  --threads N        threads the connections are spread over, each with\n"
-"                     its own event loop (default %d)\n"
-"  --pipeline N       closed loop: requests each connection keeps in flight\n"
-"                     (default %d); open loop: the cap on requests in flight\n"
-"                     per connection (default %d), later ones queue and their\n"
-"                     wait counts as latency\n"
-"  --rate OPS         open loop: send OPS requests/s in total on a fixed\n"
-"                     schedule, and measure latency from the time each request\n"
-"                     was due, not sent, so a stall is not hidden (no\n"
-"                     coordinated omission).  Default 0: closed loop\n"
-"  --duration S       measure for S seconds (default %g)\n"
-"  --requests N       measure N requests instead of a duration\n"
-"  --timeout S        with --requests: fail if they take longer (default %g)\n"
-"  --warmup S         run S seconds first and discard them (default %g)\n"
-"  --repeat N         run N times; publish each run and the median (default %d)\n"
-"  --seed N           random seed; same seed, same key sequence (default %d)\n"
-"\n"
-"Keys and values:\n"
-"  --keyspace N       keys (or collections, or accounts) drawn from (default %d)\n"
-"  --dist D           key choice: sequential, shuffled (sequential in a\n"
-"                     scrambled order: each key once per lap), uniform\n"
-"                     (default), zipf:ALPHA (rank r drawn with weight\n"
-"                     r^-ALPHA), or hot:PCT:SHARE (PCT%% of the keys get\n"
-"                     SHARE%% of requests).  Zipf and hot ranks are spread\n"
-"                     over the keyspace.\n"
-"  --seq-start N      sequential and shuffled: the first connection's walk\n"
-"                     starts at step N (others keyspace/connections apart),\n"
-"                     so successive runs can insert disjoint keys (default 0)\n"
-"  --alpha A          shorthand for --dist zipf:A\n"
-"  --value-size N|MIN-MAX  value bytes, fixed or uniform in a range (default %d)\n"
-"  --value-data K     random (incompressible, default), text (compressible\n"
-"                     like prose) or repeat (one byte, like redis-benchmark)\n"
-"  --preload          fill the keyspace before measuring: every key (or\n"
-"                     collection, with --members elements) exists, so reads\n"
-"                     hit and set/mset overwrite instead of inserting\n"
-"  --preload-ttl-ms N preload string keys with PX N (implies --preload), so\n"
-"                     the whole keyspace expires at once during the run\n"
-"  --preload-connections N  connections (each its own thread) that share\n"
-"                     the preload (default %d: writes serialize in both\n"
-"                     redis and LMDB; more helps only a parallel server)\n"
-"\n"
-"Workload parameters:\n"
-"  --ratio R          read share of mixed and expire, 0..1 (default %g)\n"
-"  --batch K          keys per MSET/MGET (default %d)\n"
-"  --members N        fields/members/elements per collection: HSET/SADD/ZADD\n"
-"                     pick among N, --preload puts N in each (default %d)\n"
-"  --range N          elements per LRANGE/ZRANGE (default %d)\n"
-"  --subscribers N    publish: subscriber connections; the report adds\n"
-"                     delivered messages/s and delivery latency (default %d)\n"
-"  --ttl-ms N         expire: PX of each SET (default %d)\n"
-"  --command \"CMD ARGS\"  send this command (implies --workload command);\n"
-"                     words are split on spaces; __key__, __value__ and\n"
-"                     __member__ are replaced by a key (--dist), a value\n"
-"                     (--value-size) and a member (--members) per request\n"
-"\n"
-"Output:\n"
-"  --json             print one JSON object on stdout (settings, machine,\n"
-"                     server INFO, git commit, figures, each run)\n"
-"  --quiet            no progress lines on stderr\n"
-"  --help             this text\n"
-"\n"
-"Workloads:\n",
-            DEFAULT_PORT, DEFAULT_CONNECTIONS, DEFAULT_THREADS,
-            DEFAULT_PIPELINE, DEFAULT_OPEN_LOOP_INFLIGHT, DEFAULT_DURATION_S,
-            DEFAULT_TIMEOUT_S, DEFAULT_WARMUP_S, DEFAULT_REPEAT, DEFAULT_SEED,
-            DEFAULT_KEYSPACE, DEFAULT_VALUE_SIZE, DEFAULT_PRELOAD_CONNS,
-            DEFAULT_RATIO, DEFAULT_BATCH, DEFAULT_MEMBERS, DEFAULT_RANGE,
-            DEFAULT_SUBSCRIBERS, DEFAULT_TTL_MS);
+    fprintf(
+        f,
+        "Usage: larder-bench [options]\n"
+        "A multi-client RESP load generator: runs one workload against any\n"
+        "Redis-protocol server and reports throughput, latency percentiles "
+        "(us) and\n"
+        "errors by kind, as a table or (--json) as one JSON object on stdout.\n"
+        "\n"
+        "Target:\n"
+        "  -h HOST            server host (default " DEFAULT_HOST ")\n"
+        "  -p PORT            server port (default %d)\n"
+        "  -s SOCKET          Unix socket path (overrides -h/-p)\n"
+        "  -a PASSWORD        send AUTH PASSWORD on every connection\n"
+        "  --db N             SELECT N on every connection (default 0)\n"
+        "\n"
+        "Load:\n"
+        "  --workload W       what to send (default get); see the list below\n"
+        "  --connections N    client connections (default %d)\n"
+        "  --threads N        threads the connections are spread over, each "
+        "with\n"
+        "                     its own event loop (default %d)\n"
+        "  --pipeline N       closed loop: requests each connection keeps in "
+        "flight\n"
+        "                     (default %d); open loop: the cap on requests in "
+        "flight\n"
+        "                     per connection (default %d), later ones queue "
+        "and their\n"
+        "                     wait counts as latency\n"
+        "  --rate OPS         open loop: send OPS requests/s in total on a "
+        "fixed\n"
+        "                     schedule, and measure latency from the time each "
+        "request\n"
+        "                     was due, not sent, so a stall is not hidden (no\n"
+        "                     coordinated omission).  Default 0: closed loop\n"
+        "  --duration S       measure for S seconds (default %g)\n"
+        "  --requests N       measure N requests instead of a duration\n"
+        "  --timeout S        with --requests: fail if they take longer "
+        "(default %g)\n"
+        "  --warmup S         run S seconds first and discard them (default "
+        "%g)\n"
+        "  --repeat N         run N times; publish each run and the median "
+        "(default %d)\n"
+        "  --seed N           random seed; same seed, same key sequence "
+        "(default %d)\n"
+        "\n"
+        "Keys and values:\n"
+        "  --keyspace N       keys (or collections, or accounts) drawn from "
+        "(default %d)\n"
+        "  --dist D           key choice: sequential, shuffled (sequential in "
+        "a\n"
+        "                     scrambled order: each key once per lap), "
+        "uniform\n"
+        "                     (default), zipf:ALPHA (rank r drawn with weight\n"
+        "                     r^-ALPHA), or hot:PCT:SHARE (PCT%% of the keys "
+        "get\n"
+        "                     SHARE%% of requests).  Zipf and hot ranks are "
+        "spread\n"
+        "                     over the keyspace.\n"
+        "  --seq-start N      sequential and shuffled: the first connection's "
+        "walk\n"
+        "                     starts at step N (others keyspace/connections "
+        "apart),\n"
+        "                     so successive runs can insert disjoint keys "
+        "(default 0)\n"
+        "  --alpha A          shorthand for --dist zipf:A\n"
+        "  --value-size N|MIN-MAX  value bytes, fixed or uniform in a range "
+        "(default %d)\n"
+        "  --value-data K     random (incompressible, default), text "
+        "(compressible\n"
+        "                     like prose) or repeat (one byte, like "
+        "redis-benchmark)\n"
+        "  --preload          fill the keyspace before measuring: every key "
+        "(or\n"
+        "                     collection, with --members elements) exists, so "
+        "reads\n"
+        "                     hit and set/mset overwrite instead of inserting\n"
+        "  --preload-ttl-ms N preload string keys with PX N (implies "
+        "--preload), so\n"
+        "                     the whole keyspace expires at once during the "
+        "run\n"
+        "  --preload-connections N  connections (each its own thread) that "
+        "share\n"
+        "                     the preload (default %d: writes serialize in "
+        "both\n"
+        "                     redis and LMDB; more helps only a parallel "
+        "server)\n"
+        "\n"
+        "Workload parameters:\n"
+        "  --ratio R          read share of mixed and expire, 0..1 (default "
+        "%g)\n"
+        "  --batch K          keys per MSET/MGET (default %d)\n"
+        "  --members N        fields/members/elements per collection: "
+        "HSET/SADD/ZADD\n"
+        "                     pick among N, --preload puts N in each (default "
+        "%d)\n"
+        "  --range N          elements per LRANGE/ZRANGE (default %d)\n"
+        "  --subscribers N    publish: subscriber connections; the report "
+        "adds\n"
+        "                     delivered messages/s and delivery latency "
+        "(default %d)\n"
+        "  --ttl-ms N         expire: PX of each SET (default %d)\n"
+        "  --command \"CMD ARGS\"  send this command (implies --workload "
+        "command);\n"
+        "                     words are split on spaces; __key__, __value__ "
+        "and\n"
+        "                     __member__ are replaced by a key (--dist), a "
+        "value\n"
+        "                     (--value-size) and a member (--members) per "
+        "request\n"
+        "\n"
+        "Output:\n"
+        "  --json             print one JSON object on stdout (settings, "
+        "machine,\n"
+        "                     server INFO, git commit, figures, each run)\n"
+        "  --quiet            no progress lines on stderr\n"
+        "  --help             this text\n"
+        "\n"
+        "Workloads:\n",
+        DEFAULT_PORT, DEFAULT_CONNECTIONS, DEFAULT_THREADS, DEFAULT_PIPELINE,
+        DEFAULT_OPEN_LOOP_INFLIGHT, DEFAULT_DURATION_S, DEFAULT_TIMEOUT_S,
+        DEFAULT_WARMUP_S, DEFAULT_REPEAT, DEFAULT_SEED, DEFAULT_KEYSPACE,
+        DEFAULT_VALUE_SIZE, DEFAULT_PRELOAD_CONNS, DEFAULT_RATIO, DEFAULT_BATCH,
+        DEFAULT_MEMBERS, DEFAULT_RANGE, DEFAULT_SUBSCRIBERS, DEFAULT_TTL_MS);
     for (i = 0; i < BENCH_WL_COUNT; i++)
         fprintf(f, "  %-10s %s\n", workload_names[i], workload_help[i]);
-    fprintf(f,
-"\n"
-"transfer: accounts acct:0..N-1 are set to a known balance first; each\n"
-"operation WATCHes two accounts, reads both, and moves a random amount\n"
-"with MULTI/SET/SET/EXEC (declined when the balance is short); the report\n"
-"gives commits/s and aborts, and checks that the total is unchanged\n"
-"(exit status 3 when it is not).  Each connection runs one transfer at a\n"
-"time.\n"
-"\n"
-"Throughput counts successful replies that completed inside the measured\n"
-"window; error replies are counted by kind (their first word: ERR,\n"
-"WRONGTYPE ...) and connection failures as conn_*, never dropped.\n"
-"Latency percentiles are nearest-rank, within 1%%, in microseconds.\n"
-"Exit status: 0 ok, 1 usage, 2 cannot run, 3 transfer balance mismatch.\n");
+    fprintf(
+        f,
+        "\n"
+        "transfer: accounts acct:0..N-1 are set to a known balance first; "
+        "each\n"
+        "operation WATCHes two accounts, reads both, and moves a random "
+        "amount\n"
+        "with MULTI/SET/SET/EXEC (declined when the balance is short); the "
+        "report\n"
+        "gives commits/s and aborts, and checks that the total is unchanged\n"
+        "(exit status 3 when it is not).  Each connection runs one transfer at "
+        "a\n"
+        "time.\n"
+        "\n"
+        "Throughput counts successful replies that completed inside the "
+        "measured\n"
+        "window; error replies are counted by kind (their first word: ERR,\n"
+        "WRONGTYPE ...) and connection failures as conn_*, never dropped.\n"
+        "Latency percentiles are nearest-rank, within 1%%, in microseconds.\n"
+        "Exit status: 0 ok, 1 usage, 2 cannot run, 3 transfer balance "
+        "mismatch.\n");
 }
 
 /* Parse an unsigned integer in [min, max]. */
@@ -358,8 +404,10 @@ static void set_defaults(bench_opts *o)
 static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
 {
     if (bench_dist_parse(&o->dist, o->dist_spec, o->keyspace) != 0) {
-        snprintf(err, errlen, "bad --dist '%s' (sequential, uniform, "
-                 "zipf:ALPHA with ALPHA > 0, hot:PCT:SHARE)", o->dist_spec);
+        snprintf(err, errlen,
+                 "bad --dist '%s' (sequential, uniform, "
+                 "zipf:ALPHA with ALPHA > 0, hot:PCT:SHARE)",
+                 o->dist_spec);
         return BENCH_OPTS_ERROR;
     }
     bench_dist_format(&o->dist, o->dist_spec, sizeof(o->dist_spec));
@@ -392,8 +440,8 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
     return BENCH_OPTS_OK;
 }
 
-bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
-                               char *err, size_t errlen)
+bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv, char *err,
+                               size_t errlen)
 {
     uint64_t u;
     double d;
@@ -406,26 +454,18 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
            -1) {
         bad = 0;
         switch (c) {
-        case 'h':
-            o->target.host = optarg;
-            break;
+        case 'h': o->target.host = optarg; break;
         case 'p':
             bad = parse_u64(optarg, 1, MAX_PORT, &u);
             o->target.port = (int)u;
             break;
-        case 's':
-            o->target.socket_path = optarg;
-            break;
-        case 'a':
-            o->target.password = optarg;
-            break;
+        case 's': o->target.socket_path = optarg; break;
+        case 'a': o->target.password = optarg; break;
         case OPT_DB:
             bad = parse_u64(optarg, 0, MAX_DB, &u);
             o->target.db = (int)u;
             break;
-        case OPT_WORKLOAD:
-            bad = parse_workload(optarg, &o->workload);
-            break;
+        case OPT_WORKLOAD: bad = parse_workload(optarg, &o->workload); break;
         case OPT_CONNECTIONS:
             bad = parse_unsigned(optarg, 1, MAX_CONNECTIONS, &o->connections);
             break;
@@ -462,9 +502,7 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
             if (!bad)
                 snprintf(o->dist_spec, sizeof(o->dist_spec), "zipf:%.17g", d);
             break;
-        case OPT_VALUE_SIZE:
-            bad = parse_value_size(o, optarg);
-            break;
+        case OPT_VALUE_SIZE: bad = parse_value_size(o, optarg); break;
         case OPT_VALUE_DATA:
             if (strcmp(optarg, "random") == 0)
                 o->value_data = BENCH_VALUE_RANDOM;
@@ -475,15 +513,9 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
             else
                 bad = EINVAL;
             break;
-        case OPT_JSON:
-            o->json = true;
-            break;
-        case OPT_PRELOAD:
-            o->preload = true;
-            break;
-        case OPT_QUIET:
-            o->quiet = true;
-            break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_PRELOAD: o->preload = true; break;
+        case OPT_QUIET: o->quiet = true; break;
         case OPT_COMMAND:
             o->command = optarg;
             o->workload = BENCH_WL_COMMAND;
@@ -507,12 +539,8 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
         case OPT_REPEAT:
             bad = parse_unsigned(optarg, 1, MAX_REPEAT, &o->repeat);
             break;
-        case OPT_SEED:
-            bad = parse_u64(optarg, 0, UINT64_MAX, &o->seed);
-            break;
-        case OPT_RATIO:
-            bad = parse_double(optarg, 0.0, 1.0, &o->ratio);
-            break;
+        case OPT_SEED: bad = parse_u64(optarg, 0, UINT64_MAX, &o->seed); break;
+        case OPT_RATIO: bad = parse_double(optarg, 0.0, 1.0, &o->ratio); break;
         case OPT_BATCH:
             bad = parse_unsigned(optarg, 1, MAX_BATCH, &o->batch);
             break;
@@ -528,9 +556,7 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
         case OPT_TTL_MS:
             bad = parse_unsigned(optarg, 1, UINT32_MAX, &o->ttl_ms);
             break;
-        case OPT_HELP:
-            bench_opts_usage(stdout);
-            return BENCH_OPTS_HELP;
+        case OPT_HELP: bench_opts_usage(stdout); return BENCH_OPTS_HELP;
         case ':':
             snprintf(err, errlen, "option %s needs a value", argv[optind - 1]);
             return BENCH_OPTS_ERROR;
@@ -540,8 +566,8 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
             return BENCH_OPTS_ERROR;
         }
         if (bad) {
-            snprintf(err, errlen, "bad value '%s' for %s (see --help)",
-                     optarg, argv[optind - 1]);
+            snprintf(err, errlen, "bad value '%s' for %s (see --help)", optarg,
+                     argv[optind - 1]);
             return BENCH_OPTS_ERROR;
         }
     }

@@ -14,35 +14,36 @@
 #include "bench/bench_sync.h"
 
 /* X-macro: workload name, the key prefix it uses, one line of help. */
-#define BENCH_WORKLOADS(X)                                                  \
-    X(PING, "ping", "", "PING (no key)")                                    \
-    X(GET, "get", "key:", "GET key")                                        \
-    X(SET, "set", "key:", "SET key value")                                  \
-    X(MIXED, "mixed", "key:", "GET with probability --ratio, else SET")     \
-    X(INCR, "incr", "counter:", "INCR counter")                             \
-    X(MSET, "mset", "key:", "MSET of --batch keys")                         \
-    X(MGET, "mget", "key:", "MGET of --batch keys")                         \
-    X(HSET, "hset", "hash:", "HSET hash field value (field of --members)")  \
-    X(HGET, "hget", "hash:", "HGET hash field")                             \
-    X(HGETALL, "hgetall", "hash:", "HGETALL hash")                          \
-    X(SADD, "sadd", "set:", "SADD set member")                              \
-    X(SISMEMBER, "sismember", "set:", "SISMEMBER set member")               \
-    X(SPOP, "spop", "set:", "SPOP set")                                     \
-    X(LPUSH, "lpush", "list:", "LPUSH list value")                          \
-    X(LPOP, "lpop", "list:", "LPOP list")                                   \
-    X(LRANGE, "lrange", "list:", "LRANGE list 0 --range-1")                 \
-    X(ZADD, "zadd", "zset:", "ZADD zset score member")                      \
-    X(ZRANGE, "zrange", "zset:", "ZRANGE zset 0 --range-1")                 \
-    X(PUBLISH, "publish", "", "PUBLISH to --subscribers subscribers")       \
+#define BENCH_WORKLOADS(X)                                                   \
+    X(PING, "ping", "", "PING (no key)")                                     \
+    X(GET, "get", "key:", "GET key")                                         \
+    X(SET, "set", "key:", "SET key value")                                   \
+    X(MIXED, "mixed", "key:", "GET with probability --ratio, else SET")      \
+    X(INCR, "incr", "counter:", "INCR counter")                              \
+    X(MSET, "mset", "key:", "MSET of --batch keys")                          \
+    X(MGET, "mget", "key:", "MGET of --batch keys")                          \
+    X(HSET, "hset", "hash:", "HSET hash field value (field of --members)")   \
+    X(HGET, "hget", "hash:", "HGET hash field")                              \
+    X(HGETALL, "hgetall", "hash:", "HGETALL hash")                           \
+    X(SADD, "sadd", "set:", "SADD set member")                               \
+    X(SISMEMBER, "sismember", "set:", "SISMEMBER set member")                \
+    X(SPOP, "spop", "set:", "SPOP set")                                      \
+    X(LPUSH, "lpush", "list:", "LPUSH list value")                           \
+    X(LPOP, "lpop", "list:", "LPOP list")                                    \
+    X(LRANGE, "lrange", "list:", "LRANGE list 0 --range-1")                  \
+    X(ZADD, "zadd", "zset:", "ZADD zset score member")                       \
+    X(ZRANGE, "zrange", "zset:", "ZRANGE zset 0 --range-1")                  \
+    X(PUBLISH, "publish", "", "PUBLISH to --subscribers subscribers")        \
     X(EXPIRE, "expire", "ttl:", "SET key value PX --ttl-ms, GET by --ratio") \
-    X(TRANSFER, "transfer", "acct:", "WATCH/MULTI/EXEC moves between accounts") \
+    X(TRANSFER, "transfer",                                                  \
+      "acct:", "WATCH/MULTI/EXEC moves between accounts")                    \
     X(COMMAND, "command", "key:", "the --command given, placeholders filled")
 
 typedef enum bench_workload {
 #define BENCH_WL_ENUM(id, name, prefix, help) BENCH_WL_##id,
     BENCH_WORKLOADS(BENCH_WL_ENUM)
 #undef BENCH_WL_ENUM
-    BENCH_WL_COUNT
+        BENCH_WL_COUNT
 } bench_workload;
 
 typedef enum bench_value_data {
@@ -56,12 +57,12 @@ typedef struct bench_opts {
     bench_workload workload;
     unsigned connections;
     unsigned threads;
-    unsigned pipeline;      /* closed loop: requests in flight per conn */
+    unsigned pipeline; /* closed loop: requests in flight per conn */
     bool pipeline_given;
-    double duration_s;      /* measured time, when requests == 0 */
-    uint64_t requests;      /* measured requests; 0 means use duration */
+    double duration_s; /* measured time, when requests == 0 */
+    uint64_t requests; /* measured requests; 0 means use duration */
     double warmup_s;
-    double rate;            /* open loop: total ops/s; 0 = closed loop */
+    double rate; /* open loop: total ops/s; 0 = closed loop */
     uint64_t keyspace;
     bench_dist dist;
     char dist_spec[64];
@@ -73,18 +74,18 @@ typedef struct bench_opts {
     bool quiet;
     unsigned repeat;
     uint64_t seed;
-    double ratio;           /* read share of mixed and expire */
-    unsigned batch;         /* keys per MSET/MGET */
-    unsigned subscribers;   /* publish */
-    unsigned members;       /* fields/members per collection */
-    unsigned range;         /* elements per LRANGE/ZRANGE */
-    unsigned ttl_ms;        /* expire */
+    double ratio;            /* read share of mixed and expire */
+    unsigned batch;          /* keys per MSET/MGET */
+    unsigned subscribers;    /* publish */
+    unsigned members;        /* fields/members per collection */
+    unsigned range;          /* elements per LRANGE/ZRANGE */
+    unsigned ttl_ms;         /* expire */
     unsigned preload_ttl_ms; /* preload string keys with this PX (0: none) */
     unsigned preload_conns;  /* connections (and threads) that preload */
     uint64_t seq_start;      /* sequential/shuffled: where the walk starts */
-    double max_drain_s;     /* how long to wait for replies after the end */
-    double timeout_s;       /* --requests: give up after this long */
-    const char *command;    /* workload command: the template */
+    double max_drain_s;      /* how long to wait for replies after the end */
+    double timeout_s;        /* --requests: give up after this long */
+    const char *command;     /* workload command: the template */
 } bench_opts;
 
 /* Outcome of bench_opts_parse(). */
@@ -95,8 +96,8 @@ typedef enum bench_opts_rc {
 } bench_opts_rc;
 
 /* Parse argv into *o (defaults first).  err gets a message on error. */
-bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv,
-                               char *err, size_t errlen);
+bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv, char *err,
+                               size_t errlen);
 
 /* Print the --help text. */
 void bench_opts_usage(FILE *f);

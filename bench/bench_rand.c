@@ -29,10 +29,7 @@
 
 /* The shift and multiplier constants in splitmix64() and bench_rng_next()
  * are those of the published algorithms (Vigna), not tunables. */
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -179,8 +176,7 @@ uint64_t bench_dist_zipf_rank(const bench_dist *d, bench_rng *r)
         else if (kd > (double)d->keyspace)
             kd = (double)d->keyspace;
         k = (uint64_t)kd;
-        if (kd - x <= d->s_bound ||
-            u >= h_integral(d, kd + 0.5) - h(d, kd))
+        if (kd - x <= d->s_bound || u >= h_integral(d, kd + 0.5) - h(d, kd))
             return k;
     }
 }
@@ -190,12 +186,9 @@ uint64_t bench_dist_next(const bench_dist *d, bench_rng *r, uint64_t *seq)
     uint64_t i;
 
     switch (d->kind) {
-    case BENCH_DIST_SEQUENTIAL:
-        return (*seq)++ % d->keyspace;
-    case BENCH_DIST_SHUFFLED:
-        return scramble(d, (*seq)++ % d->keyspace);
-    case BENCH_DIST_ZIPF:
-        return scramble(d, bench_dist_zipf_rank(d, r) - 1);
+    case BENCH_DIST_SEQUENTIAL: return (*seq)++ % d->keyspace;
+    case BENCH_DIST_SHUFFLED: return scramble(d, (*seq)++ % d->keyspace);
+    case BENCH_DIST_ZIPF: return scramble(d, bench_dist_zipf_rank(d, r) - 1);
     case BENCH_DIST_HOT:
         if (d->hot_keys >= d->keyspace || bench_rng_double(r) < d->hot_share)
             i = bench_rng_below(r, d->hot_keys);
@@ -203,8 +196,7 @@ uint64_t bench_dist_next(const bench_dist *d, bench_rng *r, uint64_t *seq)
             i = d->hot_keys + bench_rng_below(r, d->keyspace - d->hot_keys);
         return scramble(d, i);
     case BENCH_DIST_UNIFORM:
-    default:
-        return bench_rng_below(r, d->keyspace);
+    default: return bench_rng_below(r, d->keyspace);
     }
 }
 
@@ -278,22 +270,14 @@ int bench_dist_parse(bench_dist *d, const char *spec, uint64_t n)
 void bench_dist_format(const bench_dist *d, char *buf, unsigned len)
 {
     switch (d->kind) {
-    case BENCH_DIST_SEQUENTIAL:
-        snprintf(buf, len, "sequential");
-        break;
-    case BENCH_DIST_SHUFFLED:
-        snprintf(buf, len, "shuffled");
-        break;
-    case BENCH_DIST_ZIPF:
-        snprintf(buf, len, "zipf:%g", d->alpha);
-        break;
+    case BENCH_DIST_SEQUENTIAL: snprintf(buf, len, "sequential"); break;
+    case BENCH_DIST_SHUFFLED: snprintf(buf, len, "shuffled"); break;
+    case BENCH_DIST_ZIPF: snprintf(buf, len, "zipf:%g", d->alpha); break;
     case BENCH_DIST_HOT:
         snprintf(buf, len, "hot:%g:%g", d->hot_fraction * PERCENT,
                  d->hot_share * PERCENT);
         break;
     case BENCH_DIST_UNIFORM:
-    default:
-        snprintf(buf, len, "uniform");
-        break;
+    default: snprintf(buf, len, "uniform"); break;
     }
 }

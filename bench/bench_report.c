@@ -23,7 +23,7 @@
 #define CPUINFO_PATH "/proc/cpuinfo"
 #define CPUINFO_MODEL "model name"
 #define LINE_MAX_LEN 512
-#define US_DIGITS 1  /* microsecond figures: 0.1 us resolution is enough */
+#define US_DIGITS 1 /* microsecond figures: 0.1 us resolution is enough */
 #define RATE_DIGITS 1
 #define SECONDS_DIGITS 3
 #define RATIO_DIGITS 4
@@ -56,18 +56,16 @@ typedef enum fig {
 } fig;
 
 static const char *const fig_names[FIG_COUNT] = {
-    "ops_per_sec", "p50", "p90", "p99", "p999", "max", "mean",
-    "delivered_per_sec", "p50", "p90", "p99", "p999", "max",
-    "send_lag_p50", "send_lag_p99", "send_lag_max",
+    "ops_per_sec",  "p50",          "p90",          "p99",
+    "p999",         "max",          "mean",         "delivered_per_sec",
+    "p50",          "p90",          "p99",          "p999",
+    "max",          "send_lag_p50", "send_lag_p99", "send_lag_max",
     "client_cpu_s", "server_cpu_s",
 };
 
 static const double fig_quantiles[] = { 50.0, 90.0, 99.0, 99.9 };
 
-static double us(uint64_t ns)
-{
-    return (double)ns / NS_PER_US;
-}
+static double us(uint64_t ns) { return (double)ns / NS_PER_US; }
 
 /* Percentile q of h in microseconds; NaN (JSON null) when h is empty, so
  * a run without a single success does not report a latency of 0. */
@@ -85,41 +83,31 @@ static double run_fig(const bench_report *r, unsigned i, fig f)
     const bench_hist *del = run->stats.delivery;
 
     switch (f) {
-    case FIG_OPS_PER_SEC:
-        return run->ops_per_sec;
+    case FIG_OPS_PER_SEC: return run->ops_per_sec;
     case FIG_P50:
     case FIG_P90:
     case FIG_P99:
-    case FIG_P999:
-        return pct_us(lat, fig_quantiles[f - FIG_P50]);
-    case FIG_MAX:
-        return pct_us(lat, PERCENT_ALL);
+    case FIG_P999: return pct_us(lat, fig_quantiles[f - FIG_P50]);
+    case FIG_MAX: return pct_us(lat, PERCENT_ALL);
     case FIG_MEAN:
         return bench_hist_count(lat) ? bench_hist_mean(lat) / NS_PER_US : NAN;
     case FIG_DELIVERED_PER_SEC:
         return run->elapsed_s > 0.0
-            ? (double)run->stats.delivered / run->elapsed_s
-            : 0.0;
+                   ? (double)run->stats.delivered / run->elapsed_s
+                   : 0.0;
     case FIG_D_P50:
     case FIG_D_P90:
     case FIG_D_P99:
-    case FIG_D_P999:
-        return pct_us(del, fig_quantiles[f - FIG_D_P50]);
-    case FIG_D_MAX:
-        return pct_us(del, PERCENT_ALL);
-    case FIG_LAG_P50:
-        return pct_us(run->stats.lag, MEDIAN_PCT);
-    case FIG_LAG_P99:
-        return pct_us(run->stats.lag, P99_PCT);
-    case FIG_LAG_MAX:
-        return pct_us(run->stats.lag, PERCENT_ALL);
-    case FIG_CLIENT_CPU:
-        return run->client_cpu_s;
+    case FIG_D_P999: return pct_us(del, fig_quantiles[f - FIG_D_P50]);
+    case FIG_D_MAX: return pct_us(del, PERCENT_ALL);
+    case FIG_LAG_P50: return pct_us(run->stats.lag, MEDIAN_PCT);
+    case FIG_LAG_P99: return pct_us(run->stats.lag, P99_PCT);
+    case FIG_LAG_MAX: return pct_us(run->stats.lag, PERCENT_ALL);
+    case FIG_CLIENT_CPU: return run->client_cpu_s;
     case FIG_SERVER_CPU:
         return r->extra[i].server_cpu_s < 0.0 ? NAN : r->extra[i].server_cpu_s;
     case FIG_COUNT:
-    default:
-        return NAN;
+    default: return NAN;
     }
 }
 
@@ -441,18 +429,18 @@ static void json_figs(bench_json *j, const bench_report *r, int run, fig from,
     int f;
 
     for (f = (int)from; f <= (int)to; f++) {
-        double v = run < 0 ? median_fig(r, (fig)f) : run_fig(r, (unsigned)run,
-                                                             (fig)f);
+        double v = run < 0 ? median_fig(r, (fig)f)
+                           : run_fig(r, (unsigned)run, (fig)f);
         int digits = f == FIG_OPS_PER_SEC || f == FIG_DELIVERED_PER_SEC
-            ? RATE_DIGITS
-            : f >= FIG_CLIENT_CPU ? SECONDS_DIGITS : US_DIGITS;
+                         ? RATE_DIGITS
+                     : f >= FIG_CLIENT_CPU ? SECONDS_DIGITS
+                                           : US_DIGITS;
 
         bench_json_double(j, fig_names[f], v, digits);
     }
 }
 
-static void json_workload_extras(bench_json *j, const bench_report *r,
-                                 int run)
+static void json_workload_extras(bench_json *j, const bench_report *r, int run)
 {
     const bench_opts *o = r->opts;
     uint64_t oc[BENCH_OUT_COUNT] = { 0 };
@@ -470,9 +458,10 @@ static void json_workload_extras(bench_json *j, const bench_report *r,
     bench_json_u64(j, "misses", oc[BENCH_OUT_MISS]);
     if (o->workload == BENCH_WL_MSET || o->workload == BENCH_WL_MGET)
         bench_json_double(j, "keys_per_sec",
-                          (run < 0 ? median_fig(r, FIG_OPS_PER_SEC)
-                                   : run_fig(r, (unsigned)run,
-                                             FIG_OPS_PER_SEC)) * o->batch,
+                          (run < 0
+                               ? median_fig(r, FIG_OPS_PER_SEC)
+                               : run_fig(r, (unsigned)run, FIG_OPS_PER_SEC)) *
+                              o->batch,
                           RATE_DIGITS);
     if (o->workload == BENCH_WL_TRANSFER) {
         bench_json_object_begin(j, "transfer");
@@ -490,9 +479,8 @@ static void json_workload_extras(bench_json *j, const bench_report *r,
                            r->extra[run].transfer_missing);
         }
         if (run >= 0)
-            bench_json_str(j, "verify", run_transfer_ok(r, (unsigned)run)
-                                            ? "pass"
-                                            : "fail");
+            bench_json_str(j, "verify",
+                           run_transfer_ok(r, (unsigned)run) ? "pass" : "fail");
         else
             bench_json_str(j, "verify",
                            bench_report_transfer_ok(r) ? "pass" : "fail");
@@ -606,8 +594,9 @@ static void table_row(FILE *f, const char *label, const bench_report *r,
             fprintf(f, k == FIG_OPS_PER_SEC ? " %12.1f" : " %10.1f", v);
     }
     if (run >= 0)
-        fprintf(f, " %8llu", (unsigned long long)bench_errors_total(
-                                 &r->runs[run].stats.errors));
+        fprintf(f, " %8llu",
+                (unsigned long long)bench_errors_total(
+                    &r->runs[run].stats.errors));
     fputc('\n', f);
 }
 
@@ -636,8 +625,7 @@ void bench_report_table(const bench_report *r, FILE *f)
     if (o->target.socket_path != NULL)
         snprintf(where, sizeof(where), "%s", o->target.socket_path);
     else
-        snprintf(where, sizeof(where), "%s:%d", o->target.host,
-                 o->target.port);
+        snprintf(where, sizeof(where), "%s:%d", o->target.host, o->target.port);
     fprintf(f, "larder-bench %s -> %s (server %s)\n",
             bench_workload_name(o->workload), where,
             version ? version : UNKNOWN);
@@ -655,8 +643,8 @@ void bench_report_table(const bench_report *r, FILE *f)
                  (unsigned long long)o->value_min,
                  (unsigned long long)o->value_max);
     fprintf(f, "  keyspace %llu %s, values %s, %s, %ld cores\n",
-            (unsigned long long)o->keyspace, o->dist_spec, values,
-            r->cpu_model, r->cores);
+            (unsigned long long)o->keyspace, o->dist_spec, values, r->cpu_model,
+            r->cores);
     fprintf(f, "\n%-7s %12s %10s %10s %10s %10s %10s %8s\n", "run", "ops/s",
             "p50 us", "p90 us", "p99 us", "p99.9 us", "max us", "errors");
     for (i = 0; i < r->n_runs; i++) {
@@ -683,8 +671,7 @@ void bench_report_table(const bench_report *r, FILE *f)
         fputc('\n', f);
         for (i = 0; i < total.n; i++) {
             if (total.sample[i][0] != '\0')
-                fprintf(f, "  first %s: %s\n", total.kind[i],
-                        total.sample[i]);
+                fprintf(f, "  first %s: %s\n", total.kind[i], total.sample[i]);
         }
     }
     if (oc[BENCH_OUT_MISS] > 0)
@@ -696,7 +683,8 @@ void bench_report_table(const bench_report *r, FILE *f)
 
         for (i = 0; i < r->n_runs; i++)
             elapsed += r->runs[i].elapsed_s;
-        fprintf(f, "\ntransfer: %.1f commits/s, %llu commits, %llu aborts, "
+        fprintf(f,
+                "\ntransfer: %.1f commits/s, %llu commits, %llu aborts, "
                 "%llu declined; total balance %s (expected %lld)\n",
                 per_sec(oc[BENCH_OUT_HIT], elapsed),
                 (unsigned long long)oc[BENCH_OUT_HIT],
@@ -706,13 +694,15 @@ void bench_report_table(const bench_report *r, FILE *f)
                 (long long)r->transfer_expected);
     }
     if (o->workload == BENCH_WL_PUBLISH)
-        fprintf(f, "\npubsub: %u subscribers, %.1f messages/s delivered, "
+        fprintf(f,
+                "\npubsub: %u subscribers, %.1f messages/s delivered, "
                 "delivery p50 %.1f p99 %.1f p99.9 %.1f max %.1f us\n",
                 o->subscribers, median_fig(r, FIG_DELIVERED_PER_SEC),
                 median_fig(r, FIG_D_P50), median_fig(r, FIG_D_P99),
                 median_fig(r, FIG_D_P999), median_fig(r, FIG_D_MAX));
     if (o->rate > 0.0)
-        fprintf(f, "\nopen loop: requests left %.1f us late at p50, %.1f at "
+        fprintf(f,
+                "\nopen loop: requests left %.1f us late at p50, %.1f at "
                 "p99, %.1f at most (the tool's own lag)\n",
                 median_fig(r, FIG_LAG_P50), median_fig(r, FIG_LAG_P99),
                 median_fig(r, FIG_LAG_MAX));
@@ -724,7 +714,8 @@ void bench_report_table(const bench_report *r, FILE *f)
 
 void bench_report_run_line(const bench_report *r, unsigned i, FILE *f)
 {
-    fprintf(f, "larder-bench: run %u/%u: %.1f ops/s, p50 %.1f p99 %.1f "
+    fprintf(f,
+            "larder-bench: run %u/%u: %.1f ops/s, p50 %.1f p99 %.1f "
             "p99.9 %.1f max %.1f us, %llu errors\n",
             i + 1, r->opts->repeat, run_fig(r, i, FIG_OPS_PER_SEC),
             run_fig(r, i, FIG_P50), run_fig(r, i, FIG_P99),

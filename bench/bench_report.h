@@ -30,10 +30,10 @@ typedef struct bench_report {
     const bench_run *runs;
     const bench_run_extra *extra;
     unsigned n_runs;
-    const char *info_server;    /* raw INFO server text, or NULL */
-    int argc;                   /* the command line, for the record */
-    char *const *argv;          /* (-a PASSWORD is masked when printed) */
-    int64_t transfer_expected;  /* transfer: the total that must hold */
+    const char *info_server;   /* raw INFO server text, or NULL */
+    int argc;                  /* the command line, for the record */
+    char *const *argv;         /* (-a PASSWORD is masked when printed) */
+    int64_t transfer_expected; /* transfer: the total that must hold */
     char git_commit[64];
     char cpu_model[128];
     long cores;

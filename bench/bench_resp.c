@@ -210,16 +210,14 @@ static long scan_item(const char *p, size_t len, bench_reply *r,
         return 0;
     switch (p[0]) {
     case '+':
-    case '-':
-        break;
+    case '-': break;
     case ':':
     case '$':
     case '*':
         if (limit > BENCH_RESP_MAX_NUM_LINE)
             limit = BENCH_RESP_MAX_NUM_LINE;
         break;
-    default:
-        return -1; /* not RESP2: garbage, or a RESP3 type */
+    default: return -1; /* not RESP2: garbage, or a RESP3 type */
     }
     nl = memchr(p, '\n', limit);
     if (nl == NULL)

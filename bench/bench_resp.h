@@ -67,11 +67,11 @@ typedef enum bench_reply_type {
  * as long as those bytes do. */
 typedef struct bench_reply {
     bench_reply_type type;
-    int64_t integer;     /* INTEGER; the count for ARRAY */
-    const char *str;     /* STATUS, ERROR, BULK: the text, not terminated */
+    int64_t integer; /* INTEGER; the count for ARRAY */
+    const char *str; /* STATUS, ERROR, BULK: the text, not terminated */
     size_t len;
-    const char *elems;   /* ARRAY: the first element's bytes */
-    size_t elems_len;    /* ARRAY: bytes of all elements */
+    const char *elems; /* ARRAY: the first element's bytes */
+    size_t elems_len;  /* ARRAY: bytes of all elements */
 } bench_reply;
 
 /* Nesting deeper than this is a protocol error. */

@@ -38,8 +38,7 @@ void bench_errors_add_sample(bench_errors *e, const char *kind, size_t len,
         snprintf(e->sample[i], sizeof(e->sample[i]), "%s", sample);
 }
 
-void bench_errors_add(bench_errors *e, const char *kind, size_t len,
-                      uint64_t n)
+void bench_errors_add(bench_errors *e, const char *kind, size_t len, uint64_t n)
 {
     bench_errors_add_sample(e, kind, len, n, NULL);
 }
@@ -69,8 +68,7 @@ int bench_stats_init(bench_stats *s)
 {
     memset(s, 0, sizeof(*s));
     if (bench_hist_create(&s->latency) != 0 ||
-        bench_hist_create(&s->delivery) != 0 ||
-        bench_hist_create(&s->lag) != 0)
+        bench_hist_create(&s->delivery) != 0 || bench_hist_create(&s->lag) != 0)
         return ENOMEM;
     return 0;
 }
@@ -133,8 +131,7 @@ int bench_stats_merge(bench_stats *dst, const bench_stats *src)
     dst->delivered += src->delivered;
     bench_errors_merge(&dst->errors, &src->errors);
     for (i = 0; i < src->series_len; i++) {
-        rc = bench_stats_series_add(dst, i, src->series[i],
-                                    src->series_max[i]);
+        rc = bench_stats_series_add(dst, i, src->series[i], src->series_max[i]);
         if (rc != 0)
             return rc;
     }

@@ -54,8 +54,8 @@ typedef struct bench_stats {
     bench_hist *lag;                    /* ns, open loop: sent - due */
     uint64_t delivered;                 /* messages subscribers received */
     bench_errors errors;
-    uint64_t *series;                   /* ops completed in second i */
-    uint64_t *series_max;               /* ns, their largest latency */
+    uint64_t *series;     /* ops completed in second i */
+    uint64_t *series_max; /* ns, their largest latency */
     size_t series_len;
     size_t series_cap;
 } bench_stats;

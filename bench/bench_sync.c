@@ -206,8 +206,7 @@ int bench_sync_open(bench_sync *c, const bench_target *t)
     rc = bench_target_connect(t, &c->fd);
     if (rc == 0)
         rc = wait_fd(c->fd, POLLOUT);
-    if (rc == 0 &&
-        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) < 0)
+    if (rc == 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) < 0)
         rc = errno;
     if (rc == 0)
         rc = soerr;

@@ -25,12 +25,13 @@ typedef struct bench_sync {
     bench_buf in;
     bench_buf out;
     bench_resp_scan scan; /* the reply being received */
-    char err[256]; /* the last failure, for the user */
+    char err[256];        /* the last failure, for the user */
 } bench_sync;
 
 /* larder-bench's code table: its own failures (errno values are
  * positive; these are negative). */
-#define BENCH_EREFUSED (-1) /* the server answered an error; see the message */
+#define BENCH_EREFUSED (-1) /* the server answered an error; see the message \
+                             */
 #define BENCH_ERUN (-2)     /* a measured run failed; see the message */
 
 /* Timeout of one blocking read or write. */

@@ -41,12 +41,15 @@
 
 /* Fixed words for --value-data text. */
 static const char *const text_words[] = {
-    "the", "of", "and", "a", "to", "in", "is", "you", "that", "it", "he",
-    "was", "for", "on", "are", "as", "with", "his", "they", "at", "be",
-    "this", "have", "from", "or", "one", "had", "by", "word", "but", "not",
-    "what", "all", "were", "we", "when", "your", "can", "said", "there",
-    "use", "an", "each", "which", "she", "do", "how", "their", "if", "will",
-    "larder", "lightning", "memory", "mapped", "database", "cache", "value",
+    "the",   "of",     "and",       "a",      "to",     "in",       "is",
+    "you",   "that",   "it",        "he",     "was",    "for",      "on",
+    "are",   "as",     "with",      "his",    "they",   "at",       "be",
+    "this",  "have",   "from",      "or",     "one",    "had",      "by",
+    "word",  "but",    "not",       "what",   "all",    "were",     "we",
+    "when",  "your",   "can",       "said",   "there",  "use",      "an",
+    "each",  "which",  "she",       "do",     "how",    "their",    "if",
+    "will",  "larder", "lightning", "memory", "mapped", "database", "cache",
+    "value",
 };
 #define N_TEXT_WORDS (sizeof(text_words) / sizeof(text_words[0]))
 
@@ -55,9 +58,7 @@ static void fill_pool(bench_work *w, bench_rng *r)
     size_t i = 0;
 
     switch (w->opts->value_data) {
-    case BENCH_VALUE_REPEAT:
-        memset(w->pool, 'x', w->pool_len);
-        break;
+    case BENCH_VALUE_REPEAT: memset(w->pool, 'x', w->pool_len); break;
     case BENCH_VALUE_TEXT:
         while (i < w->pool_len) {
             const char *word = text_words[bench_rng_below(r, N_TEXT_WORDS)];
@@ -198,8 +199,8 @@ static unsigned start_transfer(const bench_work *w, bench_work_conn *c,
     do {
         c->acct[1] = next_key(w, c);
     } while (c->acct[1] == c->acct[0]);
-    c->amount = 1 + (int64_t)bench_rng_below(&c->rng,
-                                             BENCH_TRANSFER_MAX_AMOUNT);
+    c->amount = 1 +
+                (int64_t)bench_rng_below(&c->rng, BENCH_TRANSFER_MAX_AMOUNT);
     c->phase = 1;
     c->reply_idx = 0;
     c->failed = false;
@@ -245,9 +246,7 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         bench_cmd_begin(out, 1);
         bench_cmd_arg_str(out, "PING");
         break;
-    case BENCH_WL_GET:
-        cmd_key(out, "GET", 2, p, next_key(w, c));
-        break;
+    case BENCH_WL_GET: cmd_key(out, "GET", 2, p, next_key(w, c)); break;
     case BENCH_WL_SET:
         cmd_key(out, "SET", 3, p, next_key(w, c));
         arg_value(w, &c->rng, out);
@@ -260,9 +259,7 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
             arg_value(w, &c->rng, out);
         }
         break;
-    case BENCH_WL_INCR:
-        cmd_key(out, "INCR", 2, p, next_key(w, c));
-        break;
+    case BENCH_WL_INCR: cmd_key(out, "INCR", 2, p, next_key(w, c)); break;
     case BENCH_WL_MSET:
         bench_cmd_begin(out, 1 + 2 * o->batch);
         bench_cmd_arg_str(out, "MSET");
@@ -286,9 +283,7 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         cmd_key(out, "HGET", 3, p, next_key(w, c));
         bench_cmd_arg_key(out, FIELD_PREFIX, next_member(w, c));
         break;
-    case BENCH_WL_HGETALL:
-        cmd_key(out, "HGETALL", 2, p, next_key(w, c));
-        break;
+    case BENCH_WL_HGETALL: cmd_key(out, "HGETALL", 2, p, next_key(w, c)); break;
     case BENCH_WL_SADD:
         cmd_key(out, "SADD", 3, p, next_key(w, c));
         bench_cmd_arg_key(out, MEMBER_PREFIX, next_member(w, c));
@@ -297,20 +292,16 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         cmd_key(out, "SISMEMBER", 3, p, next_key(w, c));
         bench_cmd_arg_key(out, MEMBER_PREFIX, next_member(w, c));
         break;
-    case BENCH_WL_SPOP:
-        cmd_key(out, "SPOP", 2, p, next_key(w, c));
-        break;
+    case BENCH_WL_SPOP: cmd_key(out, "SPOP", 2, p, next_key(w, c)); break;
     case BENCH_WL_LPUSH:
         cmd_key(out, "LPUSH", 3, p, next_key(w, c));
         arg_value(w, &c->rng, out);
         break;
-    case BENCH_WL_LPOP:
-        cmd_key(out, "LPOP", 2, p, next_key(w, c));
-        break;
+    case BENCH_WL_LPOP: cmd_key(out, "LPOP", 2, p, next_key(w, c)); break;
     case BENCH_WL_LRANGE:
     case BENCH_WL_ZRANGE:
-        cmd_key(out, o->workload == BENCH_WL_LRANGE ? "LRANGE" : "ZRANGE", 4,
-                p, next_key(w, c));
+        cmd_key(out, o->workload == BENCH_WL_LRANGE ? "LRANGE" : "ZRANGE", 4, p,
+                next_key(w, c));
         bench_cmd_arg_str(out, "0");
         bench_cmd_arg_i64(out, (int64_t)o->range - 1);
         break;
@@ -322,9 +313,7 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         bench_cmd_arg_key(out, MEMBER_PREFIX, m);
         break;
     }
-    case BENCH_WL_PUBLISH:
-        start_publish(w, c, out, stamp_ns);
-        break;
+    case BENCH_WL_PUBLISH: start_publish(w, c, out, stamp_ns); break;
     case BENCH_WL_EXPIRE:
         if (bench_rng_double(&c->rng) < o->ratio) {
             cmd_key(out, "GET", 2, p, next_key(w, c));
@@ -335,14 +324,10 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
             bench_cmd_arg_u64(out, o->ttl_ms);
         }
         break;
-    case BENCH_WL_TRANSFER:
-        return start_transfer(w, c, out);
-    case BENCH_WL_COMMAND:
-        start_command(w, c, out);
-        break;
+    case BENCH_WL_TRANSFER: return start_transfer(w, c, out);
+    case BENCH_WL_COMMAND: start_command(w, c, out); break;
     case BENCH_WL_COUNT:
-    default:
-        abort(); /* the option parser admits no other workload */
+    default: abort(); /* the option parser admits no other workload */
     }
     return 1;
 }
@@ -351,14 +336,11 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
 static bench_outcome simple_outcome(const bench_reply *r)
 {
     switch (r->type) {
-    case BENCH_REPLY_ERROR:
-        return BENCH_OUT_ERROR;
-    case BENCH_REPLY_NIL:
-        return BENCH_OUT_MISS;
+    case BENCH_REPLY_ERROR: return BENCH_OUT_ERROR;
+    case BENCH_REPLY_NIL: return BENCH_OUT_MISS;
     case BENCH_REPLY_ARRAY:
         return r->integer == 0 ? BENCH_OUT_MISS : BENCH_OUT_HIT;
-    default:
-        return BENCH_OUT_HIT;
+    default: return BENCH_OUT_HIT;
     }
 }
 
@@ -418,9 +400,7 @@ static void transfer_reply(const bench_work *w, bench_work_conn *c,
                            bench_step *step)
 {
     switch (c->phase) {
-    case 1:
-        transfer_phase1(w, c, r, last, out, step);
-        return;
+    case 1: transfer_phase1(w, c, r, last, out, step); return;
     case 2:
         /* MULTI +OK, SET +QUEUED x2, then EXEC. */
         if (!last)
@@ -603,14 +583,10 @@ static void preload_cmd(const bench_work *w, bench_rng *r, bench_buf *out,
         break;
     case BENCH_WL_SADD:
     case BENCH_WL_SISMEMBER:
-    case BENCH_WL_SPOP:
-        cmd = "SADD";
-        break;
+    case BENCH_WL_SPOP: cmd = "SADD"; break;
     case BENCH_WL_LPUSH:
     case BENCH_WL_LPOP:
-    case BENCH_WL_LRANGE:
-        cmd = "RPUSH";
-        break;
+    case BENCH_WL_LRANGE: cmd = "RPUSH"; break;
     case BENCH_WL_ZADD:
     case BENCH_WL_ZRANGE:
         cmd = "ZADD";
@@ -647,12 +623,9 @@ bool bench_work_has_preload(const bench_work *w)
 {
     switch (w->opts->workload) {
     case BENCH_WL_PING:
-    case BENCH_WL_PUBLISH:
-        return false;
-    case BENCH_WL_TRANSFER:
-        return true;
-    default:
-        return w->opts->preload;
+    case BENCH_WL_PUBLISH: return false;
+    case BENCH_WL_TRANSFER: return true;
+    default: return w->opts->preload;
     }
 }
 

@@ -34,8 +34,8 @@ typedef struct bench_work {
     const char *prefix; /* key prefix of the workload */
     char *pool;         /* value bytes; a value is a slice of it */
     size_t pool_len;
-    char *cmd_text;     /* command: a copy of --command, split in place */
-    char **cmd_words;   /* command: its words */
+    char *cmd_text;   /* command: a copy of --command, split in place */
+    char **cmd_words; /* command: its words */
     unsigned cmd_argc;
 } bench_work;
 
@@ -52,11 +52,11 @@ typedef enum bench_outcome {
 /* Per-connection workload state; owned by the connection's thread. */
 typedef struct bench_work_conn {
     bench_rng rng;
-    uint64_t seq;        /* sequential key counter */
+    uint64_t seq; /* sequential key counter */
     /* transfer */
-    unsigned phase;      /* 1: WATCH/GET/GET, 2: MULTI..EXEC, 3: UNWATCH */
-    unsigned reply_idx;  /* replies seen in the current phase */
-    bool failed;         /* an error reply in this operation */
+    unsigned phase;     /* 1: WATCH/GET/GET, 2: MULTI..EXEC, 3: UNWATCH */
+    unsigned reply_idx; /* replies seen in the current phase */
+    bool failed;        /* an error reply in this operation */
     bench_outcome unwatch_outcome;
     uint64_t acct[2];
     int64_t balance[2];

@@ -118,8 +118,8 @@ static void *preload_main(void *arg)
     if (job->rc != 0)
         snprintf(job->err, sizeof(job->err), "%s", c.err);
     else
-        job->rc = bench_work_preload(job->w, &c, job->begin, job->end,
-                                     job->err, sizeof(job->err));
+        job->rc = bench_work_preload(job->w, &c, job->begin, job->end, job->err,
+                                     sizeof(job->err));
     bench_sync_close(&c);
     return NULL;
 }
@@ -202,14 +202,12 @@ int main(int argc, char **argv)
      * the process: writes then fail with EPIPE instead of raising SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);
     switch (bench_opts_parse(&o, argc, argv, err, sizeof(err))) {
-    case BENCH_OPTS_HELP:
-        return EXIT_SUCCESS;
+    case BENCH_OPTS_HELP: return EXIT_SUCCESS;
     case BENCH_OPTS_ERROR:
         fprintf(stderr, "larder-bench: %s\n", err);
         return EXIT_USAGE;
     case BENCH_OPTS_OK:
-    default:
-        break;
+    default: break;
     }
     if (bench_work_init(&w, &o) != 0) {
         fprintf(stderr, "larder-bench: out of memory\n");
@@ -245,8 +243,7 @@ int main(int argc, char **argv)
             break;
         }
         cpu1 = server_cpu(&o.target);
-        extra[i].server_cpu_s = cpu0 >= 0.0 && cpu1 >= 0.0 ? cpu1 - cpu0
-                                                           : -1.0;
+        extra[i].server_cpu_s = cpu0 >= 0.0 && cpu1 >= 0.0 ? cpu1 - cpu0 : -1.0;
         if (o.workload == BENCH_WL_TRANSFER &&
             transfer_check(&w, &o.target, &extra[i], err, sizeof(err)) != 0)
             fprintf(stderr, "larder-bench: balance check: %s\n", err);
@@ -264,7 +261,7 @@ int main(int argc, char **argv)
     }
     if (status == EXIT_SUCCESS && !bench_report_transfer_ok(&rep)) {
         fprintf(stderr, "larder-bench: transfer total mismatch: "
-                "balances were not conserved\n");
+                        "balances were not conserved\n");
         status = EXIT_MISMATCH;
     }
     for (i = 0; i < done; i++)

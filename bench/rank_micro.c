@@ -26,8 +26,8 @@
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 #include "storage/st_set.h"
-#include "storage/st_zset.h"
 #include "storage/st_txn.h"
+#include "storage/st_zset.h"
 
 #define BATCH 100
 #define LOAD_BATCH 10000
@@ -35,7 +35,7 @@
 #define MAP_SIZE (16ull << 30)
 #define NOW 1700000000000LL
 #define NAME_MAX_LEN 48
-#define SCORE_STEP 7919         /* scores: a permutation of 0..N-1 */
+#define SCORE_STEP 7919 /* scores: a permutation of 0..N-1 */
 #define US 1e6
 
 static double wall(void)
@@ -61,15 +61,12 @@ static int none(void *ctx, const uint8_t *n, size_t l, const uint8_t *v,
     return 0;
 }
 
-static int znone(void *ctx, const uint8_t *n, size_t l, double s)
-{
-    return 0;
-}
+static int znone(void *ctx, const uint8_t *n, size_t l, double s) { return 0; }
 
 static int known(const char *op)
 {
-    static const char *const ops[] = { "rank", "seek", "pick", "has",
-                                       "sadd", "zadd" };
+    static const char *const ops[] = { "rank", "seek", "pick",
+                                       "has",  "sadd", "zadd" };
 
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(op, ops[i]))
@@ -116,8 +113,7 @@ static int load(bench *b, long n)
             break;
         for (long j = i; j < i + LOAD_BATCH && j < n && !rc; j++) {
             int len = snprintf(name, sizeof name, "m%ld", j);
-            if (!(rc = st_set_add(b->t, &b->s, name, (size_t)len,
-                                  &created)))
+            if (!(rc = st_set_add(b->t, &b->s, name, (size_t)len, &created)))
                 rc = st_zset_add(b->t, &b->z, name, (size_t)len,
                                  (double)(j * SCORE_STEP % n), &created);
         }
@@ -146,9 +142,9 @@ static int one(bench *b, const char *op, long r, long i)
         return st_zset_walk(b->t, &b->z, &zr, 0, znone, NULL, &n);
     }
     if (!strcmp(op, "pick"))
-        return st_set_sample(b->t, &b->s, (uint64_t)random() << 31 ^
-                                              (uint64_t)random(), 1, none,
-                             NULL);
+        return st_set_sample(b->t, &b->s,
+                             (uint64_t)random() << 31 ^ (uint64_t)random(), 1,
+                             none, NULL);
     if (!strcmp(op, "has")) {
         int has = st_set_has(b->t, &b->s, name, (size_t)len);
         return has < 0 ? has : 0;
@@ -171,8 +167,10 @@ int main(int argc, char **argv)
     int rc = 0;
 
     if (argc < 3 || (argc > 3 && !known(argv[3]))) {
-        fprintf(stderr, "usage: %s DIR N [rank|seek|pick|has|sadd|zadd "
-                        "[OPS]]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s DIR N [rank|seek|pick|has|sadd|zadd "
+                "[OPS]]\n",
+                argv[0]);
         return 2;
     }
     memset(&b, 0, sizeof b);
@@ -193,8 +191,8 @@ int main(int argc, char **argv)
         c = cpu();
         if ((rc = load(&b, n)))
             goto out;
-        printf("load %ld: %.2f us wall, %.2f us cpu per set+zset insert\n",
-               n, (wall() - w) / (double)n * US, (cpu() - c) / (double)n * US);
+        printf("load %ld: %.2f us wall, %.2f us cpu per set+zset insert\n", n,
+               (wall() - w) / (double)n * US, (cpu() - c) / (double)n * US);
     } else {
         st_txn_abort(&b.t);
     }
@@ -218,8 +216,7 @@ int main(int argc, char **argv)
     }
     if (!rc)
         printf("%s: %.2f us wall, %.2f us cpu per op\n", argv[3],
-               (wall() - w) / (double)ops * US,
-               (cpu() - c) / (double)ops * US);
+               (wall() - w) / (double)ops * US, (cpu() - c) / (double)ops * US);
 out:
     if (b.t)
         st_txn_abort(&b.t);

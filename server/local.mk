@@ -39,3 +39,17 @@ larder_server_SOURCES = server/srv_main.c
 larder_server_LDADD = $(SERVER_LIBS)
 include server/cmd/local.mk
 include server/coll.mk
+
+# ==== issue 11 ====
+
+# ==== issue 12 ====
+
+# ==== issue 13 ====
+
+# ==== issue 14 ====
+
+# ==== issue 15 ====
+
+# ==== issue 16 ====
+
+# ==== issue 17 ====

@@ -36,8 +36,7 @@ static uint64_t get_le64(const unsigned char *p)
 static int kind_ok(int type, int kind)
 {
     switch (type) {
-    case SRV_BP_COUNT:
-        return kind < SRV_BP_NKINDS;
+    case SRV_BP_COUNT: return kind < SRV_BP_NKINDS;
     case SRV_BP_PUBLISH:
     case SRV_BP_DELIVER:
     case SRV_BP_NUMSUB:
@@ -45,8 +44,7 @@ static int kind_ok(int type, int kind)
     case SRV_BP_R_NUMSUB:
     case SRV_BP_R_CHANNELS:
         return kind == SRV_BP_CHANNEL || kind == SRV_BP_SHARD;
-    default:
-        return kind == 0;
+    default: return kind == 0;
     }
 }
 
@@ -55,18 +53,14 @@ static int arg_ok(int type, uint64_t arg, uint64_t len)
 {
     switch (type) {
     case SRV_BP_PUBLISH:
-    case SRV_BP_DELIVER:
-        return arg <= len;
-    case SRV_BP_CHANNELS:
-        return arg <= 1 && (arg == 1 || len == 0);
+    case SRV_BP_DELIVER: return arg <= len;
+    case SRV_BP_CHANNELS: return arg <= 1 && (arg == 1 || len == 0);
     case SRV_BP_HELLO:
     case SRV_BP_WELCOME:
     case SRV_BP_PUBCOUNT:
     case SRV_BP_R_NUMPAT:
-    case SRV_BP_NUMPAT:
-        return len == 0;
-    default:
-        return 1;
+    case SRV_BP_NUMPAT: return len == 0;
+    default: return 1;
     }
 }
 
@@ -111,24 +105,15 @@ int srv_bproto_decode(const char *buf, size_t len, uint64_t max_body,
 const char *srv_bproto_strerror(int code)
 {
     switch (code) {
-    case 0:
-        return "ok";
-    case SRV_BP_MORE:
-        return "incomplete frame";
-    case SRV_BP_EMAGIC:
-        return "bad magic";
-    case SRV_BP_ETYPE:
-        return "unknown frame type";
-    case SRV_BP_EKIND:
-        return "bad kind for the frame type";
-    case SRV_BP_ERESERVED:
-        return "reserved bytes not zero";
-    case SRV_BP_ETOOBIG:
-        return "frame body too big";
-    case SRV_BP_EARG:
-        return "bad argument for the frame type";
-    default:
-        return "unknown error";
+    case 0: return "ok";
+    case SRV_BP_MORE: return "incomplete frame";
+    case SRV_BP_EMAGIC: return "bad magic";
+    case SRV_BP_ETYPE: return "unknown frame type";
+    case SRV_BP_EKIND: return "bad kind for the frame type";
+    case SRV_BP_ERESERVED: return "reserved bytes not zero";
+    case SRV_BP_ETOOBIG: return "frame body too big";
+    case SRV_BP_EARG: return "bad argument for the frame type";
+    default: return "unknown error";
     }
 }
 
@@ -153,8 +138,8 @@ static void fill_header(unsigned char *h, int type, int kind, uint64_t arg,
     put_le64(h + OFF_LEN, len);
 }
 
-int srv_bproto_put(srv_buf *b, int type, int kind, uint64_t arg,
-                   const void *p1, size_t n1, const void *p2, size_t n2)
+int srv_bproto_put(srv_buf *b, int type, int kind, uint64_t arg, const void *p1,
+                   size_t n1, const void *p2, size_t n2)
 {
     unsigned char *h;
 

@@ -31,22 +31,22 @@
 
 enum srv_bp_type {
     /* worker -> broker */
-    SRV_BP_HELLO = 1,       /* arg: worker index */
-    SRV_BP_COUNT,           /* kind; arg: this worker's subscriptions to the
-                             * name (absolute, 0 = none); body: the name */
-    SRV_BP_PUBLISH,         /* kind channel|shard; arg: channel length;
-                             * body: channel then message */
-    SRV_BP_NUMSUB,          /* kind channel|shard; body: fields (names) */
-    SRV_BP_CHANNELS,        /* kind channel|shard; arg: 1 if body is a
-                             * pattern, 0 for all */
-    SRV_BP_NUMPAT,          /* no body */
+    SRV_BP_HELLO = 1, /* arg: worker index */
+    SRV_BP_COUNT,     /* kind; arg: this worker's subscriptions to the
+                       * name (absolute, 0 = none); body: the name */
+    SRV_BP_PUBLISH,   /* kind channel|shard; arg: channel length;
+                       * body: channel then message */
+    SRV_BP_NUMSUB,    /* kind channel|shard; body: fields (names) */
+    SRV_BP_CHANNELS,  /* kind channel|shard; arg: 1 if body is a
+                       * pattern, 0 for all */
+    SRV_BP_NUMPAT,    /* no body */
     /* broker -> worker */
-    SRV_BP_WELCOME,         /* arg: broker pid */
-    SRV_BP_DELIVER,         /* as PUBLISH, to each interested worker */
-    SRV_BP_PUBCOUNT,        /* arg: receivers of the oldest PUBLISH */
-    SRV_BP_R_NUMSUB,        /* body: (field name, u64 count) per name */
-    SRV_BP_R_CHANNELS,      /* arg: number of fields; body: fields */
-    SRV_BP_R_NUMPAT,        /* arg: number of patterns */
+    SRV_BP_WELCOME,    /* arg: broker pid */
+    SRV_BP_DELIVER,    /* as PUBLISH, to each interested worker */
+    SRV_BP_PUBCOUNT,   /* arg: receivers of the oldest PUBLISH */
+    SRV_BP_R_NUMSUB,   /* body: (field name, u64 count) per name */
+    SRV_BP_R_CHANNELS, /* arg: number of fields; body: fields */
+    SRV_BP_R_NUMPAT,   /* arg: number of patterns */
     SRV_BP_NTYPES
 };
 
@@ -58,7 +58,7 @@ enum srv_bp_kind {
 };
 
 /* Results of srv_bproto_decode besides 0. */
-#define SRV_BP_MORE 1           /* incomplete: read more */
+#define SRV_BP_MORE 1 /* incomplete: read more */
 #define SRV_BP_EMAGIC (-1)
 #define SRV_BP_ETYPE (-2)
 #define SRV_BP_EKIND (-3)
@@ -71,7 +71,7 @@ typedef struct srv_bframe {
     int kind;
     uint64_t arg;
     uint64_t len;
-    const char *body;           /* into the decoded buffer */
+    const char *body; /* into the decoded buffer */
 } srv_bframe;
 
 /* A read position in a body. */
@@ -104,8 +104,8 @@ uint64_t srv_bproto_max_body(long long max_bulk);
  * Append a frame whose body is p1[0..n1) then p2[0..n2) (either may be
  * empty). 0, or ENOMEM with b unchanged.
  */
-int srv_bproto_put(srv_buf *b, int type, int kind, uint64_t arg,
-                   const void *p1, size_t n1, const void *p2, size_t n2);
+int srv_bproto_put(srv_buf *b, int type, int kind, uint64_t arg, const void *p1,
+                   size_t n1, const void *p2, size_t n2);
 
 /*
  * Build a frame piecewise: begin appends a header and returns its offset

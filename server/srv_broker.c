@@ -72,18 +72,18 @@
 
 typedef struct blink {
     int fd;
-    uint32_t id;                /* index in links[] */
-    int worker;                 /* index from HELLO; -1 before */
+    uint32_t id; /* index in links[] */
+    int worker;  /* index from HELLO; -1 before */
     srv_buf in;
-    size_t need;                /* bytes the incomplete frame needs */
-    size_t cut;                 /* input read before this round's sweep */
-    int fresh;                  /* this round's sweep read something */
+    size_t need; /* bytes the incomplete frame needs */
+    size_t cut;  /* input read before this round's sweep */
+    int fresh;   /* this round's sweep read something */
     srv_buf out;
     size_t out_sent;
-    uint32_t events;            /* epoll interest */
-    uint64_t mark;              /* last publish epoch it was a target of */
-    int eof;                    /* EOF or read error: close after its frames */
-    int dead;                   /* error or bad frame: close it now */
+    uint32_t events; /* epoll interest */
+    uint64_t mark;   /* last publish epoch it was a target of */
+    int eof;         /* EOF or read error: close after its frames */
+    int dead;        /* error or bad frame: close it now */
 } blink;
 
 /* One link's subscriptions to a name. */
@@ -101,9 +101,9 @@ typedef struct bentry {
 
 static volatile sig_atomic_t stop;
 static int ep = -1;
-static blink **links;           /* by id; NULL when free */
+static blink **links; /* by id; NULL when free */
 static uint32_t links_cap;
-static blink **targets;         /* of the publish being routed */
+static blink **targets; /* of the publish being routed */
 static struct epoll_event *events;
 static uint32_t events_cap;
 static srv_dict names[SRV_BP_NKINDS];
@@ -367,7 +367,7 @@ static int link_read(blink *l)
             size_t room = l->in.cap - l->in.len;
             l->in.len += (size_t)n;
             if ((size_t)n < room)
-                return 0;               /* drained: no EAGAIN round trip */
+                return 0; /* drained: no EAGAIN round trip */
             continue;
         }
         if (n == 0)
@@ -499,8 +499,8 @@ static void answer_channels(blink *l, const srv_bframe *f)
         goto nomem;
     srv_dict_iter_init(&it, &names[f->kind]);
     while ((de = srv_dict_iter_next(&it))) {
-        if (f->arg && !srv_util_glob_match(f->body, (size_t)f->len, de->key,
-                                      de->klen, 0))
+        if (f->arg &&
+            !srv_util_glob_match(f->body, (size_t)f->len, de->key, de->klen, 0))
             continue;
         if (l->out.len - off + SRV_BP_FIELD_HDR + de->klen > limit)
             break;
@@ -524,20 +524,13 @@ static void handle_frame(blink *l, const srv_bframe *f)
         srv_log(SRV_LOG_VERBOSE, 0, "worker#%d connected", l->worker);
         put(l, SRV_BP_WELCOME, 0, (uint64_t)getpid(), NULL, 0, NULL, 0);
         break;
-    case SRV_BP_COUNT:
-        break;                          /* applied ahead (apply_counts) */
-    case SRV_BP_PUBLISH:
-        route_publish(l, f);
-        break;
-    case SRV_BP_NUMSUB:
-        answer_numsub(l, f);
-        break;
-    case SRV_BP_CHANNELS:
-        answer_channels(l, f);
-        break;
+    case SRV_BP_COUNT: break; /* applied ahead (apply_counts) */
+    case SRV_BP_PUBLISH: route_publish(l, f); break;
+    case SRV_BP_NUMSUB: answer_numsub(l, f); break;
+    case SRV_BP_CHANNELS: answer_channels(l, f); break;
     case SRV_BP_NUMPAT:
-        put(l, SRV_BP_R_NUMPAT, 0, names[SRV_BP_PATTERN].count, NULL, 0,
-            NULL, 0);
+        put(l, SRV_BP_R_NUMPAT, 0, names[SRV_BP_PATTERN].count, NULL, 0, NULL,
+            0);
         break;
     default:
         srv_log(SRV_LOG_WARNING, 0, "worker#%d sent a broker's frame (%d)",
@@ -554,8 +547,8 @@ static void apply_counts(blink *l)
     srv_bframe f;
 
     while (off < l->in.len &&
-           srv_bproto_decode(l->in.data + off, l->in.len - off, max_body(),
-                             &f, &size) == 0) {
+           srv_bproto_decode(l->in.data + off, l->in.len - off, max_body(), &f,
+                             &size) == 0) {
         if (f.type == SRV_BP_COUNT)
             set_count(f.kind, f.body, (size_t)f.len, l->id, f.arg);
         off += size;
@@ -583,7 +576,7 @@ static void handle_frames(blink *l)
             break;
         }
         if (off + size > l->cut)
-            break;                      /* read by the sweep: next round */
+            break; /* read by the sweep: next round */
         handle_frame(l, &f);
         off += size;
     }
@@ -606,7 +599,8 @@ static int setup(sigset_t *waitmask)
     struct sigaction sa;
     sigset_t block;
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = LISTENER_TAG };
-    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_BROKER, -1);
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_BROKER,
+                                             -1);
 
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != srv_her.master_pid)
@@ -664,8 +658,8 @@ static int sweep(int *more)
         uint32_t tag = events[i].data.u32;
         blink *l;
         size_t before;
-        if (tag == LISTENER_TAG || !(l = links[tag - 1]) || l->eof ||
-            l->dead || !(events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        if (tag == LISTENER_TAG || !(l = links[tag - 1]) || l->eof || l->dead ||
+            !(events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
             continue;
         before = l->in.len;
         if (link_read(l))

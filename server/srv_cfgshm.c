@@ -63,8 +63,7 @@ static void repair(void *arg)
         finish_publish_locked(sh);
 }
 
-int srv_cfgshm_create(const srv_config *cfg, unsigned nacks,
-                      srv_cfgshm **out)
+int srv_cfgshm_create(const srv_config *cfg, unsigned nacks, srv_cfgshm **out)
 {
     size_t size = srv_cfgshm_size(nacks);
     srv_cfgshm *h = calloc(1, sizeof *h);
@@ -93,7 +92,7 @@ int srv_cfgshm_create(const srv_config *cfg, unsigned nacks,
     sh->size = size;
     sh->config_size = sizeof(srv_config);
     memcpy(sh->staged, cfg, sizeof *cfg);
-    finish_publish_locked(sh);          /* nobody else sees it yet */
+    finish_publish_locked(sh); /* nobody else sees it yet */
     h->sh = sh;
     h->size = size;
     *out = h;
@@ -137,10 +136,7 @@ int srv_cfgshm_lock(srv_cfgshm *h)
     return shm_lock_acquire(&h->sh->writer, repair, h->sh);
 }
 
-void srv_cfgshm_unlock(srv_cfgshm *h)
-{
-    shm_lock_release(&h->sh->writer);
-}
+void srv_cfgshm_unlock(srv_cfgshm *h) { shm_lock_release(&h->sh->writer); }
 
 int srv_cfgshm_read(srv_cfgshm *h, srv_config *out, uint64_t *seq)
 {
@@ -209,10 +205,7 @@ void srv_cfgshm_ack(srv_cfgshm *h, unsigned i, uint64_t seq)
         atomic_store_explicit(&h->sh->ack[i].seq, seq, memory_order_release);
 }
 
-unsigned srv_cfgshm_nacks(const srv_cfgshm *h)
-{
-    return h->sh->nacks;
-}
+unsigned srv_cfgshm_nacks(const srv_cfgshm *h) { return h->sh->nacks; }
 
 pid_t srv_cfgshm_lagging(const srv_cfgshm *h, unsigned i, uint64_t seq)
 {
@@ -223,8 +216,7 @@ pid_t srv_cfgshm_lagging(const srv_cfgshm *h, unsigned i, uint64_t seq)
         return 0;
     a = &h->sh->ack[i];
     pid = atomic_load(&a->pid);
-    if (pid == 0 ||
-        atomic_load_explicit(&a->seq, memory_order_acquire) >= seq)
+    if (pid == 0 || atomic_load_explicit(&a->seq, memory_order_acquire) >= seq)
         return 0;
     return (pid_t)pid;
 }

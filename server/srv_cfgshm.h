@@ -37,7 +37,7 @@
 #include "server/srv_stats.h"
 #include "shm/shm_lock.h"
 
-#define SRV_CFGSHM_MAGIC 0x314746435244524cull    /* "LRDRCFG1" */
+#define SRV_CFGSHM_MAGIC 0x314746435244524cull /* "LRDRCFG1" */
 #define SRV_CFGSHM_VERSION 1
 /* The sequence counter moves this much per publish (odd in between). */
 #define SRV_CFGSHM_SEQ_STEP 2
@@ -48,35 +48,35 @@
 /* One acknowledgement record, a cache line (written by different
  * processes: the master and the child). */
 typedef struct srv_cfgshm_ack_sh {
-    _Atomic int64_t pid;        /* atomic; written by the master: the child
-                                 * CONFIG SET waits for, 0 for none */
-    _Atomic uint64_t seq;       /* atomic; written by that child (raised by
-                                 * the master at fork): the newest
-                                 * generation it has applied */
+    _Atomic int64_t pid;  /* atomic; written by the master: the child
+                           * CONFIG SET waits for, 0 for none */
+    _Atomic uint64_t seq; /* atomic; written by that child (raised by
+                           * the master at fork): the newest
+                           * generation it has applied */
 } __attribute__((aligned(SRV_CACHELINE))) srv_cfgshm_ack_sh;
 
 /* The mapped region. */
 typedef struct srv_cfgshm_sh {
-    uint64_t magic;             /* immutable after init: SRV_CFGSHM_MAGIC */
-    uint32_t version;           /* immutable after init */
-    uint32_t nacks;             /* immutable after init: ack records */
-    uint64_t size;              /* immutable after init: bytes mapped */
-    uint64_t config_size;       /* immutable after init: sizeof(srv_config) */
+    uint64_t magic;       /* immutable after init: SRV_CFGSHM_MAGIC */
+    uint32_t version;     /* immutable after init */
+    uint32_t nacks;       /* immutable after init: ack records */
+    uint64_t size;        /* immutable after init: bytes mapped */
+    uint64_t config_size; /* immutable after init: sizeof(srv_config) */
     /* atomic; written by the lock holder only: even when `cur` is stable,
      * odd during a publish, +2 per publish (the generation) */
     _Atomic uint64_t seq __attribute__((aligned(SRV_CACHELINE)));
-    shm_lock_sh writer;         /* the writers' lock */
+    shm_lock_sh writer; /* the writers' lock */
     /* the published srv_config; guarded by: writer (written with seq odd,
      * word by word with relaxed atomics), read under seq the same way */
     uint64_t cur[SRV_CFGSHM_WORDS];
-    uint64_t staged[SRV_CFGSHM_WORDS];  /* guarded by: writer */
-    srv_cfgshm_ack_sh ack[];    /* nacks records, one per stats slot */
+    uint64_t staged[SRV_CFGSHM_WORDS]; /* guarded by: writer */
+    srv_cfgshm_ack_sh ack[];           /* nacks records, one per stats slot */
 } srv_cfgshm_sh;
 
 /* The process's handle on the region. */
 typedef struct srv_cfgshm {
     srv_cfgshm_sh *sh;
-    size_t size;                /* bytes mapped */
+    size_t size; /* bytes mapped */
 } srv_cfgshm;
 
 /* Bytes a region with `nacks` acknowledgement records maps. */
@@ -88,8 +88,7 @@ size_t srv_cfgshm_size(unsigned nacks);
  * The master, before fork. *out is the caller's until srv_cfgshm_destroy.
  * Returns 0, ENOMEM, mmap's errno or a pthread errno.
  */
-int srv_cfgshm_create(const srv_config *cfg, unsigned nacks,
-                      srv_cfgshm **out);
+int srv_cfgshm_create(const srv_config *cfg, unsigned nacks, srv_cfgshm **out);
 
 /* Unmap the region and free the handle; NULLs *h. The creator, once no
  * process uses it any more. */

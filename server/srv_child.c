@@ -37,8 +37,9 @@ int srv_child_env_open(st_env **env)
     int rc = srv_heritage_env_open(1, env);
 
     if (rc) {
-        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "opening LMDB in '%s' failed: %s",
-                srv_her.cfg->dir, st_strerror(rc));
+        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0,
+                "opening LMDB in '%s' failed: %s", srv_her.cfg->dir,
+                st_strerror(rc));
         return -1;
     }
     return 0;

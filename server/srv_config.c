@@ -45,8 +45,8 @@ static const directive directives[] = { SRV_CONFIG_DIRECTIVES(X) };
 #undef X
 #define NDIRECTIVES (sizeof directives / sizeof directives[0])
 
-static const char *const sync_names[] = {"no", "everysec", "always"};
-static const char *const debug_names[] = {"no", "yes", "local"};
+static const char *const sync_names[] = { "no", "everysec", "always" };
+static const char *const debug_names[] = { "no", "yes", "local" };
 
 static const directive *find(const char *name)
 {
@@ -76,15 +76,24 @@ static int parse_bytes(const char *s, long long *out)
     v = strtoll(s, &end, 10);
     if (end == s || errno)
         return 0;
-    if (!strcasecmp(end, "")) mul = 1;
-    else if (!strcasecmp(end, "b")) mul = 1;
-    else if (!strcasecmp(end, "k")) mul = 1000;
-    else if (!strcasecmp(end, "kb")) mul = 1024;
-    else if (!strcasecmp(end, "m")) mul = 1000 * 1000;
-    else if (!strcasecmp(end, "mb")) mul = 1024 * 1024;
-    else if (!strcasecmp(end, "g")) mul = 1000ll * 1000 * 1000;
-    else if (!strcasecmp(end, "gb")) mul = 1024ll * 1024 * 1024;
-    else return 0;
+    if (!strcasecmp(end, ""))
+        mul = 1;
+    else if (!strcasecmp(end, "b"))
+        mul = 1;
+    else if (!strcasecmp(end, "k"))
+        mul = 1000;
+    else if (!strcasecmp(end, "kb"))
+        mul = 1024;
+    else if (!strcasecmp(end, "m"))
+        mul = 1000 * 1000;
+    else if (!strcasecmp(end, "mb"))
+        mul = 1024 * 1024;
+    else if (!strcasecmp(end, "g"))
+        mul = 1000ll * 1000 * 1000;
+    else if (!strcasecmp(end, "gb"))
+        mul = 1024ll * 1024 * 1024;
+    else
+        return 0;
     if (v < 0 || (v && mul > LLONG_MAX / v))
         return 0;
     *out = v * mul;
@@ -140,7 +149,8 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         if ((v = srv_log_level_parse(args[0])) < 0) {
             snprintf(err, errlen,
                      "'%s' must be debug, verbose, notice or warning, "
-                     "got '%s'", d->name, args[0]);
+                     "got '%s'",
+                     d->name, args[0]);
             return -1;
         }
         *num = v;
@@ -165,14 +175,13 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         return -1;
     case SRV_CFG_YESNO:
         if (strcasecmp(args[0], "yes") && strcasecmp(args[0], "no")) {
-            snprintf(err, errlen, "'%s' must be yes or no, got '%s'",
-                     d->name, args[0]);
+            snprintf(err, errlen, "'%s' must be yes or no, got '%s'", d->name,
+                     args[0]);
             return -1;
         }
         *num = strcasecmp(args[0], "yes") == 0;
         return 0;
-    default:
-        break;
+    default: break;
     }
     /* Text: words joined by single spaces. */
     size_t n = 0;
@@ -264,7 +273,7 @@ int srv_config_load_file(srv_config *cfg, const char *path, char *err,
         if (*p == '#' || *p == '\0')
             continue;
         argc = srv_resp_split_args(p, len - (size_t)(p - line), buf, argv,
-                              CFG_ARGS_MAX);
+                                   CFG_ARGS_MAX);
         if (argc < 0) {
             snprintf(err, errlen, "file '%s', line %d: %s", path, lineno,
                      argc == SRV_SPLIT_EQUOTES ? "unbalanced quotes"
@@ -281,8 +290,7 @@ int srv_config_load_file(srv_config *cfg, const char *path, char *err,
         }
         if (srv_config_set(cfg, args[0], args + 1, argc - 1, 0, msg,
                            sizeof msg)) {
-            snprintf(err, errlen, "file '%s', line %d: %s", path, lineno,
-                     msg);
+            snprintf(err, errlen, "file '%s', line %d: %s", path, lineno, msg);
             rc = -1;
         }
     }
@@ -302,16 +310,16 @@ int srv_config_load_args(srv_config *cfg, int argc, char **argv, char *err,
 
     while (i < argc) {
         if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0') {
-            snprintf(err, errlen, "command line: expected --directive, got '%s'",
-                     argv[i]);
+            snprintf(err, errlen,
+                     "command line: expected --directive, got '%s'", argv[i]);
             return -1;
         }
         const char *name = argv[i] + 2;
         int first = ++i;
         while (i < argc && strncmp(argv[i], "--", 2) != 0)
             i++;
-        if (srv_config_set(cfg, name, (const char **)argv + first, i - first,
-                           0, msg, sizeof msg)) {
+        if (srv_config_set(cfg, name, (const char **)argv + first, i - first, 0,
+                           msg, sizeof msg)) {
             snprintf(err, errlen, "command line: %s", msg);
             return -1;
         }
@@ -329,7 +337,9 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
     case SRV_CFG_STRING:
     case SRV_CFG_WORDS: snprintf(out, size, "%s", field); break;
     case SRV_CFG_OCTAL: snprintf(out, size, "%llo", v); break;
-    case SRV_CFG_LOGLEVEL: snprintf(out, size, "%s", srv_log_level_name((int)v)); break;
+    case SRV_CFG_LOGLEVEL:
+        snprintf(out, size, "%s", srv_log_level_name((int)v));
+        break;
     case SRV_CFG_SYNC: snprintf(out, size, "%s", sync_names[v]); break;
     case SRV_CFG_YESNO: snprintf(out, size, "%s", v ? "yes" : "no"); break;
     case SRV_CFG_DEBUGMODE: snprintf(out, size, "%s", debug_names[v]); break;
@@ -338,8 +348,7 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
 }
 
 void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
-                     void (*fn)(void *ctx, const char *name,
-                                const char *value),
+                     void (*fn)(void *ctx, const char *name, const char *value),
                      void *ctx)
 {
     char value[SRV_PATH_MAX];
@@ -348,8 +357,9 @@ void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
         const directive *d = &directives[i];
         if (!srv_util_glob_match(pattern, plen, d->name, strlen(d->name), 1))
             continue;
-        if ((d->flags & SRV_CFG_ALIAS) && !srv_util_streq(pattern, plen, d->name))
-            continue;                   /* aliases only by exact name */
+        if ((d->flags & SRV_CFG_ALIAS) &&
+            !srv_util_streq(pattern, plen, d->name))
+            continue; /* aliases only by exact name */
         format_value(cfg, d, value, sizeof value);
         fn(ctx, d->name, value);
     }
@@ -459,7 +469,7 @@ static pid_t lagging(unsigned i, uint64_t seq)
     if (!pid || (int)i == srv_self.slot)
         return 0;
     if (kill(pid, 0) && errno == ESRCH)
-        return 0;                       /* died; the master will notice */
+        return 0; /* died; the master will notice */
     return pid;
 }
 

@@ -19,15 +19,15 @@
 
 /* Kinds of directive values. */
 enum srv_cfg_kind {
-    SRV_CFG_INT,        /* integer in [min, max] */
-    SRV_CFG_BYTES,      /* integer with optional k/kb/m/mb/g/gb unit */
-    SRV_CFG_STRING,     /* one word */
-    SRV_CFG_WORDS,      /* one or more words kept space-separated (bind) */
-    SRV_CFG_OCTAL,      /* file mode (unixsocketperm) */
+    SRV_CFG_INT,    /* integer in [min, max] */
+    SRV_CFG_BYTES,  /* integer with optional k/kb/m/mb/g/gb unit */
+    SRV_CFG_STRING, /* one word */
+    SRV_CFG_WORDS,  /* one or more words kept space-separated (bind) */
+    SRV_CFG_OCTAL,  /* file mode (unixsocketperm) */
     SRV_CFG_LOGLEVEL,
-    SRV_CFG_SYNC,       /* always | everysec | no */
+    SRV_CFG_SYNC, /* always | everysec | no */
     SRV_CFG_YESNO,
-    SRV_CFG_DEBUGMODE,  /* no | yes | local */
+    SRV_CFG_DEBUGMODE, /* no | yes | local */
 };
 
 enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
@@ -35,51 +35,58 @@ enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
 enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
 
 /* Flags of a directive. */
-#define SRV_CFG_RUNTIME 0x1     /* CONFIG SET may change it */
-#define SRV_CFG_ALIAS 0x2       /* another name of a directive; not listed */
+#define SRV_CFG_RUNTIME 0x1 /* CONFIG SET may change it */
+#define SRV_CFG_ALIAS 0x2   /* another name of a directive; not listed */
 
 /*
  * X(name, field, kind, default, min, max, flags). Strings default to the
  * text given; numbers to the number.
  */
-#define SRV_CONFIG_DIRECTIVES(X)                                             \
-    X("bind", bind, SRV_CFG_WORDS, "127.0.0.1", 0, 0, 0)                     \
-    X("port", port, SRV_CFG_INT, "6379", 0, 65535, 0)                        \
-    X("unixsocket", unixsocket, SRV_CFG_STRING, "", 0, 0, 0)                 \
-    X("unixsocketperm", unixsocketperm, SRV_CFG_OCTAL, "0", 0, 0777, 0)      \
-    X("dir", dir, SRV_CFG_STRING, "./var", 0, 0, 0)                          \
-    X("workers", workers, SRV_CFG_INT, "0", 0, 256, 0)                       \
-    X("databases", databases, SRV_CFG_INT, "16", 1, 4096, 0)                 \
-    X("maxclients", maxclients, SRV_CFG_INT, "10000", 1, 1000000,            \
-      SRV_CFG_RUNTIME)                                                       \
-    X("timeout", timeout, SRV_CFG_INT, "0", 0, 2147483647, SRV_CFG_RUNTIME)  \
-    X("tcp-keepalive", tcp_keepalive, SRV_CFG_INT, "300", 0, 2147483647, 0)  \
-    X("tcp-backlog", tcp_backlog, SRV_CFG_INT, "511", 1, 65535, 0)           \
-    X("loglevel", loglevel, SRV_CFG_LOGLEVEL, "notice", 0, 0,                \
-      SRV_CFG_RUNTIME)                                                       \
-    X("logfile", logfile, SRV_CFG_STRING, "", 0, 0, 0)                       \
-    X("pidfile", pidfile, SRV_CFG_STRING, "", 0, 0, 0)                       \
-    X("proto-max-bulk-len", proto_max_bulk_len, SRV_CFG_BYTES, "512mb",      \
-      1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                    \
-    X("client-query-buffer-limit", client_query_buffer_limit, SRV_CFG_BYTES, \
-      "1gb", 1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)             \
-    X("requirepass", requirepass, SRV_CFG_STRING, "", 0, 0, SRV_CFG_RUNTIME) \
-    X("maxdisk", maxdisk, SRV_CFG_BYTES, "64gb", 1024 * 1024,                \
-      0x7fffffffffffffffll, 0)                                               \
-    X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                       \
-    X("enable-debug-command", enable_debug_command, SRV_CFG_DEBUGMODE, "no",  \
-      0, 0, 0)                                                               \
-    X("dbfilename", dbfilename, SRV_CFG_STRING, "backup.mdb", 0, 0, 0)      \
-    X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)          \
-    X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)    \
-    X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                \
-    X("syncer-thread", syncer_thread, SRV_CFG_YESNO, "no", 0, 0, 0)          \
-    X("reaper-batch", reaper_batch, SRV_CFG_INT, "1000", 1, 1000000, 0)       \
-    X("cache-mb", cache_mb, SRV_CFG_INT, "64", 0, 1048576, SRV_CFG_RUNTIME)   \
-    X("cache-stripes", cache_stripes, SRV_CFG_INT, "64", 1, 4096, 0)          \
-    X("compress-threshold", compress_threshold, SRV_CFG_BYTES, "0", 0,        \
-      0x7fffffffffffffffll, 0)                                               \
-    X("compress-level", compress_level, SRV_CFG_INT, "1", -7, 19, 0)
+#define SRV_CONFIG_DIRECTIVES(X)                                               \
+    X("bind", bind, SRV_CFG_WORDS, "127.0.0.1", 0, 0, 0)                       \
+    X("port", port, SRV_CFG_INT, "6379", 0, 65535, 0)                          \
+    X("unixsocket", unixsocket, SRV_CFG_STRING, "", 0, 0, 0)                   \
+    X("unixsocketperm", unixsocketperm, SRV_CFG_OCTAL, "0", 0, 0777, 0)        \
+    X("dir", dir, SRV_CFG_STRING, "./var", 0, 0, 0)                            \
+    X("workers", workers, SRV_CFG_INT, "0", 0, 256, 0)                         \
+    X("databases", databases, SRV_CFG_INT, "16", 1, 4096, 0)                   \
+    X("maxclients", maxclients, SRV_CFG_INT, "10000", 1, 1000000,              \
+      SRV_CFG_RUNTIME)                                                         \
+    X("timeout", timeout, SRV_CFG_INT, "0", 0, 2147483647, SRV_CFG_RUNTIME)    \
+    X("tcp-keepalive", tcp_keepalive, SRV_CFG_INT, "300", 0, 2147483647, 0)    \
+    X("tcp-backlog", tcp_backlog, SRV_CFG_INT, "511", 1, 65535, 0)             \
+    X("loglevel", loglevel, SRV_CFG_LOGLEVEL, "notice", 0, 0, SRV_CFG_RUNTIME) \
+    X("logfile", logfile, SRV_CFG_STRING, "", 0, 0, 0)                         \
+    X("pidfile", pidfile, SRV_CFG_STRING, "", 0, 0, 0)                         \
+    X("proto-max-bulk-len", proto_max_bulk_len, SRV_CFG_BYTES, "512mb",        \
+      1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                      \
+    X("client-query-buffer-limit", client_query_buffer_limit, SRV_CFG_BYTES,   \
+      "1gb", 1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)               \
+    X("requirepass", requirepass, SRV_CFG_STRING, "", 0, 0, SRV_CFG_RUNTIME)   \
+    X("maxdisk", maxdisk, SRV_CFG_BYTES, "64gb", 1024 * 1024,                  \
+      0x7fffffffffffffffll, 0)                                                 \
+    X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                         \
+    X("enable-debug-command", enable_debug_command, SRV_CFG_DEBUGMODE, "no",   \
+      0, 0, 0)                                                                 \
+    X("dbfilename", dbfilename, SRV_CFG_STRING, "backup.mdb", 0, 0, 0)         \
+    X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)            \
+    X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)      \
+    X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                  \
+    X("syncer-thread", syncer_thread, SRV_CFG_YESNO, "no", 0, 0, 0)            \
+    X("reaper-batch", reaper_batch, SRV_CFG_INT, "1000", 1, 1000000, 0)        \
+    X("cache-mb", cache_mb, SRV_CFG_INT, "64", 0, 1048576, SRV_CFG_RUNTIME)    \
+    X("cache-stripes", cache_stripes, SRV_CFG_INT, "64", 1, 4096, 0)           \
+    X("compress-threshold", compress_threshold, SRV_CFG_BYTES, "0", 0,         \
+      0x7fffffffffffffffll, 0)                                                 \
+    X("compress-level", compress_level, SRV_CFG_INT, "1", -7, 19, 0)           \
+    /* ==== issue 11 ==== */                                                   \
+    /* ==== issue 12 ==== */                                                   \
+    /* ==== issue 13 ==== */                                                   \
+    /* ==== issue 14 ==== */                                                   \
+    /* ==== issue 15 ==== */                                                   \
+    /* ==== issue 16 ==== */                                                   \
+    /* ==== issue 17 ==== */                                                   \
+    /* ==== end of the directives ==== */
 
 typedef struct srv_config {
     char bind[SRV_PATH_MAX];
@@ -111,7 +118,14 @@ typedef struct srv_config {
     long long cache_stripes;
     long long compress_threshold;
     long long compress_level;
-    char config_file[SRV_PATH_MAX];     /* absolute path, "" if none */
+    /* ==== issue 11 ==== */
+    /* ==== issue 12 ==== */
+    /* ==== issue 13 ==== */
+    /* ==== issue 14 ==== */
+    /* ==== issue 15 ==== */
+    /* ==== issue 16 ==== */
+    /* ==== issue 17 ==== */
+    char config_file[SRV_PATH_MAX]; /* absolute path, "" if none */
 } srv_config;
 
 /* Fill *cfg with every default. */
@@ -144,8 +158,7 @@ int srv_config_set(srv_config *cfg, const char *name, const char **args,
  * glob `pattern` (CONFIG GET), value as text.
  */
 void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
-                     void (*fn)(void *ctx, const char *name,
-                                const char *value),
+                     void (*fn)(void *ctx, const char *name, const char *value),
                      void *ctx);
 
 /* Number of workers to run: the setting, or one per online CPU. */

@@ -30,8 +30,8 @@
 #define BUF_KEEP (64 * 1024)
 #define KEEPALIVE_PROBES 3
 #define KEEPALIVE_DIVISOR 3
-#define PREFETCH_KEYS 64        /* keys hinted per input buffer */
-#define PREFETCH_ARGS 16        /* arguments a look-ahead looks at */
+#define PREFETCH_KEYS 64 /* keys hinted per input buffer */
+#define PREFETCH_ARGS 16 /* arguments a look-ahead looks at */
 
 static void on_write(evutil_socket_t fd, short what, void *arg);
 
@@ -65,8 +65,7 @@ static void describe_peer(srv_conn *c, int fd)
         ss.ss_family == AF_INET) {
         struct sockaddr_in *a = (struct sockaddr_in *)&ss;
         inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-        snprintf(c->laddr, sizeof c->laddr, "%s:%d", host,
-                 ntohs(a->sin_port));
+        snprintf(c->laddr, sizeof c->laddr, "%s:%d", host, ntohs(a->sin_port));
     }
 }
 
@@ -101,8 +100,10 @@ srv_conn *srv_conn_create(srv_worker *w, int fd, int is_unix)
     c->id = atomic_fetch_add(&srv_her.stats->next_client_id, 1);
     c->created_ms = c->last_ms = srv_util_mstime();
     srv_resp_parser_init(&c->parser, srv_her.cfg->proto_max_bulk_len);
-    c->ev_read = srv_worker_io_event(w, fd, EV_READ | EV_PERSIST, srv_conn_on_read, c);
-    c->ev_write = srv_worker_io_event(w, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    c->ev_read = srv_worker_io_event(w, fd, EV_READ | EV_PERSIST,
+                                     srv_conn_on_read, c);
+    c->ev_write = srv_worker_io_event(w, fd, EV_WRITE | EV_PERSIST, on_write,
+                                      c);
     if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL)) {
         if (c->ev_read)
             event_free(c->ev_read);
@@ -157,7 +158,7 @@ int srv_conn_flush(srv_conn *c)
                 event_del(c->ev_write);
                 c->writing = 0;
             }
-            return 0;                   /* the syncer will wake us */
+            return 0; /* the syncer will wake us */
         }
         c->hold_ver = 0;
     }
@@ -183,7 +184,8 @@ int srv_conn_flush(srv_conn *c)
             c->writing = 0;
         }
         if (c->flags & SRV_CONN_CLOSE_AFTER_REPLY ||
-            (c->worker->stopping && !event_pending(c->ev_read, EV_READ, NULL))) {
+            (c->worker->stopping &&
+             !event_pending(c->ev_read, EV_READ, NULL))) {
             srv_conn_close(c);
             return -1;
         }
@@ -240,8 +242,9 @@ static void prefetch_keys(srv_conn *c)
         if (!cmd || cmd->first_key <= 0 || cmd->key_step <= 0)
             continue;
         last = cmd->last_key >= 0 ? cmd->last_key : argc + cmd->last_key;
-        for (j = cmd->first_key; j <= last && j < argc && j < PREFETCH_ARGS &&
-                                 n < PREFETCH_KEYS; j += cmd->key_step) {
+        for (j = cmd->first_key;
+             j <= last && j < argc && j < PREFETCH_ARGS && n < PREFETCH_KEYS;
+             j += cmd->key_step) {
             names[n] = argv[j].ptr;
             lens[n++] = argv[j].len;
         }
@@ -283,8 +286,8 @@ void srv_conn_run_input(srv_conn *c)
         c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
         if (c->cmd && (c->cmd->flags & F_BARRIER) && (g->rtxn || g->wtxn)) {
             if (srv_group_commit(g))
-                break;                  /* rewound: replay comes first */
-            pos = c->in_done;           /* input was consumed */
+                break;        /* rewound: replay comes first */
+            pos = c->in_done; /* input was consumed */
             srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
             c->argv = c->parser.argv;
         }

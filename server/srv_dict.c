@@ -31,12 +31,22 @@ static uint64_t load_le64(const unsigned char *p)
     return v;
 }
 
-#define SIPROUND                                                            \
-    do {                                                                    \
-        v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);           \
-        v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;                              \
-        v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;                              \
-        v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);           \
+#define SIPROUND           \
+    do {                   \
+        v0 += v1;          \
+        v1 = rotl(v1, 13); \
+        v1 ^= v0;          \
+        v0 = rotl(v0, 32); \
+        v2 += v3;          \
+        v3 = rotl(v3, 16); \
+        v3 ^= v2;          \
+        v0 += v3;          \
+        v3 = rotl(v3, 21); \
+        v3 ^= v0;          \
+        v2 += v1;          \
+        v1 = rotl(v1, 17); \
+        v1 ^= v2;          \
+        v2 = rotl(v2, 32); \
     } while (0)
 
 /* A key per process; a weak one (time and pid) only if getrandom fails. */
@@ -122,7 +132,7 @@ srv_dict_entry *srv_dict_add(srv_dict *d, const void *key, size_t len,
     srv_dict_entry *e;
 
     if (d->count >= d->size && grow(d) && !d->tab)
-        return NULL;                    /* a full table still takes more */
+        return NULL; /* a full table still takes more */
     if (len > (size_t)-1 - sizeof *e || !(e = malloc(sizeof *e + len)))
         return NULL;
     e->hash = hash;

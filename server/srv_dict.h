@@ -13,17 +13,17 @@
 #include <stdint.h>
 
 typedef struct srv_dict_entry {
-    struct srv_dict_entry *next;    /* bucket chain */
+    struct srv_dict_entry *next; /* bucket chain */
     uint64_t hash;
-    void *val;                      /* the owner's */
-    size_t aux;                     /* the owner's */
+    void *val;  /* the owner's */
+    size_t aux; /* the owner's */
     size_t klen;
-    char key[];                     /* klen bytes, not NUL-terminated */
+    char key[]; /* klen bytes, not NUL-terminated */
 } srv_dict_entry;
 
 typedef struct srv_dict {
-    srv_dict_entry **tab;           /* NULL while empty */
-    size_t size;                    /* buckets: 0 or a power of two */
+    srv_dict_entry **tab; /* NULL while empty */
+    size_t size;          /* buckets: 0 or a power of two */
     size_t count;
 } srv_dict;
 

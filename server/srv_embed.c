@@ -28,7 +28,7 @@ int srv_embed_open(const char *dir)
     srv_her.nworkers = 1;
     srv_her.unix_fd = -1;
     srv_her.sync_efd = -1;
-    srv_her.master_pid = 0;             /* no master to signal */
+    srv_her.master_pid = 0; /* no master to signal */
     srv_her.start_ms = srv_util_mstime();
     if (!srv_her.stats && !(srv_her.stats = srv_stats_create(1)))
         return -1;

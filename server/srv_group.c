@@ -165,9 +165,7 @@ void srv_group_command_begins(srv_group *g, srv_conn *c)
 void srv_group_reply_error(srv_conn *c, int rc)
 {
     switch (rc) {
-    case ST_EWRONGTYPE:
-        srv_reply_error(c, SRV_ERR_WRONGTYPE);
-        break;
+    case ST_EWRONGTYPE: srv_reply_error(c, SRV_ERR_WRONGTYPE); break;
     case ST_EFULL:
         srv_reply_error(c, "ERR disk full: the database reached maxdisk, "
                            "write refused (reads still work)");
@@ -200,7 +198,7 @@ int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
             return 1;
         }
         if (g->wtxn)
-            st_txn_abort(&g->wtxn);     /* nothing else was in it */
+            st_txn_abort(&g->wtxn); /* nothing else was in it */
         g->writes = 0;
     }
     if (c->single) {
@@ -227,9 +225,9 @@ int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
 void srv_group_wake(srv_group *g, srv_conn *c, int resume)
 {
     if (!c->in_group)
-        srv_group_join(g, c);           /* its mark is after the output */
+        srv_group_join(g, c); /* its mark is after the output */
     else if (c->in_done == 0)
-        c->grp_out_mark = c->out.len;   /* nothing uncommitted before it */
+        c->grp_out_mark = c->out.len; /* nothing uncommitted before it */
     if (resume)
         g->run_input(c);
 }
@@ -262,7 +260,7 @@ struct st_txn *srv_group_write_txn(srv_group *g, int *rc)
     if (g->wtxn)
         return g->wtxn;
     if (g->rtxn)
-        st_txn_commit(&g->rtxn);        /* release the older snapshot */
+        st_txn_commit(&g->rtxn); /* release the older snapshot */
     if ((*rc = st_txn_begin(g->env, 1, &g->wtxn)))
         return NULL;
     return g->wtxn;

@@ -42,23 +42,23 @@ struct st_txn;
 typedef void srv_group_input_fn(srv_conn *c);
 
 typedef struct srv_group {
-    struct st_env *env;         /* the worker's environment */
-    srv_stats_slot *stats;      /* the worker's counters */
-    struct st_txn *rtxn;        /* open read transaction, or NULL */
-    struct st_txn *wtxn;        /* open write transaction, or NULL */
-    srv_conn **conns;           /* members with replies waiting for commit */
+    struct st_env *env;    /* the worker's environment */
+    srv_stats_slot *stats; /* the worker's counters */
+    struct st_txn *rtxn;   /* open read transaction, or NULL */
+    struct st_txn *wtxn;   /* open write transaction, or NULL */
+    srv_conn **conns;      /* members with replies waiting for commit */
     unsigned nconns;
     unsigned cap;
-    int cmds;                   /* commands run since the last commit */
-    int writes;                 /* of which used the write transaction */
-    int failed;                 /* the txn was lost: members must replay */
-    int cmd_wrote;              /* the running command used the wtxn */
-    int poisoned;               /* the running command's write failed */
-    int commit_after;           /* the running command must be committed
-                                 * before the next one runs */
-    size_t cmd_out_mark;        /* output length before the running cmd */
-    int64_t hold_ver;           /* newest txn id the group's replies show */
-    struct event *ev_commit;    /* low priority: runs after all reads */
+    int cmds;                /* commands run since the last commit */
+    int writes;              /* of which used the write transaction */
+    int failed;              /* the txn was lost: members must replay */
+    int cmd_wrote;           /* the running command used the wtxn */
+    int poisoned;            /* the running command's write failed */
+    int commit_after;        /* the running command must be committed
+                              * before the next one runs */
+    size_t cmd_out_mark;     /* output length before the running cmd */
+    int64_t hold_ver;        /* newest txn id the group's replies show */
+    struct event *ev_commit; /* low priority: runs after all reads */
     srv_group_input_fn *run_input;
 } srv_group;
 

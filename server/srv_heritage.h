@@ -22,18 +22,18 @@
 #define SRV_REDIS_VERSION "7.0.15"
 
 typedef struct srv_heritage {
-    srv_config *cfg;            /* this process's copy (srv_config.h) */
-    struct srv_cfgshm *cfgshm;  /* the published one; NULL when embedded */
+    srv_config *cfg;           /* this process's copy (srv_config.h) */
+    struct srv_cfgshm *cfgshm; /* the published one; NULL when embedded */
     int nworkers;
-    int ntcp;                   /* TCP listeners per worker */
-    int *tcp_fds;               /* nworkers * ntcp, SO_REUSEPORT groups */
-    int unix_fd;                /* shared by all workers; -1 if none */
+    int ntcp;     /* TCP listeners per worker */
+    int *tcp_fds; /* nworkers * ntcp, SO_REUSEPORT groups */
+    int unix_fd;  /* shared by all workers; -1 if none */
     srv_stats *stats;
-    struct shm_cache *cache;    /* shared cache; NULL when cache-mb is 0 */
-    int sync_efd;               /* eventfd: workers poke the syncer */
-    int *worker_efd;            /* eventfd per worker: the syncer wakes it */
-    int broker_fd;              /* pub/sub broker's listening socket */
-    char broker_name[SRV_BROKER_NAME_MAX];  /* its abstract address */
+    struct shm_cache *cache; /* shared cache; NULL when cache-mb is 0 */
+    int sync_efd;            /* eventfd: workers poke the syncer */
+    int *worker_efd;         /* eventfd per worker: the syncer wakes it */
+    int broker_fd;           /* pub/sub broker's listening socket */
+    char broker_name[SRV_BROKER_NAME_MAX]; /* its abstract address */
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];

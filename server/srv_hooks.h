@@ -60,14 +60,14 @@ typedef struct srv_hooks {
 #define SRV_HOOKS_MAX 6
 
 typedef struct srv_hook_slot {
-    const srv_hooks *hooks;     /* NULL: free */
-    void *state;                /* the feature's, freed by its close hook */
+    const srv_hooks *hooks; /* NULL: free */
+    void *state;            /* the feature's, freed by its close hook */
 } srv_hook_slot;
 
 /* The hook slots of a connection (a member of srv_conn). */
 typedef struct srv_hook_set {
     srv_hook_slot slot[SRV_HOOKS_MAX];
-    int n;                      /* slots in use, in attach order */
+    int n; /* slots in use, in attach order */
 } srv_hook_set;
 
 /* The state `hooks` attached to the set, or NULL. */
@@ -97,12 +97,12 @@ static inline int srv_hooks_attach(srv_hook_set *s, const srv_hooks *hooks,
 }
 
 /* Call one kind of void hook of every attached feature, in attach order. */
-#define SRV_HOOKS_EACH(set, conn, which)                                     \
-    do {                                                                     \
-        srv_hook_set *set_ = (set);                                          \
-        for (int i_ = 0; i_ < set_->n; i_++)                                 \
-            if (set_->slot[i_].hooks->which)                                 \
-                set_->slot[i_].hooks->which((conn), set_->slot[i_].state);   \
+#define SRV_HOOKS_EACH(set, conn, which)                                   \
+    do {                                                                   \
+        srv_hook_set *set_ = (set);                                        \
+        for (int i_ = 0; i_ < set_->n; i_++)                               \
+            if (set_->slot[i_].hooks->which)                               \
+                set_->slot[i_].hooks->which((conn), set_->slot[i_].state); \
     } while (0)
 
 /* Free every feature's state (connection close) and empty the set. */

@@ -26,9 +26,9 @@ static int log_fd = STDERR_FILENO;
 static _Atomic int log_level = SRV_LOG_NOTICE;
 static char log_role[LOG_ROLE_MAX] = "master";
 
-static const char *const level_names[] = {"debug", "verbose", "notice",
-                                          "warning"};
-static const char level_marks[] = {'.', '-', '*', '#'};
+static const char *const level_names[] = { "debug", "verbose", "notice",
+                                           "warning" };
+static const char level_marks[] = { '.', '-', '*', '#' };
 
 /* Rate limiting: the same message (same call site and same text) within
  * the window is counted, not written; different texts (another pid,
@@ -42,7 +42,7 @@ static struct {
 
 static uint64_t text_hash(const char *s, size_t n)
 {
-    uint64_t h = 14695981039346656037ull;          /* FNV-1a */
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return h;
@@ -157,8 +157,8 @@ void srv_log(int level, int err, const char *fmt, ...)
                  (int)(ts.tv_nsec / 1000000), level_marks[level], msg));
     if (suppressed)
         put(line, sizeof line, &n,
-            snprintf(line + n, sizeof line - n,
-                     " (%u like it suppressed)", suppressed));
+            snprintf(line + n, sizeof line - n, " (%u like it suppressed)",
+                     suppressed));
     line[n++] = '\n';
     if (write(log_fd, line, n) < 0) {
         /* nowhere left to report it */

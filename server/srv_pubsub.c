@@ -27,13 +27,13 @@
  * output buffer (both grow by doubling and are kept).
  */
 #include "server/srv_pubsub.h"
+#include "server/cmd/srv_cmd.h"
 #include "server/srv_bproto.h"
 #include "server/srv_broker.h"
-#include "server/cmd/srv_cmd.h"
 #include "server/srv_dict.h"
 #include "server/srv_group.h"
-#include "server/srv_hooks.h"
 #include "server/srv_heritage.h"
+#include "server/srv_hooks.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -68,7 +68,7 @@ static const char *const link_state_names[] = { "down", "hello", "up" };
 
 /* A name with subscribers on this worker. */
 typedef struct ps_entry {
-    srv_dict_entry *de;         /* its entry in ps.local[kind] */
+    srv_dict_entry *de; /* its entry in ps.local[kind] */
     unsigned n, cap;
     srv_conn **subs;
 } ps_entry;
@@ -76,19 +76,19 @@ typedef struct ps_entry {
 /* A client's subscriptions, attached to it (srv_hooks.h) at its first
  * subscription or broker request and kept until it closes. */
 struct srv_pubsub_client {
-    srv_dict names[SRV_PS_KINDS];   /* name -> ps_entry (val), index (aux) */
-    size_t n[SRV_PS_KINDS];         /* live subscriptions per kind */
+    srv_dict names[SRV_PS_KINDS]; /* name -> ps_entry (val), index (aux) */
+    size_t n[SRV_PS_KINDS];       /* live subscriptions per kind */
 };
 
 /* A request waiting for the broker's answer. */
 typedef struct ps_pending {
-    srv_conn *c;                /* NULL once its client is gone */
-    int query;                  /* 0: PUBLISH; else SRV_PS_Q_* */
-    int deferred;               /* a feature keeps a place for the count
-                                 * (EXEC's reply): it is told, not c */
+    srv_conn *c;  /* NULL once its client is gone */
+    int query;    /* 0: PUBLISH; else SRV_PS_Q_* */
+    int deferred; /* a feature keeps a place for the count
+                   * (EXEC's reply): it is told, not c */
     int kind;
     int nargs;
-    srv_slice *args;            /* a copy, to answer without the broker */
+    srv_slice *args; /* a copy, to answer without the broker */
 } ps_pending;
 
 static struct {
@@ -97,7 +97,7 @@ static struct {
     /* the link */
     int fd;
     int state;
-    int lost;                   /* EOF, error or bad frame: reset it */
+    int lost; /* EOF, error or bad frame: reset it */
     int stopped;
     struct event *ev_read, *ev_write, *ev_retry;
     int writing;
@@ -152,8 +152,9 @@ static void append_bulk_head(srv_buf *b, size_t n)
 static int build_prefix(int kind, const srv_dict_entry *pat, const char *ch,
                         size_t chlen, size_t mlen)
 {
-    const char *what = pat ? "pmessage"
-                           : kind == SRV_PS_SHARD ? "smessage" : "message";
+    const char *what = pat                    ? "pmessage"
+                       : kind == SRV_PS_SHARD ? "smessage"
+                                              : "message";
 
     prefix.len = 0;
     /* All of it at once: the appends below cannot fail. */
@@ -199,8 +200,7 @@ static void push_message(srv_conn *c, const char *msg, size_t mlen)
 /* Push to every local subscriber of one entry (pat: the pattern's entry
  * for a pmessage, else NULL). */
 static void push_all(const ps_entry *e, int kind, const srv_dict_entry *pat,
-                     const char *ch, size_t chlen, const char *msg,
-                     size_t mlen)
+                     const char *ch, size_t chlen, const char *msg, size_t mlen)
 {
     if (build_prefix(kind, pat, ch, chlen, mlen)) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "a message to %u subscribers", e->n);
@@ -209,7 +209,7 @@ static void push_all(const ps_entry *e, int kind, const srv_dict_entry *pat,
     for (unsigned i = 0; i < e->n; i++)
         push_message(e->subs[i], msg, mlen);
     prefix.len = 0;
-    srv_buf_trim(&prefix, BUF_KEEP);    /* after a huge channel name */
+    srv_buf_trim(&prefix, BUF_KEEP); /* after a huge channel name */
 }
 
 /* Deliver to this worker's subscribers, Redis's order: the channel's,
@@ -268,7 +268,7 @@ static void answer_local(srv_conn *c, int query, int kind, int nargs,
         srv_dict_iter_init(&it, &ps.local[kind]);
         while ((de = srv_dict_iter_next(&it))) {
             if (nargs && !srv_util_glob_match(args[0].ptr, args[0].len, de->key,
-                                         de->klen, 0))
+                                              de->klen, 0))
                 continue;
             srv_reply_bulk(c, de->key, de->klen);
             n++;
@@ -288,12 +288,12 @@ static void activate_group(void)
 static void link_lost(void)
 {
     ps.lost = 1;
-    activate_group();                   /* the hook resets the link */
+    activate_group(); /* the hook resets the link */
 }
 
 /* Queue a frame for the broker (sent at the end of the group's hook). */
-static int link_put(int type, int kind, uint64_t arg, const void *p1,
-                    size_t n1, const void *p2, size_t n2)
+static int link_put(int type, int kind, uint64_t arg, const void *p1, size_t n1,
+                    const void *p2, size_t n2)
 {
     if (ps.state == LINK_DOWN || ps.lost)
         return -1;
@@ -371,7 +371,7 @@ static void on_link_read(evutil_socket_t fd, short what, void *arg)
             ps.in.len += (size_t)n;
             got += (size_t)n;
             if ((size_t)n < room)
-                break;                  /* drained: no EAGAIN round trip */
+                break; /* drained: no EAGAIN round trip */
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -409,10 +409,7 @@ static ps_pending *queue_push(void)
 }
 
 /* Undo the last push (its frame could not be queued). */
-static void queue_unpush(void)
-{
-    ps.qlen--;
-}
+static void queue_unpush(void) { ps.qlen--; }
 
 static int queue_pop(ps_pending *out)
 {
@@ -504,8 +501,10 @@ static void link_down(void)
     ps_pending p;
 
     if (ps.state == LINK_UP)
-        srv_log(SRV_LOG_WARNING, 0, "lost the pub/sub broker; %zu requests "
-                "answered without it, reconnecting", ps.qlen);
+        srv_log(SRV_LOG_WARNING, 0,
+                "lost the pub/sub broker; %zu requests "
+                "answered without it, reconnecting",
+                ps.qlen);
     link_close();
     ps.state = LINK_DOWN;
     ps.lost = 0;
@@ -652,12 +651,8 @@ static int handle_answer(const srv_bframe *f)
         if (p.c)
             srv_reply_int(p.c, (long long)f->arg);
         break;
-    case SRV_BP_R_NUMSUB:
-        rc = answer_numsub(p.c, f);
-        break;
-    default:
-        rc = answer_channels(p.c, f);
-        break;
+    case SRV_BP_R_NUMSUB: rc = answer_numsub(p.c, f); break;
+    default: rc = answer_channels(p.c, f); break;
     }
     if (rc) {
         answer_lost(&p);
@@ -687,10 +682,8 @@ static int handle_frame(const srv_bframe *f)
     case SRV_BP_PUBCOUNT:
     case SRV_BP_R_NUMSUB:
     case SRV_BP_R_CHANNELS:
-    case SRV_BP_R_NUMPAT:
-        return ps.state == LINK_UP ? handle_answer(f) : -1;
-    default:
-        return -1;
+    case SRV_BP_R_NUMPAT: return ps.state == LINK_UP ? handle_answer(f) : -1;
+    default: return -1;
     }
 }
 
@@ -711,9 +704,10 @@ static void link_frames(void)
             break;
         }
         if (rc || handle_frame(&f)) {
-            srv_log(SRV_LOG_WARNING, 0, "bad frame from the pub/sub broker "
-                    "(%s, link %s)", rc ? srv_bproto_strerror(rc)
-                                        : "unexpected frame",
+            srv_log(SRV_LOG_WARNING, 0,
+                    "bad frame from the pub/sub broker "
+                    "(%s, link %s)",
+                    rc ? srv_bproto_strerror(rc) : "unexpected frame",
                     link_state_names[ps.state]);
             ps.lost = 1;
             off = ps.in.len;
@@ -746,7 +740,7 @@ static int service_settled(srv_worker *w)
     ps.nresume = 0;
     link_flush();
     if (ps.lost)
-        activate_group();               /* reset it on the next turn */
+        activate_group(); /* reset it on the next turn */
     return n > 0;
 }
 
@@ -781,7 +775,8 @@ static void service_start(srv_worker *w)
     if (ps.lost)
         link_down();
     if (ps.state != LINK_UP)
-        srv_log(SRV_LOG_VERBOSE, 0, "serving before the pub/sub broker "
+        srv_log(SRV_LOG_VERBOSE, 0,
+                "serving before the pub/sub broker "
                 "answered");
 }
 
@@ -933,8 +928,7 @@ static void unlink_sub(srv_conn *c, int kind, srv_dict_entry *ce)
     }
 }
 
-int srv_pubsub_unsubscribe(srv_conn *c, int kind, const char *name,
-                           size_t len)
+int srv_pubsub_unsubscribe(srv_conn *c, int kind, const char *name, size_t len)
 {
     struct srv_pubsub_client *pc = state_of(c);
     srv_dict_entry *ce;
@@ -1019,8 +1013,8 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
 
     /* The state is attached first: its close hook forgets the request. */
     if (ps.state == LINK_UP && client_of(c) && (p = queue_push())) {
-        if (link_put(SRV_BP_PUBLISH, kind, ch->len, ch->ptr, ch->len,
-                     msg->ptr, msg->len) == 0) {
+        if (link_put(SRV_BP_PUBLISH, kind, ch->len, ch->ptr, ch->len, msg->ptr,
+                     msg->len) == 0) {
             p->c = c;
             /* Inside EXEC the transaction goes on and its reply keeps a
              * place for the count; otherwise c waits for it. */
@@ -1031,8 +1025,7 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
         }
         queue_unpush();
     }
-    srv_reply_int(c, deliver_local(kind, ch->ptr, ch->len, msg->ptr,
-                                   msg->len));
+    srv_reply_int(c, deliver_local(kind, ch->ptr, ch->len, msg->ptr, msg->len));
 }
 
 static srv_slice *copy_args(int nargs, const srv_slice *args)
@@ -1073,8 +1066,7 @@ static int put_query(int query, int kind, int nargs, const srv_slice *args)
         return link_put(SRV_BP_CHANNELS, kind, nargs > 0,
                         nargs ? args[0].ptr : NULL, nargs ? args[0].len : 0,
                         NULL, 0);
-    if ((off = srv_bproto_begin(&ps.out, SRV_BP_NUMSUB, kind, 0)) ==
-        (size_t)-1)
+    if ((off = srv_bproto_begin(&ps.out, SRV_BP_NUMSUB, kind, 0)) == (size_t)-1)
         goto nomem;
     for (int i = 0; i < nargs; i++)
         if (srv_bproto_put_field(&ps.out, args[i].ptr, args[i].len)) {
@@ -1114,4 +1106,3 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
     free(copy);
     answer_local(c, query, kind, nargs, args);
 }
-

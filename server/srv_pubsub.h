@@ -8,11 +8,11 @@
  *
  * A command that needs the broker's answer (PUBLISH's receiver count,
  * PUBSUB CHANNELS / NUMSUB / NUMPAT) sets c->blocked (inside EXEC a
- * PUBLISH's count goes to the place EXEC's reply keeps for it instead): the worker runs no
- * further command of that connection until the answer is appended to its
- * output, so replies keep pipeline order while other clients are served.
- * While the broker is unreachable the worker answers from its own state
- * (PUBLISH delivers to its local subscribers only).
+ * PUBLISH's count goes to the place EXEC's reply keeps for it instead): the
+ * worker runs no further command of that connection until the answer is
+ * appended to its output, so replies keep pipeline order while other clients
+ * are served. While the broker is unreachable the worker answers from its own
+ * state (PUBLISH delivers to its local subscribers only).
  */
 #ifndef SRV_PUBSUB_H
 #define SRV_PUBSUB_H
@@ -21,7 +21,6 @@
 
 #include "server/srv_conn.h"
 #include "server/srv_worker.h"
-
 
 /* The message kinds, as in the broker protocol. */
 #define SRV_PS_CHANNEL 0
@@ -49,8 +48,7 @@ extern const srv_service srv_pubsub_service;
 int srv_pubsub_subscribe(srv_conn *c, int kind, const char *name, size_t len);
 
 /* Unsubscribe c from one name: 1 if removed, 0 if c did not have it. */
-int srv_pubsub_unsubscribe(srv_conn *c, int kind, const char *name,
-                           size_t len);
+int srv_pubsub_unsubscribe(srv_conn *c, int kind, const char *name, size_t len);
 
 /*
  * Unsubscribe c from every name of `kind`, calling fn (if not NULL) after

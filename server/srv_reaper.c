@@ -46,7 +46,8 @@ static void sleep_ms(int64_t ms)
 {
     struct timespec ts = { ms / MS_PER_S, (ms % MS_PER_S) * NS_PER_MS };
 
-    while (!srv_child_stop && !check_readers && nanosleep(&ts, &ts) && errno == EINTR)
+    while (!srv_child_stop && !check_readers && nanosleep(&ts, &ts) &&
+           errno == EINTR)
         ;
 }
 
@@ -62,11 +63,12 @@ static size_t expire_tick(st_env *env, int64_t budget_ms)
      * instead of queueing for the write lock on their read path. */
     atomic_store(&srv_her.stats->reaper_expiring, 1);
     do {
-        rc = st_keyspace_expire_due(env, srv_util_mstime(), (size_t)srv_her.cfg->reaper_batch,
-                           &n, &version);
+        rc = st_keyspace_expire_due(env, srv_util_mstime(),
+                                    (size_t)srv_her.cfg->reaper_batch, &n,
+                                    &version);
         if (rc) {
-            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "active expiry failed: %s",
-                    st_strerror(rc));
+            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0,
+                    "active expiry failed: %s", st_strerror(rc));
             break;
         }
         total += n;
@@ -80,13 +82,13 @@ static size_t expire_tick(st_env *env, int64_t budget_ms)
 
 int srv_reaper_main(void)
 {
-    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_REAPER, -1);
+    srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats, SRV_ROLE_REAPER,
+                                             -1);
     int64_t tick_ms = MS_PER_S / srv_her.cfg->hz;
     int64_t last_check = 0;
     st_env *env;
 
-    if (srv_child_start(slot) ||
-        srv_child_env_open(&env))
+    if (srv_child_start(slot) || srv_child_env_open(&env))
         return 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -112,7 +114,8 @@ int srv_reaper_main(void)
             srv_log(SRV_LOG_DEBUG, 0, "expired %zu keys", n);
         }
         if ((rc = st_coll_free_chunk(env, LAZYFREE_CHUNK, &freed, &pending)))
-            srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s", st_strerror(rc));
+            srv_log(SRV_LOG_WARNING, 0, "lazy free failed: %s",
+                    st_strerror(rc));
         else
             atomic_store(&srv_her.stats->lazyfree_pending, (int64_t)pending);
         if (check_readers || t0 - last_check >= MS_PER_S) {

@@ -100,7 +100,8 @@ static int parse_multibulk(srv_parser *p, char *buf, size_t len)
         p->left = v > 0 ? v : 0;
         p->argc = 0;
         /* Grow gradually: a huge count costs memory only as args arrive. */
-        if (grow_argv(p, p->left < ARGV_INITIAL * 64 ? p->left : ARGV_INITIAL * 64))
+        if (grow_argv(p, p->left < ARGV_INITIAL * 64 ? p->left
+                                                     : ARGV_INITIAL * 64))
             return SRV_PARSE_NOMEM;
     }
     while (p->left > 0) {
@@ -192,8 +193,7 @@ int srv_resp_parse(srv_parser *p, char *buf, size_t len)
 }
 
 /* "<lead>DIGITS\r\n" at *p (before end): 1 with *v, *p past it; else 0. */
-static int peek_number(const char **p, const char *end, char lead,
-                       long long *v)
+static int peek_number(const char **p, const char *end, char lead, long long *v)
 {
     const char *q = *p;
     long long n = 0;
@@ -202,7 +202,7 @@ static int peek_number(const char **p, const char *end, char lead,
         return 0;
     while (q < end && isdigit((unsigned char)*q)) {
         if (n > SRV_PROTO_MAX_ARGS)
-            return 0;                   /* absurd: leave it to srv_resp_parse */
+            return 0; /* absurd: leave it to srv_resp_parse */
         n = n * 10 + (*q++ - '0');
     }
     if (end - q < CRLF_LEN || q[0] != '\r' || q[1] != '\n')
@@ -222,8 +222,8 @@ size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
         return 0;
     for (i = 0; i < n; i++) {
         if (!peek_number(&p, end, '$', &bulk) ||
-            (size_t)(end - p) < (size_t)bulk + CRLF_LEN ||
-            p[bulk] != '\r' || p[bulk + 1] != '\n')
+            (size_t)(end - p) < (size_t)bulk + CRLF_LEN || p[bulk] != '\r' ||
+            p[bulk + 1] != '\n')
             return 0;
         if (i < max) {
             argv[i].ptr = (char *)p;
@@ -237,8 +237,10 @@ size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
 
 static int hexval(int c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
     return c - 'A' + 10;
 }
 
@@ -255,8 +257,8 @@ static char unescape(char c)
     }
 }
 
-int srv_resp_split_args(const char *line, size_t len, char *out, srv_slice *argv,
-                   int maxargs)
+int srv_resp_split_args(const char *line, size_t len, char *out,
+                        srv_slice *argv, int maxargs)
 {
     size_t i = 0, o = 0;
     int argc = 0;
@@ -269,7 +271,7 @@ int srv_resp_split_args(const char *line, size_t len, char *out, srv_slice *argv
         if (argc == maxargs)
             return SRV_SPLIT_ETOOMANY;
         char *start = out + o;
-        char q = 0;             /* the open quote, or 0 outside quotes */
+        char q = 0; /* the open quote, or 0 outside quotes */
         for (;;) {
             if (i >= len) {
                 if (q)
@@ -281,7 +283,7 @@ int srv_resp_split_args(const char *line, size_t len, char *out, srv_slice *argv
                 if (isspace((unsigned char)c))
                     break;
                 if (c == '"' || c == '\'') {
-                    q = c;      /* quotes may start mid-word, as Redis */
+                    q = c; /* quotes may start mid-word, as Redis */
                     i++;
                     continue;
                 }

@@ -20,30 +20,30 @@ typedef struct srv_slice {
 } srv_slice;
 
 enum srv_parse_result {
-    SRV_PARSE_DONE = 0,     /* a whole command is in argv */
-    SRV_PARSE_MORE = 1,     /* need more bytes */
-    SRV_PARSE_ERROR = -1,   /* protocol error: reply p->error, close */
+    SRV_PARSE_DONE = 0,   /* a whole command is in argv */
+    SRV_PARSE_MORE = 1,   /* need more bytes */
+    SRV_PARSE_ERROR = -1, /* protocol error: reply p->error, close */
     SRV_PARSE_NOMEM = -2,
 };
 
 typedef struct srv_parser {
     /* configuration */
-    long long max_bulk;         /* proto-max-bulk-len */
+    long long max_bulk; /* proto-max-bulk-len */
     /* state of the command being parsed, offsets from its first byte */
-    int kind;                   /* 0 none yet, '*' multibulk, 'i' inline */
-    long long left;             /* multibulk arguments still to read */
-    long long bulk;             /* length of the next bulk, -1 = header */
-    size_t cur;                 /* next unparsed byte */
+    int kind;       /* 0 none yet, '*' multibulk, 'i' inline */
+    long long left; /* multibulk arguments still to read */
+    long long bulk; /* length of the next bulk, -1 = header */
+    size_t cur;     /* next unparsed byte */
     /* result */
     int argc;
     int argv_cap;
-    size_t *off;                /* argument offsets (multibulk) */
-    srv_slice *argv;            /* filled when the command is done */
-    char *inl;                  /* inline arguments, unescaped */
+    size_t *off;     /* argument offsets (multibulk) */
+    srv_slice *argv; /* filled when the command is done */
+    char *inl;       /* inline arguments, unescaped */
     size_t inl_cap;
-    size_t consumed;            /* bytes of the finished command */
-    size_t need;                /* bytes the pending bulk needs in all */
-    const char *error;          /* protocol error text, without "-ERR " */
+    size_t consumed;   /* bytes of the finished command */
+    size_t need;       /* bytes the pending bulk needs in all */
+    const char *error; /* protocol error text, without "-ERR " */
 } srv_parser;
 
 void srv_resp_parser_init(srv_parser *p, long long max_bulk);
@@ -67,8 +67,8 @@ int srv_resp_parse(srv_parser *p, char *buf, size_t len);
  * Look ahead, without a parser: if buf[0..len) starts with a complete
  * multibulk request, put its first (up to) `max` arguments in argv (slices
  * of buf), its argument count in *argc, and return its length in bytes.
- * Returns 0 when it is incomplete, inline or malformed: then srv_resp_parse will
- * say what it is. For hints only (prefetching what a pipeline will use).
+ * Returns 0 when it is incomplete, inline or malformed: then srv_resp_parse
+ * will say what it is. For hints only (prefetching what a pipeline will use).
  */
 size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
                      long long *argc);
@@ -84,7 +84,7 @@ size_t srv_resp_peek(const char *buf, size_t len, srv_slice *argv, int max,
  * len + 1 bytes; each argument is followed by a NUL there). Returns the
  * count, SRV_SPLIT_EQUOTES or SRV_SPLIT_ETOOMANY (more than maxargs).
  */
-int srv_resp_split_args(const char *line, size_t len, char *out, srv_slice *argv,
-                   int maxargs);
+int srv_resp_split_args(const char *line, size_t len, char *out,
+                        srv_slice *argv, int maxargs);
 
 #endif

@@ -15,8 +15,7 @@ static const struct {
 #undef X
 };
 
-_Static_assert(sizeof roles / sizeof roles[0] == SRV_NROLES,
-               "a row per role");
+_Static_assert(sizeof roles / sizeof roles[0] == SRV_NROLES, "a row per role");
 
 /* The slots after the workers', in the order the stats region always had
  * them. */
@@ -47,10 +46,7 @@ int srv_role_slot(enum srv_role role, int index, int nworkers)
     }
 }
 
-int srv_role_nslots(int nworkers)
-{
-    return nworkers + SRV_ROLE_DUTY_SLOTS;
-}
+int srv_role_nslots(int nworkers) { return nworkers + SRV_ROLE_DUTY_SLOTS; }
 
 void srv_proc_init(srv_proc *p, enum srv_role role, int index, int nworkers)
 {

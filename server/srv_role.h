@@ -12,8 +12,9 @@
 #include <sys/types.h>
 
 /* Flags of a role. */
-#define SRV_ROLE_CONFIRMS 0x1   /* acts on settings clients observe: CONFIG
-                                 * SET waits until it has applied a change */
+#define SRV_ROLE_CONFIRMS                           \
+    0x1 /* acts on settings clients observe: CONFIG \
+         * SET waits until it has applied a change */
 
 /*
  * X(ENUM, name, flags). Stats slots follow this order: one per worker,
@@ -21,18 +22,18 @@
  * none. A new role goes before SRV_NROLES and gets its slot in
  * srv_role_slot().
  */
-#define SRV_ROLES(X)                                                         \
-    X(MASTER, "master", 0)                                                   \
-    X(WORKER, "worker", SRV_ROLE_CONFIRMS)                                   \
-    X(REAPER, "reaper", 0)                                                   \
-    X(SYNCER, "syncer", 0)                                                   \
+#define SRV_ROLES(X)                       \
+    X(MASTER, "master", 0)                 \
+    X(WORKER, "worker", SRV_ROLE_CONFIRMS) \
+    X(REAPER, "reaper", 0)                 \
+    X(SYNCER, "syncer", 0)                 \
     X(BROKER, "broker", SRV_ROLE_CONFIRMS)
 
 enum srv_role {
 #define X(e, name, flags) SRV_ROLE_##e,
     SRV_ROLES(X)
 #undef X
-    SRV_NROLES
+        SRV_NROLES
 };
 
 /* Stats slots after the workers' ones: reaper, syncer, broker. */
@@ -41,9 +42,9 @@ enum srv_role {
 /* One process of the tree, as the master supervises it. */
 typedef struct srv_proc {
     enum srv_role role;
-    int index;                  /* worker number; -1 for the other roles */
-    pid_t pid;                  /* 0: not running */
-    int slot;                   /* stats slot; -1 for the master */
+    int index; /* worker number; -1 for the other roles */
+    pid_t pid; /* 0: not running */
+    int slot;  /* stats slot; -1 for the master */
 } srv_proc;
 
 /* This process's own record: the master's until a fork gives the child

@@ -6,5 +6,8 @@
 
 const srv_service *const srv_services[] = {
     &srv_pubsub_service,
+    /* ==== issue 11 ==== */
+    /* ==== issue 12 ==== */
+    /* ==== issue 13 ==== */
     NULL,
 };

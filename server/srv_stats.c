@@ -37,8 +37,7 @@ void srv_stats_destroy(srv_stats **sp)
     }
 }
 
-srv_stats_slot *srv_stats_slot_of(srv_stats *s, enum srv_role role,
-                                  int index)
+srv_stats_slot *srv_stats_slot_of(srv_stats *s, enum srv_role role, int index)
 {
     int slot = srv_role_slot(role, index, (int)s->nworkers);
 

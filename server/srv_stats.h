@@ -18,9 +18,9 @@
 #define SRV_CACHELINE 64
 
 typedef struct srv_stats_slot {
-    _Atomic int64_t pid;                /* 0: slot unused */
+    _Atomic int64_t pid; /* 0: slot unused */
     _Atomic int64_t started_ms;
-    _Atomic int64_t connected;          /* gauge */
+    _Atomic int64_t connected; /* gauge */
     _Atomic int64_t total_connections;
     _Atomic int64_t rejected_connections;
     _Atomic int64_t total_commands;
@@ -31,29 +31,29 @@ typedef struct srv_stats_slot {
     _Atomic int64_t keyspace_misses;
     _Atomic int64_t commits;
     _Atomic int64_t respawns;
-    _Atomic int64_t ops_per_sec;        /* gauge, sampled by the worker */
-    _Atomic int64_t ticks;              /* reaper */
-    _Atomic int64_t busy_us;            /* reaper: time spent in ticks */
-    _Atomic int64_t syncs;              /* syncer */
+    _Atomic int64_t ops_per_sec; /* gauge, sampled by the worker */
+    _Atomic int64_t ticks;       /* reaper */
+    _Atomic int64_t busy_us;     /* reaper: time spent in ticks */
+    _Atomic int64_t syncs;       /* syncer */
 } __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
 
 typedef struct srv_stats {
-    uint64_t magic;                     /* immutable after init */
-    uint32_t version;                   /* immutable after init */
-    uint32_t nslots;                    /* immutable after init */
-    uint32_t nworkers;                  /* immutable after init */
-    _Atomic uint64_t next_client_id;    /* atomic */
-    _Atomic int64_t clients;            /* atomic: across workers */
-    _Atomic int64_t last_sync_ms;       /* atomic */
-    _Atomic int64_t lazyfree_pending;   /* atomic: detached collections */
-    _Atomic int64_t reaper_expiring;    /* atomic: 1 while batches run */
-    _Atomic int64_t durable_txn;        /* atomic: flushed to disk */
-    _Atomic int64_t committed_txn;      /* atomic: newest seen by syncer */
-    _Atomic int64_t last_sync_us;       /* atomic: duration of last flush */
-    _Atomic int64_t last_save_ms;       /* atomic: last good SAVE/BGSAVE */
-    _Atomic int64_t save_in_progress;   /* atomic: pid doing a BGSAVE, 0 */
-    _Atomic int64_t last_save_status;   /* atomic: 0 ok, else error code */
-    _Atomic int64_t last_save_us;       /* atomic: its duration */
+    uint64_t magic;                   /* immutable after init */
+    uint32_t version;                 /* immutable after init */
+    uint32_t nslots;                  /* immutable after init */
+    uint32_t nworkers;                /* immutable after init */
+    _Atomic uint64_t next_client_id;  /* atomic */
+    _Atomic int64_t clients;          /* atomic: across workers */
+    _Atomic int64_t last_sync_ms;     /* atomic */
+    _Atomic int64_t lazyfree_pending; /* atomic: detached collections */
+    _Atomic int64_t reaper_expiring;  /* atomic: 1 while batches run */
+    _Atomic int64_t durable_txn;      /* atomic: flushed to disk */
+    _Atomic int64_t committed_txn;    /* atomic: newest seen by syncer */
+    _Atomic int64_t last_sync_us;     /* atomic: duration of last flush */
+    _Atomic int64_t last_save_ms;     /* atomic: last good SAVE/BGSAVE */
+    _Atomic int64_t save_in_progress; /* atomic: pid doing a BGSAVE, 0 */
+    _Atomic int64_t last_save_status; /* atomic: 0 ok, else error code */
+    _Atomic int64_t last_save_us;     /* atomic: its duration */
     srv_stats_slot slot[];
 } srv_stats;
 
@@ -71,17 +71,16 @@ void srv_stats_destroy(srv_stats **s);
  * The slot of the process of `role` (`index`: the worker number, ignored
  * for the other roles); NULL for the master, which has none. Any process.
  */
-srv_stats_slot *srv_stats_slot_of(srv_stats *s, enum srv_role role,
-                                  int index);
+srv_stats_slot *srv_stats_slot_of(srv_stats *s, enum srv_role role, int index);
 
 /* Sum of one field over all slots, e.g. SRV_STATS_SUM(s, total_commands). */
-#define SRV_STATS_SUM(s, field)                                              \
-    ({                                                                       \
-        int64_t sum_ = 0;                                                    \
-        for (unsigned i_ = 0; i_ < (s)->nslots; i_++)                        \
-            sum_ += atomic_load_explicit(&(s)->slot[i_].field,              \
-                                         memory_order_relaxed);              \
-        sum_;                                                                \
+#define SRV_STATS_SUM(s, field)                                 \
+    ({                                                          \
+        int64_t sum_ = 0;                                       \
+        for (unsigned i_ = 0; i_ < (s)->nslots; i_++)           \
+            sum_ += atomic_load_explicit(&(s)->slot[i_].field,  \
+                                         memory_order_relaxed); \
+        sum_;                                                   \
     })
 
 #define SRV_STAT_ADD(slot, field, n) \

@@ -84,7 +84,7 @@ static int numbuf(const char *s, size_t len, char *buf)
         return 0;
     memcpy(buf, s, len);
     buf[len] = '\0';
-    return strlen(buf) == len;          /* no embedded NUL */
+    return strlen(buf) == len; /* no embedded NUL */
 }
 
 /*
@@ -187,12 +187,12 @@ static int class_match(const char *pat, size_t plen, size_t *pi, int c,
             hit |= fold((unsigned char)pat[i], nocase) == fold(c, nocase);
         }
     }
-    *pi = i < plen ? i : plen - 1;      /* on ']' (or last char if open) */
+    *pi = i < plen ? i : plen - 1; /* on ']' (or last char if open) */
     return neg ? !hit : hit;
 }
 
-int srv_util_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
-                   int nocase)
+int srv_util_glob_match(const char *pat, size_t plen, const char *str,
+                        size_t slen, int nocase)
 {
     size_t p = 0, s = 0, star_p = (size_t)-1, star_s = 0;
 
@@ -216,8 +216,7 @@ int srv_util_glob_match(const char *pat, size_t plen, const char *str, size_t sl
             }
             if (pc == '[') {
                 size_t q = p;
-                if (class_match(pat, plen, &q, (unsigned char)str[s],
-                                nocase)) {
+                if (class_match(pat, plen, &q, (unsigned char)str[s], nocase)) {
                     p = q + 1;
                     s++;
                     continue;

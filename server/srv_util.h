@@ -41,8 +41,8 @@ int srv_util_ld2str(char *buf, size_t size, long double v);
 int srv_util_d2str(char *buf, size_t size, double v);
 
 /* Glob match of Redis's KEYS/SCAN MATCH: * ? [a-z] [^x] and \ escapes. */
-int srv_util_glob_match(const char *pat, size_t plen, const char *str, size_t slen,
-                   int nocase);
+int srv_util_glob_match(const char *pat, size_t plen, const char *str,
+                        size_t slen, int nocase);
 
 /* Wall-clock time in ms and µs since the epoch. */
 int64_t srv_util_mstime(void);

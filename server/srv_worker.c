@@ -87,9 +87,9 @@ static void group_finish(srv_worker *w)
     srv_group_settle(g);
     for (const srv_service *const *sv = w->services; sv && *sv; sv++)
         if ((*sv)->settled && (*sv)->settled(w))
-            srv_group_settle(g);        /* what the resumed clients ran */
-    if (srv_her.cfg->sync == SRV_SYNC_ALWAYS && g->hold_ver >
-                                                    atomic_load(&srv_her.stats->durable_txn)) {
+            srv_group_settle(g); /* what the resumed clients ran */
+    if (srv_her.cfg->sync == SRV_SYNC_ALWAYS &&
+        g->hold_ver > atomic_load(&srv_her.stats->durable_txn)) {
         /* Replies wait until what they show is on disk. */
         for (unsigned i = 0; i < g->nconns; i++)
             if (g->conns[i]->hold_ver < g->hold_ver)
@@ -114,7 +114,8 @@ static void group_finish(srv_worker *w)
      * anyway within its tick.
      */
     if (!atomic_load(&srv_her.stats->reaper_expiring) &&
-        st_keyspace_reap_seen(w->env, srv_util_mstime(), &reaped) == 0 && reaped)
+        st_keyspace_reap_seen(w->env, srv_util_mstime(), &reaped) == 0 &&
+        reaped)
         SRV_STAT_ADD(w->stats, expired_keys, (int64_t)reaped);
 }
 
@@ -149,13 +150,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t mono = srv_util_monotonic_ms();
 
     srv_config_refresh();
-    group_finish(w);                    /* its own txns below need the slot */
+    group_finish(w); /* its own txns below need the slot */
     close_idle(w, now);
     if (mono - w->last_sample_ms >= MS_PER_S) {
         int64_t cmds = atomic_load(&w->stats->total_commands);
-        atomic_store(&w->stats->ops_per_sec,
-                     (cmds - w->last_sample_cmds) * MS_PER_S /
-                         (mono - w->last_sample_ms));
+        atomic_store(&w->stats->ops_per_sec, (cmds - w->last_sample_cmds) *
+                                                 MS_PER_S /
+                                                 (mono - w->last_sample_ms));
         w->last_sample_cmds = cmds;
         w->last_sample_ms = mono;
     }
@@ -211,7 +212,7 @@ static void on_term(evutil_socket_t fd, short what, void *arg)
     for (srv_conn *c = w->clients, *next; c; c = next) {
         next = c->next;
         event_del(c->ev_read);
-        srv_conn_on_read(c->fd, EV_READ, c);   /* what the socket holds */
+        srv_conn_on_read(c->fd, EV_READ, c); /* what the socket holds */
     }
     group_finish(w);
     for (srv_conn *c = w->clients, *next; c; c = next) {
@@ -265,11 +266,12 @@ static void seed_random(void)
 
 static int open_env(srv_worker *w)
 {
-    int rc = srv_heritage_env_open(1, &w->env);   /* the syncer flushes */
+    int rc = srv_heritage_env_open(1, &w->env); /* the syncer flushes */
 
     if (rc)
-        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "opening LMDB in '%s' failed: %s",
-                srv_her.cfg->dir, rc > 0 ? "system error" : st_strerror(rc));
+        srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0,
+                "opening LMDB in '%s' failed: %s", srv_her.cfg->dir,
+                rc > 0 ? "system error" : st_strerror(rc));
     return rc;
 }
 
@@ -360,7 +362,7 @@ int srv_worker_main(int index, const srv_service *const *services)
 
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != srv_her.master_pid)
-        return 1;                       /* the master died meanwhile */
+        return 1; /* the master died meanwhile */
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);

@@ -42,8 +42,8 @@ typedef struct srv_worker {
     struct event_base *base;
     struct st_env *env;
     srv_stats_slot *stats;
-    const srv_service *const *services;   /* NULL-terminated */
-    srv_conn *clients;          /* doubly linked list */
+    const srv_service *const *services; /* NULL-terminated */
+    srv_conn *clients;                  /* doubly linked list */
     unsigned nclients;
     int nlisten;
     struct event **listen_ev;
@@ -51,7 +51,7 @@ typedef struct srv_worker {
     struct event *ev_term;
     struct event *ev_deadline;
     struct event *ev_check;
-    struct event *ev_durable;   /* the syncer published a durable id */
+    struct event *ev_durable; /* the syncer published a durable id */
     int stopping;
     srv_group group;
     int64_t last_sample_ms;
@@ -65,10 +65,8 @@ typedef struct srv_worker {
 
 /* An event of w's loop at the I/O priority (before the group's commit). */
 static inline struct event *srv_worker_io_event(srv_worker *w,
-                                                evutil_socket_t fd,
-                                                short what,
-                                                event_callback_fn cb,
-                                                void *arg)
+                                                evutil_socket_t fd, short what,
+                                                event_callback_fn cb, void *arg)
 {
     struct event *ev = event_new(w->base, fd, what, cb, arg);
 

@@ -41,78 +41,78 @@
 #define SHM_CACHE_STRIPES_DEFAULT 64
 #define SHM_CACHE_STRIPES_MAX 4096
 
-typedef struct shm_cache shm_cache_t;  /* process-local handle (opaque) */
+typedef struct shm_cache shm_cache_t; /* process-local handle (opaque) */
 
 /* Eviction order within a stripe. */
 typedef enum shm_cache_policy {
-	SHM_POLICY_DEFAULT = 0, /* the measured winner: SHM_POLICY_SLRU
-	                         * (tools/cachesim, Zipf 0.99 + full scans) */
-	SHM_POLICY_LRU,         /* plain LRU */
-	SHM_POLICY_SLRU,        /* segmented LRU: probation + protected */
-	SHM_POLICY_COUNT
+    SHM_POLICY_DEFAULT = 0, /* the measured winner: SHM_POLICY_SLRU
+                             * (tools/cachesim, Zipf 0.99 + full scans) */
+    SHM_POLICY_LRU,         /* plain LRU */
+    SHM_POLICY_SLRU,        /* segmented LRU: probation + protected */
+    SHM_POLICY_COUNT
 } shm_cache_policy_t;
 
 typedef struct shm_cache_opts {
-	size_t budget_bytes;  /* bytes of cache data (config cache-mb); 0 = off */
-	size_t max_bytes;     /* mapped size, bounds set_budget; 0 = budget */
-	unsigned nstripes;    /* power of two; 0 = SHM_CACHE_STRIPES_DEFAULT.
-	                       * Reduced for small budgets (>= 64 KiB/stripe). */
-	shm_cache_policy_t policy;
+    size_t budget_bytes; /* bytes of cache data (config cache-mb); 0 = off */
+    size_t max_bytes;    /* mapped size, bounds set_budget; 0 = budget */
+    unsigned nstripes;   /* power of two; 0 = SHM_CACHE_STRIPES_DEFAULT.
+                          * Reduced for small budgets (>= 64 KiB/stripe). */
+    shm_cache_policy_t policy;
 } shm_cache_opts_t;
 
 /* What a writer or filler offers. Every pointer is only read during the
  * call; the cache copies the bytes. */
 typedef struct shm_cache_entry {
-	const void *key;      /* encoded key (db number included) */
-	size_t klen;
-	uint64_t hash;        /* caller's 64-bit hash of key */
-	const void *val;      /* value as stored (maybe compressed) */
-	size_t vlen;
-	uint64_t version;     /* LMDB txn id that wrote this value */
-	int64_t expire_at;    /* ms since the epoch, 0 = never */
-	uint8_t type;         /* caller's type byte */
-	uint8_t flags;        /* caller's flags byte (e.g. compressed) */
+    const void *key; /* encoded key (db number included) */
+    size_t klen;
+    uint64_t hash;   /* caller's 64-bit hash of key */
+    const void *val; /* value as stored (maybe compressed) */
+    size_t vlen;
+    uint64_t version;  /* LMDB txn id that wrote this value */
+    int64_t expire_at; /* ms since the epoch, 0 = never */
+    uint8_t type;      /* caller's type byte */
+    uint8_t flags;     /* caller's flags byte (e.g. compressed) */
 } shm_cache_entry_t;
 
 /* What shm_cache_get fills in. buf/cap are the caller's; on SHM_ETOOSMALL
  * len is the size needed. */
 typedef struct shm_cache_value {
-	void *buf;            /* in: caller's buffer (may be NULL if cap == 0) */
-	size_t cap;           /* in: its size */
-	size_t len;           /* out: value length */
-	uint64_t version;     /* out */
-	int64_t expire_at;    /* out */
-	uint8_t type;         /* out */
-	uint8_t flags;        /* out */
+    void *buf;         /* in: caller's buffer (may be NULL if cap == 0) */
+    size_t cap;        /* in: its size */
+    size_t len;        /* out: value length */
+    uint64_t version;  /* out */
+    int64_t expire_at; /* out */
+    uint8_t type;      /* out */
+    uint8_t flags;     /* out */
 } shm_cache_value_t;
 
 /* Statistics, summed over the stripes from lock-free counters. */
 typedef struct shm_cache_stats {
-	uint64_t budget;           /* bytes of data allowed now */
-	uint64_t max_bytes;        /* bytes of data mapped */
-	uint64_t bytes_used;       /* chunk bytes of entries and tombstones */
-	uint64_t bytes_slab;       /* bytes of slab pages carved */
-	uint64_t entries;          /* live entries (tombstones excluded) */
-	uint64_t tombstones;
-	uint64_t hits;
-	uint64_t misses;
-	uint64_t evictions;        /* entries and tombstones pushed out */
-	uint64_t fills_refused;    /* fills refused as stale */
-	uint64_t puts_dropped;     /* puts/invalidates beaten by a newer version */
-	uint64_t lock_waits;       /* stripe lock acquisitions that had to wait */
-	uint64_t owner_dead;       /* stripes recovered after a holder died */
-	uint32_t nstripes;
-	uint32_t page_size;        /* slab page; also the largest chunk */
-	size_t max_item;           /* largest klen + vlen that fits */
-	shm_cache_policy_t policy;
+    uint64_t budget;     /* bytes of data allowed now */
+    uint64_t max_bytes;  /* bytes of data mapped */
+    uint64_t bytes_used; /* chunk bytes of entries and tombstones */
+    uint64_t bytes_slab; /* bytes of slab pages carved */
+    uint64_t entries;    /* live entries (tombstones excluded) */
+    uint64_t tombstones;
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t evictions;     /* entries and tombstones pushed out */
+    uint64_t fills_refused; /* fills refused as stale */
+    uint64_t puts_dropped;  /* puts/invalidates beaten by a newer version */
+    uint64_t lock_waits;    /* stripe lock acquisitions that had to wait */
+    uint64_t owner_dead;    /* stripes recovered after a holder died */
+    uint32_t nstripes;
+    uint32_t page_size; /* slab page; also the largest chunk */
+    size_t max_item;    /* largest klen + vlen that fits */
+    shm_cache_policy_t policy;
 } shm_cache_stats_t;
 
 /* Test-only hook, inert unless set: called while a stripe lock is held,
  * at these points, so a test can make a process die there. Process-local. */
 enum shm_cache_hook_point {
-	SHM_HOOK_LOCKED = 1,    /* just after a stripe lock was taken */
-	SHM_HOOK_COPY_IN,       /* halfway through copying a value in */
-	SHM_HOOK_COPY_OUT       /* halfway through copying a value out */
+    SHM_HOOK_LOCKED = 1, /* just after a stripe lock was taken */
+    SHM_HOOK_COPY_IN,    /* halfway through copying a value in */
+    SHM_HOOK_COPY_OUT    /* halfway through copying a value out */
 };
 extern void (*shm_cache_test_hook)(int point, unsigned stripe);
 
@@ -152,8 +152,8 @@ size_t shm_cache_max_item(const shm_cache_t *c);
  * Returns 0 (hit), SHM_EMISS, SHM_ETOOSMALL (out->len = size needed, not
  * counted as hit or miss; call again with a bigger buffer — the entry may
  * be gone by then), or a lock error (SHM_ENOTRECOVERABLE, errno). */
-int shm_cache_get(shm_cache_t *c, const void *key, size_t klen,
-    uint64_t hash, int64_t now_ms, shm_cache_value_t *out);
+int shm_cache_get(shm_cache_t *c, const void *key, size_t klen, uint64_t hash,
+                  int64_t now_ms, shm_cache_value_t *out);
 
 /* Hint that the keys with these n hashes are about to be looked up (a
  * pipeline's next commands): bring what shm_cache_get reads first — each
@@ -162,8 +162,7 @@ int shm_cache_get(shm_cache_t *c, const void *key, size_t klen,
  * Takes no lock and writes nothing: it reads bucket words with relaxed
  * atomic loads only to pick addresses to prefetch, and never changes what
  * any call returns. Any process; a NULL or off cache does nothing. */
-void shm_cache_prefetch(const shm_cache_t *c, const uint64_t *hashes,
-    size_t n);
+void shm_cache_prefetch(const shm_cache_t *c, const uint64_t *hashes, size_t n);
 
 /* Install e after the LMDB commit whose txn id is e->version; call it
  * before acknowledging the write. An entry or tombstone with a newer
@@ -181,7 +180,7 @@ int shm_cache_put(shm_cache_t *c, const shm_cache_entry_t *e);
  * A newer entry or tombstone wins. Any worker or the reaper.
  * Returns 0, SHM_ESTALE (a newer version is cached), or a lock error. */
 int shm_cache_invalidate(shm_cache_t *c, const void *key, size_t klen,
-    uint64_t hash, uint64_t version);
+                         uint64_t hash, uint64_t version);
 
 /* A reader that missed and read e from LMDB in a snapshot whose txn id is
  * snapshot_version (e->version <= snapshot_version) offers it. Refused if
@@ -191,7 +190,7 @@ int shm_cache_invalidate(shm_cache_t *c, const void *key, size_t klen,
  * a stale fill), SHM_ETOOBIG, SHM_ENOSPC, EINVAL (e->version newer than
  * the snapshot), or a lock error. */
 int shm_cache_fill(shm_cache_t *c, const shm_cache_entry_t *e,
-    uint64_t snapshot_version);
+                   uint64_t snapshot_version);
 
 /* After a committed FLUSHDB/FLUSHALL at version: in every stripe, drop
  * entries and tombstones not newer than version and refuse later fills

@@ -15,9 +15,9 @@
 
 /* A lock in shared memory: one cache line, so neighbours never share it. */
 typedef struct shm_lock_sh {
-	pthread_mutex_t mtx;  /* process-shared, robust; initialised once */
-	uint64_t waits;       /* guarded by: mtx (written by holder); read atomic */
-	uint64_t owner_dead;  /* guarded by: mtx (written by holder); read atomic */
+    pthread_mutex_t mtx; /* process-shared, robust; initialised once */
+    uint64_t waits;      /* guarded by: mtx (written by holder); read atomic */
+    uint64_t owner_dead; /* guarded by: mtx (written by holder); read atomic */
 } __attribute__((aligned(SHM_CACHE_LINE))) shm_lock_sh;
 
 /* Repair what a dead holder may have left half-done. Runs with the lock

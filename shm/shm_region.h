@@ -16,12 +16,12 @@
 
 /* The mapped header. All fields immutable after shm_region_create(). */
 typedef struct shm_region_sh {
-	uint64_t magic;          /* immutable after init: SHM_REGION_MAGIC */
-	uint32_t layout_version; /* immutable after init: owner's layout */
-	uint32_t header_size;    /* immutable after init: sizeof(shm_region_sh) */
-	uint64_t region_size;    /* immutable after init: bytes mapped */
-	uint64_t payload_off;    /* immutable after init: owner's layout starts here */
-	uint8_t pad[SHM_CACHE_LINE - 32];
+    uint64_t magic;          /* immutable after init: SHM_REGION_MAGIC */
+    uint32_t layout_version; /* immutable after init: owner's layout */
+    uint32_t header_size;    /* immutable after init: sizeof(shm_region_sh) */
+    uint64_t region_size;    /* immutable after init: bytes mapped */
+    uint64_t payload_off; /* immutable after init: owner's layout starts here */
+    uint8_t pad[SHM_CACHE_LINE - 32];
 } shm_region_sh;
 
 /* Map size bytes (rounded up to whole pages), zero-filled, shared and
@@ -29,7 +29,7 @@ typedef struct shm_region_sh {
  * Call in the master before fork. On success *out is the region base.
  * Returns 0, EINVAL, or mmap's errno. */
 int shm_region_create(size_t size, uint32_t layout_version,
-    shm_region_sh **out);
+                      shm_region_sh **out);
 
 /* Check a mapping's header: magic, layout version, header size and that
  * region_size equals size. Any process may call it; reads only.

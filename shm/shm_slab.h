@@ -16,13 +16,14 @@
 #include <stdint.h>
 
 #define SHM_SLAB_MAX_CLASSES 48
-#define SHM_SLAB_MIN_CHUNK 64          /* smallest class, bytes */
-#define SHM_SLAB_ALIGN 8               /* chunk sizes are multiples of this */
-#define SHM_SLAB_GROWTH_NUM 5          /* next class = prev * 5 / 4 */
+#define SHM_SLAB_MIN_CHUNK 64 /* smallest class, bytes */
+#define SHM_SLAB_ALIGN 8      /* chunk sizes are multiples of this */
+#define SHM_SLAB_GROWTH_NUM 5 /* next class = prev * 5 / 4 */
 #define SHM_SLAB_GROWTH_DEN 4
-#define SHM_SLAB_EXACT_COUNT 16        /* classes of <= 16 per page: page/n */
-#define SHM_SLAB_NO_CLASS UINT16_MAX   /* page sits in the free pool */
-#define SHM_SLAB_FREE_MARK UINT32_C(0x45455246) /* bytes 4..7 of a free chunk */
+#define SHM_SLAB_EXACT_COUNT 16      /* classes of <= 16 per page: page/n */
+#define SHM_SLAB_NO_CLASS UINT16_MAX /* page sits in the free pool */
+#define SHM_SLAB_FREE_MARK UINT32_C(0x45455246) /* bytes 4..7 of a free chunk \
+                                                 */
 
 /* A chunk's first 8 bytes belong to the slab while the chunk is free (link
  * and SHM_SLAB_FREE_MARK); an allocated chunk must never hold
@@ -30,38 +31,38 @@
 
 /* One page's descriptor. */
 typedef struct shm_slab_page_sh {
-	uint32_t next;      /* guarded by: stripe lock; page index+1, 0 = end */
-	uint32_t prev;      /* guarded by: stripe lock; partial list only */
-	uint32_t free_head; /* guarded by: stripe lock; first freed chunk ref */
-	uint32_t nlive;     /* guarded by: stripe lock; chunks allocated */
-	uint32_t bump;      /* guarded by: stripe lock; chunks ever carved */
-	uint16_t cls;       /* guarded by: stripe lock; or SHM_SLAB_NO_CLASS */
-	uint16_t full;      /* guarded by: stripe lock; 1 = off the partial list */
+    uint32_t next;      /* guarded by: stripe lock; page index+1, 0 = end */
+    uint32_t prev;      /* guarded by: stripe lock; partial list only */
+    uint32_t free_head; /* guarded by: stripe lock; first freed chunk ref */
+    uint32_t nlive;     /* guarded by: stripe lock; chunks allocated */
+    uint32_t bump;      /* guarded by: stripe lock; chunks ever carved */
+    uint16_t cls;       /* guarded by: stripe lock; or SHM_SLAB_NO_CLASS */
+    uint16_t full;      /* guarded by: stripe lock; 1 = off the partial list */
 } shm_slab_page_sh;
 
 typedef struct shm_slab_class_sh {
-	uint32_t partial;   /* guarded by: stripe lock; pages with room, idx+1 */
-	uint32_t npages;    /* guarded by: stripe lock; pages carved to class */
+    uint32_t partial; /* guarded by: stripe lock; pages with room, idx+1 */
+    uint32_t npages;  /* guarded by: stripe lock; pages carved to class */
 } shm_slab_class_sh;
 
 /* The allocator's state in one stripe. */
 typedef struct shm_slab_sh {
-	uint32_t npages;     /* immutable after init: pages mapped */
-	uint32_t page_limit; /* guarded by: stripe lock; max pages carved */
-	uint32_t carved;     /* guarded by: stripe lock; written atomically */
-	uint32_t free_pages; /* guarded by: stripe lock; free pool, idx+1 */
-	shm_slab_class_sh cls[SHM_SLAB_MAX_CLASSES]; /* guarded by: stripe lock */
+    uint32_t npages;     /* immutable after init: pages mapped */
+    uint32_t page_limit; /* guarded by: stripe lock; max pages carved */
+    uint32_t carved;     /* guarded by: stripe lock; written atomically */
+    uint32_t free_pages; /* guarded by: stripe lock; free pool, idx+1 */
+    shm_slab_class_sh cls[SHM_SLAB_MAX_CLASSES]; /* guarded by: stripe lock */
 } shm_slab_sh;
 
 /* A process-local view of one stripe's slab, built for each operation. */
 typedef struct shm_slab {
-	shm_slab_sh *sh;
-	shm_slab_page_sh *pages;     /* npages descriptors */
-	char *base;                  /* refs are offsets from here */
-	uint32_t data_off;           /* page 0 starts at base + data_off */
-	uint32_t page_size;
-	const uint32_t *class_size;  /* nclasses sizes, ascending */
-	uint32_t nclasses;
+    shm_slab_sh *sh;
+    shm_slab_page_sh *pages; /* npages descriptors */
+    char *base;              /* refs are offsets from here */
+    uint32_t data_off;       /* page 0 starts at base + data_off */
+    uint32_t page_size;
+    const uint32_t *class_size; /* nclasses sizes, ascending */
+    uint32_t nclasses;
 } shm_slab;
 
 /* Fill sizes[] with the chunk classes for page_size: SHM_SLAB_MIN_CHUNK
@@ -71,7 +72,7 @@ typedef struct shm_slab {
  * <= 1 MiB. Returns the number of classes (<= SHM_SLAB_MAX_CLASSES).
  * Pure; any caller. */
 unsigned shm_slab_classes(uint32_t page_size,
-    uint32_t sizes[SHM_SLAB_MAX_CLASSES]);
+                          uint32_t sizes[SHM_SLAB_MAX_CLASSES]);
 
 /* The smallest class holding bytes, or -1 if bytes > page_size. */
 int shm_slab_class_of(const shm_slab *s, size_t bytes);
@@ -79,7 +80,7 @@ int shm_slab_class_of(const shm_slab *s, size_t bytes);
 /* Put every page in the free pool and set the page limit. Creator at init,
  * or the lock holder resetting a stripe. */
 void shm_slab_init_locked(const shm_slab *s, uint32_t npages,
-    uint32_t page_limit);
+                          uint32_t page_limit);
 
 /* A chunk of class cls: from a partly used page, else from a page newly
  * carved out of the free pool if fewer than page_limit are carved.

@@ -19,17 +19,17 @@
 
 /* One stripe as seen by one operation (process-local, on the stack). */
 typedef struct shm_stripe {
-	const shm_cache_hdr_sh *h;
-	shm_stripe_sh *st;
-	char *sb;                /* stripe base: refs are offsets from here */
-	uint32_t *buckets;
-	shm_slab slab;
-	unsigned idx;
+    const shm_cache_hdr_sh *h;
+    shm_stripe_sh *st;
+    char *sb; /* stripe base: refs are offsets from here */
+    uint32_t *buckets;
+    shm_slab slab;
+    unsigned idx;
 } shm_stripe;
 
 /* Build the view of stripe idx of the region whose cache header is h. */
 void shm_stripe_view(const shm_cache_hdr_sh *h, char *region, unsigned idx,
-    shm_stripe *x);
+                     shm_stripe *x);
 
 /* Initialise a zeroed stripe: robust lock, empty slab with page_limit.
  * Creator only, before fork. Returns 0 or a pthread errno. */
@@ -53,7 +53,7 @@ void shm_stripe_count_locked(uint64_t *ctr, int64_t d);
 
 /* The item with this key, or 0. */
 uint32_t shm_stripe_find_locked(const shm_stripe *x, const void *key,
-    size_t klen, uint64_t hash);
+                                size_t klen, uint64_t hash);
 shm_item_sh *shm_stripe_item(const shm_stripe *x, uint32_t ref);
 
 /* Prefetch hash's bucket word (no lock). */
@@ -68,7 +68,7 @@ uint64_t shm_stripe_floor_locked(const shm_stripe *x, uint64_t hash);
 
 /* Raise the hash's slot floor to version. */
 void shm_stripe_fold_locked(const shm_stripe *x, uint64_t hash,
-    uint64_t version);
+                            uint64_t version);
 
 /* Unlink and free an item; fold: keep its version as a floor (needed
  * whenever nothing newer replaces it). */
@@ -79,25 +79,26 @@ void shm_stripe_remove_locked(const shm_stripe *x, uint32_t ref, int fold);
  * must have no item. Returns its ref, or 0 if it does not fit (nothing
  * changed then but evictions). */
 uint32_t shm_stripe_install_locked(const shm_stripe *x,
-    const shm_cache_entry_t *e, int kind, int cls);
+                                   const shm_cache_entry_t *e, int kind,
+                                   int cls);
 
 /* Turn item ref (an entry or tombstone not newer than version) into a
  * tombstone at version where it stands: same chunk, same place in the
  * eviction order, nothing unlinked or allocated. The caller has checked
  * that its chunk is of the tombstone's class (no memory is held back). */
 void shm_stripe_retire_locked(const shm_stripe *x, uint32_t ref,
-    uint64_t version);
+                              uint64_t version);
 
 /* The key (which has no item) was deleted or could not be stored at
  * e->version: leave a tombstone of class tcls if it fits, else a floor. */
 void shm_stripe_mark_deleted_locked(const shm_stripe *x,
-    const shm_cache_entry_t *e, int tcls);
+                                    const shm_cache_entry_t *e, int tcls);
 
 /* Copy entry ref's value and metadata into out (out->cap >= its vlen) and
  * mark it used for the eviction policy: its reference bit, nothing else
  * (lazy promotion, see shm_stripe.c). */
 void shm_stripe_read_locked(const shm_stripe *x, uint32_t ref,
-    shm_cache_value_t *out);
+                            shm_cache_value_t *out);
 
 /* Set the stripe's page limit (its slice of the budget) and evict whole
  * pages, coldest first, until no more than that are carved. */

@@ -146,22 +146,21 @@ int srv_args_mpop_or_reply(srv_conn *c, const char *end0, const char *end1,
 }
 
 int srv_args_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
-                              int absolute, int allow_nonpositive,
-                              int64_t *at)
+                             int absolute, int allow_nonpositive, int64_t *at)
 {
     long long v;
 
     if (srv_args_ll_or_reply(c, arg, &v))
         return -1;
     if ((!allow_nonpositive && v <= 0) ||
-        (unit == SRV_UNIT_S && (v > LLONG_MAX / MS_PER_S ||
-                                v < LLONG_MIN / MS_PER_S)))
+        (unit == SRV_UNIT_S &&
+         (v > LLONG_MAX / MS_PER_S || v < LLONG_MIN / MS_PER_S)))
         goto invalid;
     if (unit == SRV_UNIT_S)
         v *= MS_PER_S;
     if (!absolute) {
         int64_t now = srv_cmd_now(c);
-        if (v > LLONG_MAX - now)      /* now > 0: no underflow */
+        if (v > LLONG_MAX - now) /* now > 0: no underflow */
             goto invalid;
         v += now;
     }

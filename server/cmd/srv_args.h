@@ -15,7 +15,6 @@ int srv_args_ll_or_reply(srv_conn *c, const srv_slice *a, long long *out);
 /* An argument that must fit an int, with Redis's two error texts. */
 int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out);
 
-
 /*
  * Redis's rule for an index range [start, stop] over n elements (negative
  * indexes count from the end; LRANGE, LTRIM, ZRANGE by rank): the clamped
@@ -42,7 +41,6 @@ void srv_args_subcommand_error(srv_conn *c);
  * subcommand (c->cmd) whose handler checks more than the arity. */
 void srv_args_subcommand_arity(srv_conn *c);
 
-
 /*
  * LMPOP / ZMPOP arguments: "numkeys key [key ...] END [COUNT n]", END one
  * of `end0` or `end1` (*end gets 0 or 1). Redis's errors; -1 after one.
@@ -60,7 +58,6 @@ enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };
  * `allow_nonpositive` zero and negative values are accepted (EXPIRE).
  */
 int srv_args_expire_or_reply(srv_conn *c, const srv_slice *arg, int unit,
-                              int absolute, int allow_nonpositive,
-                              int64_t *at);
+                             int absolute, int allow_nonpositive, int64_t *at);
 
 #endif

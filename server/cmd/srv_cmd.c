@@ -13,44 +13,67 @@
 #include <strings.h>
 
 #define NAME_MAX_LEN 32
-#define INDEX_SIZE 512          /* power of two, > 2x the top-level rows */
+#define INDEX_SIZE 512 /* power of two, > 2x the top-level rows */
 
 /* The row macros of srv_commands.def, as table entries. */
-#define KEYS(...)                                                            \
-    .keyspecs = { __VA_ARGS__ },                                             \
-    .nkeyspecs = (int)(sizeof((srv_keyspec[]){ __VA_ARGS__ }) /              \
+#define KEYS(...)                                               \
+    .keyspecs = { __VA_ARGS__ },                                \
+    .nkeyspecs = (int)(sizeof((srv_keyspec[]){ __VA_ARGS__ }) / \
                        sizeof(srv_keyspec))
 #define NOKEYS .nkeyspecs = 0
-#define KS(fl, begin_, find_) { .flags = (fl), begin_, find_ }
-#define KSN(fl, begin_, find_, text)                                         \
-    { .flags = (fl), begin_, find_, .notes = (text) }
+#define KS(fl, begin_, find_)        \
+    {                                \
+        .flags = (fl), begin_, find_ \
+    }
+#define KSN(fl, begin_, find_, text)                  \
+    {                                                 \
+        .flags = (fl), begin_, find_, .notes = (text) \
+    }
 #define KEY1(fl) KS(fl, INDEX(1), RANGE(0, 1, 0))
 #define INDEX(i) .begin = SRV_KS_INDEX, .index = (i)
-#define KEYWORD(word, from)                                                  \
+#define KEYWORD(word, from) \
     .begin = SRV_KS_KEYWORD, .keyword = (word), .index = (from)
-#define RANGE(last, step, lim)                                               \
+#define RANGE(last, step, lim) \
     .find = SRV_KS_RANGE, .lastkey = (last), .keystep = (step), .limit = (lim)
-#define KEYNUM(idx, first, step)                                             \
-    .find = SRV_KS_KEYNUM, .keynumidx = (idx), .firstkey = (first),         \
+#define KEYNUM(idx, first, step)                                    \
+    .find = SRV_KS_KEYNUM, .keynumidx = (idx), .firstkey = (first), \
     .keystep = (step)
 #define NODOC .doc_flags = 0
-#define HISTORY(...) .history = (const char *const[]){ __VA_ARGS__, NULL }
-#define DOC(dflags, dep, by, hist)                                           \
-    .doc_flags = (dflags), .deprecated_since = (dep), .replaced_by = (by),  \
+#define HISTORY(...) \
+    .history = (const char *const[]) { __VA_ARGS__, NULL }
+#define DOC(dflags, dep, by, hist)                                         \
+    .doc_flags = (dflags), .deprecated_since = (dep), .replaced_by = (by), \
     .history = (hist)
-#define HIST(...) (const char *const[]){ __VA_ARGS__, NULL }
+#define HIST(...) \
+    (const char *const[]) { __VA_ARGS__, NULL }
 
 static srv_command table[] = {
-#define CMD(fn, name_, arity_, flags_, acl_, keys_, tips_, group_, since_,    \
-            complexity_, summary_, doc_)                                     \
-    { .name = name_, .proc = srv_cmd_##fn, .arity = arity_, .flags = flags_, \
-      .acl = acl_, keys_, .tips = tips_, .group = group_, .since = since_,   \
-      .complexity = complexity_, .summary = summary_, doc_ },
-#define CONTAINER(name_, arity_, flags_, acl_, group_, since_, complexity_,   \
-                  summary_, doc_)                                            \
-    { .name = name_, .proc = NULL, .arity = arity_, .flags = flags_,         \
-      .acl = acl_, .group = group_, .since = since_,                         \
-      .complexity = complexity_, .summary = summary_, doc_ },
+#define CMD(fn, name_, arity_, flags_, acl_, keys_, tips_, group_, since_, \
+            complexity_, summary_, doc_)                                   \
+    { .name = name_,                                                       \
+      .proc = srv_cmd_##fn,                                                \
+      .arity = arity_,                                                     \
+      .flags = flags_,                                                     \
+      .acl = acl_,                                                         \
+      keys_,                                                               \
+      .tips = tips_,                                                       \
+      .group = group_,                                                     \
+      .since = since_,                                                     \
+      .complexity = complexity_,                                           \
+      .summary = summary_,                                                 \
+      doc_ },
+#define CONTAINER(name_, arity_, flags_, acl_, group_, since_, complexity_, \
+                  summary_, doc_)                                           \
+    { .name = name_,                                                        \
+      .proc = NULL,                                                         \
+      .arity = arity_,                                                      \
+      .flags = flags_,                                                      \
+      .acl = acl_,                                                          \
+      .group = group_,                                                      \
+      .since = since_,                                                      \
+      .complexity = complexity_,                                            \
+      .summary = summary_,                                                  \
+      doc_ },
 #include "server/cmd/srv_commands.def"
 #undef CONTAINER
 #undef CMD
@@ -61,7 +84,7 @@ static srv_command *index_[INDEX_SIZE];
 
 static unsigned name_hash(const char *lower, size_t len)
 {
-    unsigned h = 2166136261u;           /* FNV-1a */
+    unsigned h = 2166136261u; /* FNV-1a */
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)lower[i]) * 16777619u;
     return h;
@@ -196,7 +219,6 @@ const srv_command *srv_cmd_lookup(const char *name, size_t len)
             return c;
     }
 }
-
 
 const srv_command *srv_cmd_lookup_name(const char *name, size_t len)
 {

@@ -23,36 +23,37 @@ struct st_txn;
  * Redis's names, and some drive larder too (noted). The second group is
  * larder's own and never shown.
  */
-#define F_WRITE 0x00001u     /* may modify the keyspace (MULTI, srv_txn) */
-#define F_READONLY 0x00002u  /* reads the keyspace */
-#define F_DENYOOM 0x00004u   /* may grow the data set */
+#define F_WRITE 0x00001u    /* may modify the keyspace (MULTI, srv_txn) */
+#define F_READONLY 0x00002u /* reads the keyspace */
+#define F_DENYOOM 0x00004u  /* may grow the data set */
 #define F_ADMIN 0x00008u
 #define F_PUBSUB 0x00010u
 #define F_NOSCRIPT 0x00020u
 #define F_LOADING 0x00040u
 #define F_STALE 0x00080u
 #define F_SKIP_SLOWLOG 0x00100u
-#define F_FAST 0x00200u      /* O(1) or O(log n) */
-#define F_NOAUTH 0x00400u    /* allowed before AUTH (dispatcher) */
+#define F_FAST 0x00200u   /* O(1) or O(log n) */
+#define F_NOAUTH 0x00400u /* allowed before AUTH (dispatcher) */
 #define F_NO_ASYNC_LOADING 0x00800u
 #define F_NO_MULTI 0x01000u
 #define F_ALLOW_BUSY 0x02000u
-#define F_MOVABLEKEYS 0x04000u  /* set by srv_cmd_init from the key specs */
+#define F_MOVABLEKEYS 0x04000u /* set by srv_cmd_init from the key specs */
 
-#define F_BARRIER 0x10000u   /* the worker ends the open batch before it
-                              * runs (a container gets it from its
-                              * subcommands: the worker reads it before the
-                              * subcommand is known) */
-#define F_TXCTL 0x20000u     /* runs at once inside MULTI, never queued */
-#define F_NOREPLAY 0x40000u  /* acts outside storage (pub/sub): the group
-                              * commits right after it runs (as for
-                              * srv_group_commit_after), so it never
-                              * re-runs */
-#define F_SUBSCRIBED_OK 0x80000u  /* allowed in RESP2 subscribed mode */
-#define F_WRITE_TXN 0x100000u     /* no write command, yet it may open the
-                                   * group's write transaction: EXEC (for
-                                   * its queue), DEBUG (TXN-SLEEP), ZUNION
-                                   * ZINTER ZDIFF (a scratch result) */
+/* The worker ends the open batch before it runs (a container gets it
+ * from its subcommands: the worker reads it before the subcommand is
+ * known). */
+#define F_BARRIER 0x10000u
+/* Runs at once inside MULTI, never queued. */
+#define F_TXCTL 0x20000u
+/* Acts outside storage (pub/sub): the group commits right after it runs
+ * (srv_group_commit_after), so it never re-runs. */
+#define F_NOREPLAY 0x40000u
+/* Allowed in RESP2 subscribed mode. */
+#define F_SUBSCRIBED_OK 0x80000u
+/* No write command, yet it may open the group's write transaction: EXEC
+ * (for its queue), DEBUG (TXN-SLEEP), ZUNION ZINTER ZDIFF (a scratch
+ * result). */
+#define F_WRITE_TXN 0x100000u
 
 /* ACL categories a row names; COMMAND adds those its flags imply, as
  * Redis does (write, read, admin and dangerous, pubsub, fast, else slow).
@@ -110,43 +111,43 @@ enum srv_ks_find { SRV_KS_RANGE, SRV_KS_KEYNUM };
  * at `firstkey`, every `keystep`-th; both relative to the beginning).
  */
 typedef struct srv_keyspec {
-    unsigned flags;             /* KS_* */
+    unsigned flags; /* KS_* */
     enum srv_ks_begin begin;
     int index;
     const char *keyword;
     enum srv_ks_find find;
-    int lastkey, limit;         /* range */
-    int keynumidx, firstkey;    /* keynum */
+    int lastkey, limit;      /* range */
+    int keynumidx, firstkey; /* keynum */
     int keystep;
-    const char *notes;          /* or NULL */
+    const char *notes; /* or NULL */
 } srv_keyspec;
 
 typedef void srv_cmd_proc(srv_conn *c);
 
 typedef struct srv_command {
-    const char *name;           /* lower case; "client|list" for a sub */
-    srv_cmd_proc *proc;         /* NULL for a container */
-    int arity;                  /* N exactly, -N at least N (name included;
-                                 * a subcommand counts both words) */
-    unsigned flags;             /* F_* */
-    unsigned acl;               /* A_* the row names */
+    const char *name;   /* lower case; "client|list" for a sub */
+    srv_cmd_proc *proc; /* NULL for a container */
+    int arity;          /* N exactly, -N at least N (name included;
+                         * a subcommand counts both words) */
+    unsigned flags;     /* F_* */
+    unsigned acl;       /* A_* the row names */
     srv_keyspec keyspecs[SRV_CMD_KEYSPECS_MAX];
     int nkeyspecs;
-    const char *tips;           /* space separated, or NULL */
+    const char *tips; /* space separated, or NULL */
     const char *group;
     const char *since;
     const char *complexity;
     const char *summary;
-    unsigned doc_flags;         /* D_* */
-    const char *deprecated_since;   /* or NULL */
-    const char *replaced_by;        /* or NULL */
-    const char *const *history; /* version, text, ..., NULL; or NULL */
+    unsigned doc_flags;           /* D_* */
+    const char *deprecated_since; /* or NULL */
+    const char *replaced_by;      /* or NULL */
+    const char *const *history;   /* version, text, ..., NULL; or NULL */
     /* set by srv_cmd_init */
-    int first_key, last_key, key_step;  /* Redis's legacy key range */
-    const struct srv_command *parent;   /* a subcommand's container */
-    const struct srv_command *subs;     /* a container's subcommands */
+    int first_key, last_key, key_step; /* Redis's legacy key range */
+    const struct srv_command *parent;  /* a subcommand's container */
+    const struct srv_command *subs;    /* a container's subcommands */
     int nsubs;
-    uint64_t calls;             /* this process's count */
+    uint64_t calls; /* this process's count */
 } srv_command;
 
 #define CMD(fn, ...) srv_cmd_proc srv_cmd_##fn;
@@ -168,10 +169,10 @@ const srv_command *srv_cmd_lookup(const char *name, size_t len);
 
 /* Find container's subcommand by its own name ("list"), any case.
  * Inline: the dispatcher reaches the rows it was handed, not the table. */
-static inline const srv_command *srv_cmd_lookup_sub(
-    const srv_command *container, const char *name, size_t len)
+static inline const srv_command *
+srv_cmd_lookup_sub(const srv_command *container, const char *name, size_t len)
 {
-    size_t plen = strlen(container->name) + 1;      /* "client|" */
+    size_t plen = strlen(container->name) + 1; /* "client|" */
 
     for (int i = 0; i < container->nsubs; i++) {
         const srv_command *sub = &container->subs[i];

@@ -13,38 +13,46 @@
 #include <strings.h>
 
 #define COMMAND_INFO_FIELDS 10
-#define KEYSPEC_FIELDS 3            /* flags, begin_search, find_keys */
-#define DOCS_FIELDS 4               /* summary, since, group, complexity */
-#define FILTER_ARGC 5               /* COMMAND LIST FILTERBY <type> <arg> */
+#define KEYSPEC_FIELDS 3 /* flags, begin_search, find_keys */
+#define DOCS_FIELDS 4    /* summary, since, group, complexity */
+#define FILTER_ARGC 5    /* COMMAND LIST FILTERBY <type> <arg> */
 
 /* Flags by Redis's names, in the order COMMAND INFO lists them. */
 static const struct {
     unsigned flag;
     const char *name;
 } flag_names[] = {
-    { F_WRITE, "write" },           { F_READONLY, "readonly" },
-    { F_DENYOOM, "denyoom" },       { F_ADMIN, "admin" },
-    { F_PUBSUB, "pubsub" },         { F_NOSCRIPT, "noscript" },
-    { F_LOADING, "loading" },       { F_STALE, "stale" },
-    { F_SKIP_SLOWLOG, "skip_slowlog" }, { F_FAST, "fast" },
-    { F_NOAUTH, "no_auth" },        { F_NO_ASYNC_LOADING, "no_async_loading" },
-    { F_NO_MULTI, "no_multi" },     { F_MOVABLEKEYS, "movablekeys" },
+    { F_WRITE, "write" },
+    { F_READONLY, "readonly" },
+    { F_DENYOOM, "denyoom" },
+    { F_ADMIN, "admin" },
+    { F_PUBSUB, "pubsub" },
+    { F_NOSCRIPT, "noscript" },
+    { F_LOADING, "loading" },
+    { F_STALE, "stale" },
+    { F_SKIP_SLOWLOG, "skip_slowlog" },
+    { F_FAST, "fast" },
+    { F_NOAUTH, "no_auth" },
+    { F_NO_ASYNC_LOADING, "no_async_loading" },
+    { F_NO_MULTI, "no_multi" },
+    { F_MOVABLEKEYS, "movablekeys" },
     { F_ALLOW_BUSY, "allow_busy" },
 };
 #define NFLAGS (sizeof flag_names / sizeof flag_names[0])
 
 /* ACL categories, in the order of their bits (Redis's order). */
 static const char *const acl_names[] = {
-    "keyspace", "read", "write", "set", "sortedset", "list", "hash",
-    "string", "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin",
-    "fast", "slow", "blocking", "dangerous", "connection", "transaction",
+    "keyspace",  "read",     "write",     "set",        "sortedset",
+    "list",      "hash",     "string",    "bitmap",     "hyperloglog",
+    "geo",       "stream",   "pubsub",    "admin",      "fast",
+    "slow",      "blocking", "dangerous", "connection", "transaction",
     "scripting",
 };
 #define NACL (sizeof acl_names / sizeof acl_names[0])
 
 static const char *const keyspec_flag_names[] = {
-    "RO", "RW", "OW", "RM", "access", "update", "insert", "delete",
-    "not_key", "incomplete", "variable_flags",
+    "RO",     "RW",     "OW",      "RM",         "access",         "update",
+    "insert", "delete", "not_key", "incomplete", "variable_flags",
 };
 #define NKSFLAGS (sizeof keyspec_flag_names / sizeof keyspec_flag_names[0])
 
@@ -52,14 +60,12 @@ static const struct {
     unsigned flag;
     const char *name;
 } doc_flag_names[] = {
-    { D_DEPRECATED, "deprecated" }, { D_SYSCMD, "syscmd" },
+    { D_DEPRECATED, "deprecated" },
+    { D_SYSCMD, "syscmd" },
 };
 #define NDOCFLAGS (sizeof doc_flag_names / sizeof doc_flag_names[0])
 
-static int popcount(unsigned v)
-{
-    return __builtin_popcount(v);
-}
+static int popcount(unsigned v) { return __builtin_popcount(v); }
 
 /* The row's categories and those its flags imply, as Redis adds them. */
 static unsigned acl_of(const srv_command *cmd)
@@ -159,7 +165,7 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
     srv_reply_bulk_cstr(c, "begin_search");
     if (s->begin == SRV_KS_INDEX) {
         reply_search(c, "index", 1, index_names, &s->index);
-    } else {                            /* a word and an int: by hand */
+    } else { /* a word and an int: by hand */
         srv_reply_map(c, 2);
         srv_reply_bulk_cstr(c, "type");
         srv_reply_bulk_cstr(c, "keyword");
@@ -305,15 +311,9 @@ static void reply_all(srv_conn *c, int docs)
     }
 }
 
-void srv_cmd_command(srv_conn *c)
-{
-    reply_all(c, 0);
-}
+void srv_cmd_command(srv_conn *c) { reply_all(c, 0); }
 
-void srv_cmd_command_count(srv_conn *c)
-{
-    srv_reply_int(c, count_top_level());
-}
+void srv_cmd_command_count(srv_conn *c) { srv_reply_int(c, count_top_level()); }
 
 /* COMMAND INFO [name ...]: an unknown name gives a null, as in Redis. */
 void srv_cmd_command_info(srv_conn *c)
@@ -361,15 +361,12 @@ static int listed(const srv_command *cmd, int filter, const srv_slice *arg,
                   unsigned category)
 {
     switch (filter) {
-    case LIST_MODULE:
-        return 0;                       /* larder has no modules */
-    case LIST_ACLCAT:
-        return (acl_of(cmd) & category) != 0;
+    case LIST_MODULE: return 0; /* larder has no modules */
+    case LIST_ACLCAT: return (acl_of(cmd) & category) != 0;
     case LIST_PATTERN:
         return srv_util_glob_match(arg->ptr, arg->len, cmd->name,
                                    strlen(cmd->name), 1);
-    default:
-        return 1;
+    default: return 1;
     }
 }
 
@@ -395,7 +392,7 @@ void srv_cmd_command_list(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (filter == LIST_ACLCAT)          /* unknown: no command listed */
+    if (filter == LIST_ACLCAT) /* unknown: no command listed */
         for (size_t i = 0; i < NACL; i++)
             if (srv_util_streq(arg->ptr, arg->len, acl_names[i]))
                 category = 1u << i;
@@ -538,15 +535,9 @@ static void getkeys(srv_conn *c, key_found *found)
     each_key(c, cmd, argc, argv, found);
 }
 
-void srv_cmd_command_getkeys(srv_conn *c)
-{
-    getkeys(c, key_only);
-}
+void srv_cmd_command_getkeys(srv_conn *c) { getkeys(c, key_only); }
 
-void srv_cmd_command_getkeysandflags(srv_conn *c)
-{
-    getkeys(c, key_and_flags);
-}
+void srv_cmd_command_getkeysandflags(srv_conn *c) { getkeys(c, key_and_flags); }
 
 void srv_cmd_command_help(srv_conn *c)
 {

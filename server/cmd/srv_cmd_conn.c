@@ -4,9 +4,9 @@
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_multi.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/cmd/srv_multi.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -45,7 +45,10 @@ void srv_cmd_ping(srv_conn *c)
         srv_reply_simple(c, "PONG");
 }
 
-void srv_cmd_echo(srv_conn *c) { srv_reply_bulk(c, c->argv[1].ptr, c->argv[1].len); }
+void srv_cmd_echo(srv_conn *c)
+{
+    srv_reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
+}
 
 void srv_cmd_quit(srv_conn *c)
 {
@@ -61,7 +64,7 @@ static int credentials_ok(const srv_slice *user, const srv_slice *pass)
     if (user && !srv_util_streq(user->ptr, user->len, "default"))
         return 0;
     if (want[0] == '\0')
-        return 1;                       /* default user has nopass */
+        return 1; /* default user has nopass */
     return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
 }
 
@@ -88,7 +91,8 @@ void srv_cmd_hello(srv_conn *c)
 
     if (c->argc >= 2) {
         if (!srv_util_str2ll(c->argv[1].ptr, c->argv[1].len, &ver)) {
-            srv_reply_error(c, "ERR Protocol version is not an integer or out of range");
+            srv_reply_error(
+                c, "ERR Protocol version is not an integer or out of range");
             return;
         }
         if (ver < 2 || ver > 3) {
@@ -119,11 +123,12 @@ void srv_cmd_hello(srv_conn *c)
         c->authed = 1;
     }
     if (!c->authed) {
-        srv_reply_error(c, "NOAUTH HELLO must be called with the client already "
-                           "authenticated, otherwise the HELLO AUTH "
-                           "<user> <pass> option can be used to authenticate "
-                           "the client and select the RESP protocol version "
-                           "at the same time");
+        srv_reply_error(c,
+                        "NOAUTH HELLO must be called with the client already "
+                        "authenticated, otherwise the HELLO AUTH "
+                        "<user> <pass> option can be used to authenticate "
+                        "the client and select the RESP protocol version "
+                        "at the same time");
         return;
     }
     if (name) {
@@ -190,7 +195,7 @@ void srv_cmd_select(srv_conn *c)
 
 void srv_cmd_reset(srv_conn *c)
 {
-    SRV_HOOKS_EACH(&c->hooks, c, reset);    /* MULTI, subscriptions */
+    SRV_HOOKS_EACH(&c->hooks, c, reset); /* MULTI, subscriptions */
     c->db = 0;
     c->resp = 2;
     c->name[0] = '\0';
@@ -213,8 +218,7 @@ static void client_line(srv_conn *x, char *buf, size_t size)
              (long long)((now - x->created_ms) / MS_PER_S),
              (long long)((now - x->last_ms) / MS_PER_S),
              srv_multi_queued(x) >= 0 ? "x" : "N", x->db, srv_multi_queued(x),
-             x->in.len,
-             x->in.cap - x->in.len, x->out.len,
+             x->in.len, x->in.cap - x->in.len, x->out.len,
              x->last_cmd ? x->last_cmd : "NULL", x->lib_name, x->lib_ver,
              x->resp, x->worker->index);
 }
@@ -247,12 +251,14 @@ void srv_cmd_client_setinfo(srv_conn *c)
         return;
     }
     if (!valid_name(val)) {
-        srv_reply_errorf(c, "ERR %s cannot contain spaces, newlines or "
-                            "special characters.",
+        srv_reply_errorf(c,
+                         "ERR %s cannot contain spaces, newlines or "
+                         "special characters.",
                          field == c->lib_name ? "lib-name" : "lib-ver");
         return;
     }
-    size_t n = val->len < SRV_CONN_NAME_MAX - 1 ? val->len : SRV_CONN_NAME_MAX - 1;
+    size_t n = val->len < SRV_CONN_NAME_MAX - 1 ? val->len
+                                                : SRV_CONN_NAME_MAX - 1;
     memcpy(field, val->ptr, n);
     field[n] = '\0';
     srv_reply_ok(c);
@@ -260,10 +266,7 @@ void srv_cmd_client_setinfo(srv_conn *c)
 
 /* ---- CLIENT: one handler per subcommand (the dispatcher picks it) ---- */
 
-void srv_cmd_client_id(srv_conn *c)
-{
-    srv_reply_int(c, (long long)c->id);
-}
+void srv_cmd_client_id(srv_conn *c) { srv_reply_int(c, (long long)c->id); }
 
 void srv_cmd_client_getname(srv_conn *c)
 {
@@ -319,13 +322,20 @@ void srv_cmd_client_help(srv_conn *c)
 {
     static const char *const help[] = {
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "ID", "    Return the ID of the current connection.",
-        "GETNAME", "    Return the name of the current connection.",
-        "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-        "INFO", "    Return information about the current client connection.",
-        "LIST", "    Return information about client connections of this worker.",
-        "HELP", "    Print this help.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "SETINFO <LIB-NAME|LIB-VER> <value>",
+        "    Set client library name or version.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "LIST",
+        "    Return information about client connections of this worker.",
+        "HELP",
+        "    Print this help.",
     };
 
     srv_reply_lines(c, help, sizeof help / sizeof help[0]);

@@ -3,11 +3,11 @@
  * each: set (HSET HMSET), keys/values (HGETALL HKEYS HVALS). Whole-hash
  * replies stream from a storage cursor into the output buffer.
  */
-#include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_args.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
-#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 static const char ERR_HASH_NOT_INT[] = "ERR hash value is not an integer";
 static const char ERR_HASH_NOT_FLOAT[] = "ERR hash value is not a float";
@@ -60,8 +59,7 @@ static void set_generic(srv_conn *c, int reply_ok)
                          c->cmd->name);
         return;
     }
-    if (!(t = srv_txn_write_or_reply(c)) ||
-        open_write_or_reply(c, t, &k, &o))
+    if (!(t = srv_txn_write_or_reply(c)) || open_write_or_reply(c, t, &k, &o))
         return;
     for (int j = 2; j < c->argc; j += 2) {
         int created;
@@ -91,8 +89,7 @@ void srv_cmd_hsetnx(srv_conn *c)
     st_obj o;
     int rc, created;
 
-    if (!(t = srv_txn_write_or_reply(c)) ||
-        open_write_or_reply(c, t, &k, &o))
+    if (!(t = srv_txn_write_or_reply(c)) || open_write_or_reply(c, t, &k, &o))
         return;
     rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr,
                      c->argv[3].len, 1, &created);
@@ -109,14 +106,13 @@ void srv_cmd_hsetnx(srv_conn *c)
 }
 
 /* Reply the value of field argv[i] of `o` (nil when absent). */
-static int reply_field(srv_conn *c, struct st_txn *t, const st_obj *o,
-                       int i)
+static int reply_field(srv_conn *c, struct st_txn *t, const st_obj *o, int i)
 {
     const uint8_t *v;
     size_t vl;
-    int rc = o->exists ? st_hash_get(t, o, c->argv[i].ptr, c->argv[i].len,
-                                     &v, &vl)
-                       : ST_ENOTFOUND;
+    int rc = o->exists
+                 ? st_hash_get(t, o, c->argv[i].ptr, c->argv[i].len, &v, &vl)
+                 : ST_ENOTFOUND;
 
     if (rc == ST_ENOTFOUND)
         srv_reply_null(c);
@@ -195,11 +191,9 @@ void srv_cmd_hincrby(srv_conn *c)
     int rc, created;
 
     if (srv_args_ll_or_reply(c, &c->argv[3], &by) ||
-        !(t = srv_txn_write_or_reply(c)) ||
-        open_write_or_reply(c, t, &k, &o))
+        !(t = srv_txn_write_or_reply(c)) || open_write_or_reply(c, t, &k, &o))
         return;
-    rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v,
-                                &vl)
+    rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl)
                   : ST_ENOTFOUND;
     if (rc == 0 && !srv_util_str2ll((const char *)v, vl, &cur)) {
         srv_reply_error(c, ERR_HASH_NOT_INT);
@@ -216,8 +210,8 @@ void srv_cmd_hincrby(srv_conn *c)
     }
     cur += by;
     int n = srv_util_ll2str(buf, cur);
-    if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
-                          (size_t)n, 0, &created)) ||
+    if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n,
+                          0, &created)) ||
         (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
@@ -244,11 +238,9 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
         srv_reply_error(c, "ERR value is NaN or Infinity");
         return;
     }
-    if (!(t = srv_txn_write_or_reply(c)) ||
-        open_write_or_reply(c, t, &k, &o))
+    if (!(t = srv_txn_write_or_reply(c)) || open_write_or_reply(c, t, &k, &o))
         return;
-    rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v,
-                                &vl)
+    rc = o.c.card ? st_hash_get(t, &o, c->argv[2].ptr, c->argv[2].len, &v, &vl)
                   : ST_ENOTFOUND;
     if (rc == 0 && !srv_util_str2ld((const char *)v, vl, &cur)) {
         srv_reply_error(c, ERR_HASH_NOT_FLOAT);
@@ -264,8 +256,8 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
         return;
     }
     int n = srv_util_ld2str(buf, sizeof buf, cur);
-    if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf,
-                          (size_t)n, 0, &created)) ||
+    if ((rc = st_hash_set(t, &o, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n,
+                          0, &created)) ||
         (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
@@ -280,8 +272,8 @@ typedef struct rand_ctx {
     int withvalues;
 } rand_ctx;
 
-static int emit_rand(void *ctx, const uint8_t *f, size_t fl,
-                     const uint8_t *v, size_t vl)
+static int emit_rand(void *ctx, const uint8_t *f, size_t fl, const uint8_t *v,
+                     size_t vl)
 {
     rand_ctx *r = ctx;
 
@@ -303,17 +295,16 @@ void srv_cmd_hrandfield(srv_conn *c)
     size_t mark;
     int rc;
 
-    if (c->argc > 4 || (c->argc == 4 && !srv_util_streq(c->argv[3].ptr,
-                                                   c->argv[3].len,
-                                                   "withvalues"))) {
+    if (c->argc > 4 ||
+        (c->argc == 4 &&
+         !srv_util_streq(c->argv[3].ptr, c->argv[3].len, "withvalues"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
     r.withvalues = c->argc == 4;
     if (c->argc >= 3 && srv_args_rand_count_or_reply(c, r.withvalues, &count))
         return;
-    if (!(t = srv_txn_read_or_reply(c)) ||
-        open_or_reply(c, t, 1, &k, &o) < 0)
+    if (!(t = srv_txn_read_or_reply(c)) || open_or_reply(c, t, 1, &k, &o) < 0)
         return;
     if (c->argc == 2) {
         if (!o.exists) {
@@ -357,8 +348,8 @@ static int hscan_step(srv_conn *c, struct st_txn *t, const st_obj *o,
                       const srv_scan_args *a, uint64_t *next, long long *n)
 {
     srv_coll_emit e = { c, SRV_COLL_NAMES | SRV_COLL_VALUES, a->match, 0 };
-    int rc = st_hash_scan(t, o, a->cursor, (size_t)a->count,
-                          srv_coll_emit_elem, &e, next);
+    int rc = st_hash_scan(t, o, a->cursor, (size_t)a->count, srv_coll_emit_elem,
+                          &e, next);
 
     *n = e.n;
     return rc;

@@ -2,11 +2,11 @@
  * srv_cmd_keys.c - commands on whole keys of any type: delete, exist,
  * type, expiry, iteration, rename and copy.
  */
-#include "server/cmd/srv_key.h"
 #include "server/cmd/srv_args.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_key.h"
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
-#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_reply.h"
@@ -27,9 +27,9 @@
 #define HALF_S_MS 500
 
 static const char *const type_names[] = {
-    [ST_TYPE_NONE] = "none",  [ST_TYPE_STRING] = "string",
-    [ST_TYPE_LIST] = "list",  [ST_TYPE_SET] = "set",
-    [ST_TYPE_ZSET] = "zset",  [ST_TYPE_HASH] = "hash",
+    [ST_TYPE_NONE] = "none", [ST_TYPE_STRING] = "string",
+    [ST_TYPE_LIST] = "list", [ST_TYPE_SET] = "set",
+    [ST_TYPE_ZSET] = "zset", [ST_TYPE_HASH] = "hash",
 };
 
 /*
@@ -105,10 +105,14 @@ static int parse_expire_flags_or_reply(srv_conn *c, unsigned *flags)
 
     for (int j = 3; j < c->argc; j++) {
         const srv_slice *o = &c->argv[j];
-        if (srv_util_streq(o->ptr, o->len, "nx")) f |= EXP_NX;
-        else if (srv_util_streq(o->ptr, o->len, "xx")) f |= EXP_XX;
-        else if (srv_util_streq(o->ptr, o->len, "gt")) f |= EXP_GT;
-        else if (srv_util_streq(o->ptr, o->len, "lt")) f |= EXP_LT;
+        if (srv_util_streq(o->ptr, o->len, "nx"))
+            f |= EXP_NX;
+        else if (srv_util_streq(o->ptr, o->len, "xx"))
+            f |= EXP_XX;
+        else if (srv_util_streq(o->ptr, o->len, "gt"))
+            f |= EXP_GT;
+        else if (srv_util_streq(o->ptr, o->len, "lt"))
+            f |= EXP_LT;
         else {
             srv_reply_errorf(c, "ERR Unsupported option %.*s", (int)o->len,
                              o->ptr);
@@ -234,8 +238,8 @@ void srv_cmd_persist(srv_conn *c)
 /* Filter and collector shared by KEYS and SCAN. */
 typedef struct key_filter {
     srv_conn *c;
-    const srv_slice *match;     /* NULL: all */
-    int type;                   /* ST_TYPE_NONE: all */
+    const srv_slice *match; /* NULL: all */
+    int type;               /* ST_TYPE_NONE: all */
     long long n;
 } key_filter;
 
@@ -247,9 +251,9 @@ static int collect_key(void *ctx, const uint8_t *name, size_t len, int type,
     if (f->type != ST_TYPE_NONE && type != f->type)
         return 0;
     if (f->match && !(f->match->len == 1 && f->match->ptr[0] == '*') &&
-        !srv_util_glob_match(f->match->ptr, f->match->len, (const char *)name, len,
-                        0))
-        return 0;                       /* KEYS' pattern or SCAN's MATCH */
+        !srv_util_glob_match(f->match->ptr, f->match->len, (const char *)name,
+                             len, 0))
+        return 0; /* KEYS' pattern or SCAN's MATCH */
     srv_reply_bulk(f->c, name, len);
     f->n++;
     return 0;
@@ -266,7 +270,8 @@ void srv_cmd_keys(srv_conn *c)
     if (!t)
         return;
     mark = srv_reply_defer(c);
-    rc = st_keyspace_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(c), collect_key, &f, &next);
+    rc = st_keyspace_scan(t, c->db, 0, SIZE_MAX, srv_cmd_now(c), collect_key,
+                          &f, &next);
     if (rc) {
         c->out.len = mark;
         srv_txn_error(c, rc);
@@ -306,7 +311,7 @@ void srv_cmd_scan(srv_conn *c)
         return;
     mark = srv_reply_defer(c);
     rc = st_keyspace_scan(t, c->db, a.cursor, (size_t)a.count, srv_cmd_now(c),
-                 collect_key, &f, &next);
+                          collect_key, &f, &next);
     if (rc) {
         c->out.len = mark;
         srv_txn_error(c, rc);
@@ -358,7 +363,8 @@ void srv_cmd_randomkey(srv_conn *c)
 
     if (!t)
         return;
-    rc = st_keyspace_random_key(t, c->db, r, srv_cmd_now(c), reply_random_key, c);
+    rc = st_keyspace_random_key(t, c->db, r, srv_cmd_now(c), reply_random_key,
+                                c);
     if (rc == ST_ENOTFOUND)
         srv_reply_null(c);
     else if (rc)

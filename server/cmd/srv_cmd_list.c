@@ -3,11 +3,11 @@
  * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP), move (LMOVE
  * RPOPLPUSH). LRANGE streams from a storage cursor.
  */
-#include "server/cmd/srv_key.h"
-#include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_args.h"
-#include "server/cmd/srv_txn.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -58,8 +58,7 @@ static void push_generic(srv_conn *c, int left, int only_existing)
         }
     }
     for (int j = 2; j < c->argc; j++) {
-        if ((rc = st_list_push(t, &o, left, c->argv[j].ptr,
-                               c->argv[j].len))) {
+        if ((rc = st_list_push(t, &o, left, c->argv[j].ptr, c->argv[j].len))) {
             srv_txn_error(c, rc);
             return;
         }
@@ -241,7 +240,7 @@ void srv_cmd_ltrim(srv_conn *c)
         return;
     }
     if (!srv_args_clamp_range(start, stop, o.c.card, &s, &e))
-        rc = st_keyspace_delete(t, &k, srv_cmd_now(c));   /* O(1): lazy free */
+        rc = st_keyspace_delete(t, &k, srv_cmd_now(c)); /* O(1): lazy free */
     else if (!(rc = st_list_trim(t, &o, s, e)))
         rc = st_coll_save(t, &o, srv_cmd_now(c));
     if (rc)
@@ -313,10 +312,10 @@ void srv_cmd_linsert(srv_conn *c)
 typedef struct lpos_ctx {
     srv_conn *c;
     const srv_slice *elem;
-    long long rank;         /* matches still to skip, plus one */
-    long long want;         /* matches to reply; 0: all */
+    long long rank; /* matches still to skip, plus one */
+    long long want; /* matches to reply; 0: all */
     long long found;
-    long long index;        /* of the element being visited */
+    long long index; /* of the element being visited */
     int rev;
     uint64_t card;
 } lpos_ctx;
@@ -393,10 +392,14 @@ void srv_cmd_lpos(srv_conn *c)
             srv_reply_null(c);
         return;
     }
-    lpos_ctx p = { c, &c->argv[2], rank < 0 ? (rank == LLONG_MIN ? LLONG_MAX
-                                                                 : -rank)
-                                            : rank,
-                   count < 0 ? 1 : count, 0, 0, rank < 0, o.c.card };
+    lpos_ctx p = { c,
+                   &c->argv[2],
+                   rank < 0 ? (rank == LLONG_MIN ? LLONG_MAX : -rank) : rank,
+                   count < 0 ? 1 : count,
+                   0,
+                   0,
+                   rank < 0,
+                   o.c.card };
     uint64_t n = maxlen && (uint64_t)maxlen < o.c.card ? (uint64_t)maxlen
                                                        : o.c.card;
     size_t mark = count >= 0 ? srv_reply_defer(c) : c->out.len;

@@ -30,8 +30,8 @@ static long long sub_count(const srv_conn *c, int kind)
 }
 
 /* [what, name or nil, count] */
-static void confirm(srv_conn *c, const char *what, const char *name,
-                    size_t len, long long count)
+static void confirm(srv_conn *c, const char *what, const char *name, size_t len,
+                    long long count)
 {
     srv_pubsub_reply_push(c, 3);
     srv_reply_bulk_cstr(c, what);
@@ -46,7 +46,7 @@ static void subscribe_generic(srv_conn *c, int kind, const char *what)
 {
     for (int i = 1; i < c->argc; i++) {
         if (srv_pubsub_subscribe(c, kind, c->argv[i].ptr, c->argv[i].len) < 0)
-            return;                     /* out of memory: closing */
+            return; /* out of memory: closing */
         confirm(c, what, c->argv[i].ptr, c->argv[i].len, sub_count(c, kind));
     }
 }
@@ -147,10 +147,12 @@ void srv_cmd_pubsub_help(srv_conn *c)
 static void pubsub_channels(srv_conn *c, int kind)
 {
     if (c->argc > 3) {
-        srv_reply_errorf(c, "ERR unknown subcommand or wrong number of "
-                            "arguments for '%.*s'. Try PUBSUB HELP.",
+        srv_reply_errorf(c,
+                         "ERR unknown subcommand or wrong number of "
+                         "arguments for '%.*s'. Try PUBSUB HELP.",
                          (int)(c->argv[1].len < SUBCMD_ARG_MAX
-                                   ? c->argv[1].len : SUBCMD_ARG_MAX),
+                                   ? c->argv[1].len
+                                   : SUBCMD_ARG_MAX),
                          c->argv[1].ptr);
         return;
     }

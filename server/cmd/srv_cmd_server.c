@@ -3,12 +3,12 @@
  * CONFIG SHUTDOWN ROLE LASTSAVE.
  */
 #include "server/cmd/srv_args.h"
-#include "server/cmd/srv_txn.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_multi.h"
+#include "server/cmd/srv_txn.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/cmd/srv_multi.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -59,9 +59,10 @@ static void flush_generic(srv_conn *c, int db)
     uint64_t version;
     int rc;
 
-    if (c->argc > 2 || (c->argc == 2 &&
-                        !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "async") &&
-                        !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "sync"))) {
+    if (c->argc > 2 ||
+        (c->argc == 2 &&
+         !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "async") &&
+         !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "sync"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
@@ -114,8 +115,11 @@ static int backup_path(char *buf, size_t size)
 {
     const char *f = srv_her.cfg->dbfilename;
 
-    return (size_t)snprintf(buf, size, "%s%s%s", f[0] == '/' ? "" : srv_her.cfg->dir,
-                            f[0] == '/' ? "" : "/", f) < size ? 0 : -1;
+    return (size_t)snprintf(buf, size, "%s%s%s",
+                            f[0] == '/' ? "" : srv_her.cfg->dir,
+                            f[0] == '/' ? "" : "/", f) < size
+               ? 0
+               : -1;
 }
 
 /* Run the copy and record its outcome for LASTSAVE and INFO. */
@@ -142,8 +146,8 @@ void srv_cmd_save(srv_conn *c)
 {
     int64_t none = 0;
 
-    if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress,
-                                        &none, getpid())) {
+    if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress, &none,
+                                        getpid())) {
         srv_reply_error(c, "ERR Background save already in progress");
         return;
     }
@@ -168,13 +172,14 @@ void srv_cmd_bgsave(srv_conn *c)
     pthread_t tid;
     int64_t none = 0;
 
-    if (c->argc > 2 || (c->argc == 2 &&
-                        !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
+    if (c->argc > 2 ||
+        (c->argc == 2 &&
+         !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress,
-                                        &none, getpid())) {
+    if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress, &none,
+                                        getpid())) {
         srv_reply_error(c, "ERR Background save already in progress");
         return;
     }
@@ -210,8 +215,8 @@ static void add(srv_buf *b, const char *fmt, ...)
     n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n > 0)
-        srv_buf_append(b, line, (size_t)n < sizeof line ? (size_t)n
-                                                        : sizeof line - 1);
+        srv_buf_append(b, line,
+                       (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 static void human_bytes(char *out, size_t size, double n)
@@ -239,7 +244,7 @@ static long long rss_bytes(void)
     return rss * sysconf(_SC_PAGESIZE);
 }
 
-static const char *const sync_names[] = {"no", "everysec", "always"};
+static const char *const sync_names[] = { "no", "everysec", "always" };
 
 static void info_server(srv_buf *b)
 {
@@ -283,14 +288,15 @@ static void info_memory(const srv_conn *c, srv_buf *b)
 {
     char h[INFO_LINE_MAX];
     long long rss = rss_bytes();
-    st_env_stat st = {0};
+    st_env_stat st = { 0 };
 
     st_env_stat_get(c->worker->env, &st);
     add(b, "# Memory\r\n");
     human_bytes(h, sizeof h, (double)rss);
     add(b, "used_memory:%lld\r\nused_memory_human:%s\r\n", rss, h);
     add(b, "used_memory_rss:%lld\r\n", rss);
-    add(b, "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n");
+    add(b,
+        "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n");
     human_bytes(h, sizeof h, (double)st.used_bytes);
     add(b, "used_disk:%llu\r\nused_disk_human:%s\r\n",
         (unsigned long long)st.used_bytes, h);
@@ -299,7 +305,7 @@ static void info_memory(const srv_conn *c, srv_buf *b)
 
 static void info_persistence(const srv_conn *c, srv_buf *b)
 {
-    st_env_stat st = {0};
+    st_env_stat st = { 0 };
     int64_t last_sync = atomic_load(&srv_her.stats->last_sync_ms);
 
     st_env_stat_get(c->worker->env, &st);
@@ -355,7 +361,8 @@ static void info_stats(srv_buf *b)
         (long long)atomic_load(&s->lazyfree_pending));
     add(b, "reaper_ticks:%lld\r\n", (long long)SRV_STATS_SUM(s, ticks));
     add(b, "reaper_time_us:%lld\r\n", (long long)SRV_STATS_SUM(s, busy_us));
-    add(b, "keyspace_hits:%lld\r\n", (long long)SRV_STATS_SUM(s, keyspace_hits));
+    add(b, "keyspace_hits:%lld\r\n",
+        (long long)SRV_STATS_SUM(s, keyspace_hits));
     add(b, "keyspace_misses:%lld\r\n",
         (long long)SRV_STATS_SUM(s, keyspace_misses));
     add(b, "write_transactions:%lld\r\n", (long long)SRV_STATS_SUM(s, commits));
@@ -415,8 +422,9 @@ typedef struct info_section {
 } info_section;
 
 static const info_section sections[] = {
-    {"server", 1}, {"clients", 1}, {"memory", 1}, {"persistence", 1},
-    {"stats", 1},  {"replication", 1}, {"cache", 1}, {"keyspace", 1},
+    { "server", 1 },      { "clients", 1 },  { "memory", 1 },
+    { "persistence", 1 }, { "stats", 1 },    { "replication", 1 },
+    { "cache", 1 },       { "keyspace", 1 },
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
 
@@ -469,13 +477,15 @@ static const struct {
     const char *name;
     const char *value;
 } fixed_settings[] = {
-    {"save", ""}, {"appendonly", "no"}, {"maxmemory", "0"},
-    {"maxmemory-policy", "noeviction"},
+    { "save", "" },
+    { "appendonly", "no" },
+    { "maxmemory", "0" },
+    { "maxmemory-policy", "noeviction" },
 };
 
 typedef struct config_get_ctx {
     srv_conn *c;
-    srv_buf pairs;              /* collected name/value replies */
+    srv_buf pairs; /* collected name/value replies */
     long long n;
 } config_get_ctx;
 
@@ -503,7 +513,7 @@ static void config_get(srv_conn *c)
         for (size_t j = 0; j < sizeof fixed_settings / sizeof fixed_settings[0];
              j++)
             if (srv_util_glob_match(p->ptr, p->len, fixed_settings[j].name,
-                               strlen(fixed_settings[j].name), 1))
+                                    strlen(fixed_settings[j].name), 1))
                 config_get_one(&g, fixed_settings[j].name,
                                fixed_settings[j].value);
     }
@@ -515,8 +525,8 @@ static void config_get(srv_conn *c)
 /* The cache budget a change of cache-mb asks for, or an error (in err)
  * if it cannot have it. The shared cache is one for all processes, so the
  * process that publishes the change sets it, under the writer lock. */
-static int config_set_cache(long long before, const srv_config *next,
-                            char *err, size_t errlen)
+static int config_set_cache(long long before, const srv_config *next, char *err,
+                            size_t errlen)
 {
     int rc;
 
@@ -529,10 +539,11 @@ static int config_set_cache(long long before, const srv_config *next,
     if (rc == SHM_ERESTART) {
         shm_cache_stats_t st;
         shm_cache_stats(srv_her.cache, &st);
-        snprintf(err, errlen, "ERR CONFIG SET failed (possibly related to "
-                              "argument 'cache-mb') - the cache can shrink "
-                              "at run time but grow only up to %lld MB (its "
-                              "size at start); restart to grow it",
+        snprintf(err, errlen,
+                 "ERR CONFIG SET failed (possibly related to "
+                 "argument 'cache-mb') - the cache can shrink "
+                 "at run time but grow only up to %lld MB (its "
+                 "size at start); restart to grow it",
                  (long long)(st.max_bytes / BYTES_PER_MB));
         return -1;
     }
@@ -553,7 +564,7 @@ static int config_set_cache(long long before, const srv_config *next,
  */
 static void config_set(srv_conn *c)
 {
-    static srv_config next;             /* big; one command at a time */
+    static srv_config next; /* big; one command at a time */
     char err[SRV_CONFIG_ERR_SIZE], reply[SRV_CONFIG_ERR_SIZE * 2];
     char name[SRV_CONFIG_ERR_SIZE], value[SRV_PATH_MAX];
     long long cache_mb;
@@ -570,14 +581,17 @@ static void config_set(srv_conn *c)
     cache_mb = next.cache_mb;
     for (int i = 2; i < c->argc; i += 2) {
         const char *args[CONFIG_ARGS_MAX];
-        snprintf(name, sizeof name, "%.*s", (int)c->argv[i].len, c->argv[i].ptr);
+        snprintf(name, sizeof name, "%.*s", (int)c->argv[i].len,
+                 c->argv[i].ptr);
         snprintf(value, sizeof value, "%.*s", (int)c->argv[i + 1].len,
                  c->argv[i + 1].ptr);
         args[0] = value;
         if (srv_config_set(&next, name, args, 1, 1, err, sizeof err)) {
             srv_config_abort();
-            srv_reply_errorf(c, "ERR CONFIG SET failed (possibly related to "
-                                "argument '%s') - %s", name, err);
+            srv_reply_errorf(c,
+                             "ERR CONFIG SET failed (possibly related to "
+                             "argument '%s') - %s",
+                             name, err);
             return;
         }
     }
@@ -598,12 +612,13 @@ void srv_cmd_config(srv_conn *c)
         if (c->argc < 3) {
             srv_args_subcommand_arity(c);
         } else {
-            srv_config_refresh();       /* in case our tick is late */
+            srv_config_refresh(); /* in case our tick is late */
             config_get(c);
         }
     } else if (srv_util_streq(sub->ptr, sub->len, "set")) {
         config_set(c);
-    } else if (srv_util_streq(sub->ptr, sub->len, "resetstat") && c->argc == 2) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "resetstat") &&
+               c->argc == 2) {
         srv_stats *s = srv_her.stats;
         for (unsigned i = 0; i < s->nslots; i++) {
             atomic_store(&s->slot[i].total_commands, 0);
@@ -651,7 +666,7 @@ void srv_cmd_shutdown(srv_conn *c)
     }
     if (srv_her.master_pid <= 0) {
         srv_reply_error(c, "ERR Errors trying to SHUTDOWN. Check logs.");
-        return;                         /* an embedded worker: no master */
+        return; /* an embedded worker: no master */
     }
     srv_log(SRV_LOG_NOTICE, 0, "SHUTDOWN requested by client %s", c->addr);
     kill(srv_her.master_pid, SIGTERM);
@@ -707,7 +722,8 @@ void srv_cmd_debug(srv_conn *c)
         }
         sleep_us((int64_t)(s * US_PER_S));
         srv_reply_ok(c);
-    } else if (srv_util_streq(sub->ptr, sub->len, "txn-sleep") && c->argc == 3) {
+    } else if (srv_util_streq(sub->ptr, sub->len, "txn-sleep") &&
+               c->argc == 3) {
         long long ms;
         struct st_txn *t;
         st_keyref k;
@@ -716,14 +732,16 @@ void srv_cmd_debug(srv_conn *c)
         if (!(t = srv_txn_write_or_reply(c)))
             return;
         st_codec_keyref_init(&k, c->db, "__debug_txn_sleep__",
-                       strlen("__debug_txn_sleep__"));
+                             strlen("__debug_txn_sleep__"));
         int rc = st_keyspace_string_set(t, &k, "1", 1, 0);
         if (rc) {
             srv_txn_error(c, rc);
             return;
         }
-        srv_log(SRV_LOG_NOTICE, 0, "DEBUG TXN-SLEEP: holding the write "
-                                   "transaction for %lld ms", ms);
+        srv_log(SRV_LOG_NOTICE, 0,
+                "DEBUG TXN-SLEEP: holding the write "
+                "transaction for %lld ms",
+                ms);
         sleep_us(ms * 1000);
         srv_reply_ok(c);
     } else {

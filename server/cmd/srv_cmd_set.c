@@ -5,12 +5,12 @@
  * replaces the destination only at the end (a source may be the
  * destination).
  */
-#include "server/cmd/srv_key.h"
-#include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_args.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_key.h"
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
-#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -36,8 +36,8 @@ static int open_or_reply(srv_conn *c, struct st_txn *t, int i, st_keyref *k,
 static void defer_set(srv_conn *c, size_t mark, long long n)
 {
     char head[SRV_REPLY_DEFER_MAX];
-    int hn = snprintf(head, sizeof head, "%c%lld\r\n",
-                      c->resp == 3 ? '~' : '*', n);
+    int hn = snprintf(head, sizeof head, "%c%lld\r\n", c->resp == 3 ? '~' : '*',
+                      n);
 
     srv_reply_defer_fill(c, mark, head, (size_t)hn);
 }
@@ -139,14 +139,14 @@ static void one_random(srv_conn *c, int pop)
     rc = st_set_sample(t, &o, srv_coll_rand64(), 1, srv_coll_batch_elem, &b);
     if (!rc && b.n != 1)
         rc = ENOMEM;
-    if (!rc && pop && !(rc = st_set_rem(t, &o, SRV_COLL_BATCH_PTR(&b, 0),
-                                        SRV_COLL_BATCH_LEN(&b, 0))))
+    if (!rc && pop &&
+        !(rc = st_set_rem(t, &o, SRV_COLL_BATCH_PTR(&b, 0),
+                          SRV_COLL_BATCH_LEN(&b, 0))))
         rc = st_coll_save(t, &o, srv_cmd_now(c));
     if (rc)
         srv_txn_error(c, rc);
     else
-        srv_reply_bulk(c, SRV_COLL_BATCH_PTR(&b, 0),
-                       SRV_COLL_BATCH_LEN(&b, 0));
+        srv_reply_bulk(c, SRV_COLL_BATCH_PTR(&b, 0), SRV_COLL_BATCH_LEN(&b, 0));
     srv_coll_batch_free(&b);
 }
 
@@ -197,8 +197,8 @@ void srv_cmd_spop(srv_conn *c)
     while (left && !rc) {
         srv_coll_batch_reset(&b);
         size_t want = left < SRV_COLL_BATCH ? (size_t)left : SRV_COLL_BATCH;
-        rc = st_set_sample(t, &o, srv_coll_rand64(), want,
-                           srv_coll_batch_elem, &b);
+        rc = st_set_sample(t, &o, srv_coll_rand64(), want, srv_coll_batch_elem,
+                           &b);
         for (size_t i = 0; i < b.n && !rc; i++) {
             const uint8_t *m = SRV_COLL_BATCH_PTR(&b, i);
             size_t ml = SRV_COLL_BATCH_LEN(&b, i);
@@ -249,15 +249,14 @@ void srv_cmd_srandmember(srv_conn *c)
     if (count > 0) {
         uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
         srv_reply_array(c, (long long)n);
-        rc = st_set_sample(t, &o, srv_coll_rand64(), n, srv_coll_emit_elem,
-                           &e);
+        rc = st_set_sample(t, &o, srv_coll_rand64(), n, srv_coll_emit_elem, &e);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
         srv_reply_array(c, (long long)n);
         rc = 0;
         for (unsigned long long i = 0; i < n && !rc; i++)
-            rc = st_set_sample(t, &o, srv_coll_rand64(), 1,
-                               srv_coll_emit_elem, &e);
+            rc = st_set_sample(t, &o, srv_coll_rand64(), 1, srv_coll_emit_elem,
+                               &e);
     }
     if (rc) {
         c->out.len = mark;
@@ -321,10 +320,10 @@ typedef struct algebra {
     struct st_txn *t;
     int op;
     int nsets;
-    st_obj *sets;           /* absent keys have exists == 0 */
-    int cur;                /* index of the set being walked */
-    st_obj *dst;            /* STORE: result collection, else NULL */
-    uint64_t limit;         /* SINTERCARD: stop at this many (0: none) */
+    st_obj *sets;   /* absent keys have exists == 0 */
+    int cur;        /* index of the set being walked */
+    st_obj *dst;    /* STORE: result collection, else NULL */
+    uint64_t limit; /* SINTERCARD: stop at this many (0: none) */
     long long n;
     int rc;
 } algebra;
@@ -346,7 +345,7 @@ static int algebra_keep(algebra *a, const uint8_t *m, size_t ml)
         if (a->op == OP_INTER && !has)
             return 0;
         if (a->op != OP_INTER && has)
-            return 0;       /* union: seen in an earlier set; diff: removed */
+            return 0; /* union: seen in an earlier set; diff: removed */
     }
     return 1;
 }
@@ -534,7 +533,8 @@ void srv_cmd_sintercard(srv_conn *c)
         if (j + 1 < c->argc &&
             srv_util_streq(c->argv[j].ptr, c->argv[j].len, "limit")) {
             if (!srv_util_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len,
-                            &limit) || limit < 0) {
+                                 &limit) ||
+                limit < 0) {
                 srv_reply_error(c, "ERR LIMIT can't be negative");
                 return;
             }
@@ -556,8 +556,9 @@ void srv_cmd_sintercard(srv_conn *c)
     if (open_sets_or_reply(c, t, 2, (int)numkeys, keys, sets))
         goto out;
     /* Counting only: a limit of "all" still must not reply members. */
-    algebra a = { c, t, OP_INTER, (int)numkeys, sets, 0, NULL,
-                  limit ? (uint64_t)limit : UINT64_MAX, 0, 0 };
+    algebra a = { c,    t, OP_INTER, (int)numkeys,
+                  sets, 0, NULL,     limit ? (uint64_t)limit : UINT64_MAX,
+                  0,    0 };
     if ((rc = algebra_run(&a)))
         srv_txn_error(c, rc);
     else
@@ -573,8 +574,8 @@ static int sscan_step(srv_conn *c, struct st_txn *t, const st_obj *o,
                       const srv_scan_args *a, uint64_t *next, long long *n)
 {
     srv_coll_emit e = { c, SRV_COLL_NAMES, a->match, 0 };
-    int rc = st_set_scan(t, o, a->cursor, (size_t)a->count,
-                         srv_coll_emit_elem, &e, next);
+    int rc = st_set_scan(t, o, a->cursor, (size_t)a->count, srv_coll_emit_elem,
+                         &e, next);
 
     *n = e.n;
     return rc;

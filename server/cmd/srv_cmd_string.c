@@ -3,10 +3,10 @@
  * each: get (GET GETDEL GETEX), set (SET SETNX SETEX PSETEX GETSET),
  * incr (INCR DECR INCRBY DECRBY), range (GETRANGE SUBSTR).
  */
-#include "server/cmd/srv_key.h"
 #include "server/cmd/srv_args.h"
-#include "server/cmd/srv_txn.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_key.h"
+#include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_reply.h"
@@ -71,14 +71,18 @@ static int parse_set_options(srv_conn *c, int first, unsigned allowed,
                  !(f & (SET_KEEPTTL | SET_ANY_EXPIRE)))
             add = SET_PERSIST;
         else if (has_next) {
-            if (srv_util_streq(o->ptr, o->len, "ex")) add = SET_EX;
-            else if (srv_util_streq(o->ptr, o->len, "px")) add = SET_PX;
-            else if (srv_util_streq(o->ptr, o->len, "exat")) add = SET_EXAT;
-            else if (srv_util_streq(o->ptr, o->len, "pxat")) add = SET_PXAT;
+            if (srv_util_streq(o->ptr, o->len, "ex"))
+                add = SET_EX;
+            else if (srv_util_streq(o->ptr, o->len, "px"))
+                add = SET_PX;
+            else if (srv_util_streq(o->ptr, o->len, "exat"))
+                add = SET_EXAT;
+            else if (srv_util_streq(o->ptr, o->len, "pxat"))
+                add = SET_PXAT;
             /* The same expire option may repeat (the last wins), as in
              * Redis; a different one conflicts. */
-            if (add && (f & (SET_KEEPTTL | SET_PERSIST |
-                             (SET_ANY_EXPIRE & ~add))))
+            if (add &&
+                (f & (SET_KEEPTTL | SET_PERSIST | (SET_ANY_EXPIRE & ~add))))
                 add = 0;
             if (add)
                 expire = &c->argv[++j];
@@ -102,9 +106,9 @@ static int expire_value_or_reply(srv_conn *c, unsigned f,
     if (!expire)
         return 0;
     return srv_args_expire_or_reply(c, expire,
-                                     f & (SET_EX | SET_EXAT) ? SRV_UNIT_S
-                                                             : SRV_UNIT_MS,
-                                     (f & (SET_EXAT | SET_PXAT)) != 0, 0, at);
+                                    f & (SET_EX | SET_EXAT) ? SRV_UNIT_S
+                                                            : SRV_UNIT_MS,
+                                    (f & (SET_EXAT | SET_PXAT)) != 0, 0, at);
 }
 
 /*
@@ -149,9 +153,11 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
     if (flags & SET_KEEPTTL)
         at = found ? r.expire_at : 0;
     if (at && at <= srv_cmd_now(c))
-        rc = found ? st_keyspace_delete(t, &k, srv_cmd_now(c)) : 0;  /* born expired */
+        rc = found ? st_keyspace_delete(t, &k, srv_cmd_now(c))
+                   : 0; /* born expired */
     else
-        rc = st_keyspace_string_set(t, &k, c->argv[vi].ptr, c->argv[vi].len, at);
+        rc = st_keyspace_string_set(t, &k, c->argv[vi].ptr, c->argv[vi].len,
+                                    at);
     if (rc && rc != ST_ENOTFOUND) {
         srv_txn_error(c, rc);
         return;
@@ -168,8 +174,10 @@ void srv_cmd_set(srv_conn *c)
     unsigned flags;
     int64_t at;
 
-    if (parse_set_options(c, 3, SET_NX | SET_XX | SET_GET | SET_KEEPTTL |
-                                    SET_ANY_EXPIRE, &flags, &expire) == 0 &&
+    if (parse_set_options(c, 3,
+                          SET_NX | SET_XX | SET_GET | SET_KEEPTTL |
+                              SET_ANY_EXPIRE,
+                          &flags, &expire) == 0 &&
         expire_value_or_reply(c, flags, expire, &at) == 0)
         set_generic(c, 2, flags, at, 0);
 }
@@ -219,12 +227,13 @@ static void get_generic(srv_conn *c, int then, unsigned flags,
         return;
     srv_reply_bulk(c, r.payload, r.payload_len);
     rc = 0;
-    if (then == GET_DELETE || (then == GET_EXPIRE && at && at <= srv_cmd_now(c)))
+    if (then == GET_DELETE ||
+        (then == GET_EXPIRE && at && at <= srv_cmd_now(c)))
         rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
     else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST)))
         rc = st_keyspace_expire_set(t, &k, srv_cmd_now(c), at);
     if (rc)
-        srv_txn_error(c, rc);   /* poisons: the group is replayed */
+        srv_txn_error(c, rc); /* poisons: the group is replayed */
 }
 
 void srv_cmd_get(srv_conn *c) { get_generic(c, GET_ONLY, 0, NULL); }
@@ -290,7 +299,8 @@ static void mset_generic(srv_conn *c, int nx)
     for (int i = 1; i < c->argc; i += 2) {
         st_keyref k;
         srv_key_ref(c, i, &k);
-        int rc = st_keyspace_string_set(t, &k, c->argv[i + 1].ptr, c->argv[i + 1].len, 0);
+        int rc = st_keyspace_string_set(t, &k, c->argv[i + 1].ptr,
+                                        c->argv[i + 1].len, 0);
         if (rc) {
             srv_txn_error(c, rc);
             return;
@@ -326,9 +336,8 @@ static int open_number_or_reply(srv_conn *c, struct st_txn **t, st_keyref *k,
 
 /* The INCR family's end: store the new value's text; 0, or -1 after an
  * error reply. */
-static int store_number_or_reply(srv_conn *c, struct st_txn *t,
-                                 st_keyref *k, const char *text,
-                                 int len, int64_t at)
+static int store_number_or_reply(srv_conn *c, struct st_txn *t, st_keyref *k,
+                                 const char *text, int len, int64_t at)
 {
     int rc = st_keyspace_string_set(t, k, text, (size_t)len, at);
 
@@ -446,7 +455,7 @@ static void splice_generic(srv_conn *c, int append, long long offset,
     if (append)
         offset = (long long)old;
     if (val->len == 0 && !append) {
-        srv_reply_int(c, (long long)old);   /* nothing to write */
+        srv_reply_int(c, (long long)old); /* nothing to write */
         return;
     }
     if (check_length_or_reply(c, (unsigned long long)offset + val->len))
@@ -457,7 +466,7 @@ static void splice_generic(srv_conn *c, int append, long long offset,
         return;
     }
     if (old)
-        memcpy(copy, r.payload, old);      /* the reserve may move it */
+        memcpy(copy, r.payload, old); /* the reserve may move it */
     if ((rc = st_keyspace_string_reserve(t, &k, len, at, &dst))) {
         srv_txn_error(c, rc);
         return;
@@ -519,11 +528,16 @@ void srv_cmd_getrange(srv_conn *c)
         srv_reply_bulk(c, "", 0);
         return;
     }
-    if (start < 0) start += len;
-    if (end < 0) end += len;
-    if (start < 0) start = 0;
-    if (end < 0) end = 0;
-    if (end >= len) end = len - 1;
+    if (start < 0)
+        start += len;
+    if (end < 0)
+        end += len;
+    if (start < 0)
+        start = 0;
+    if (end < 0)
+        end = 0;
+    if (end >= len)
+        end = len - 1;
     if (len == 0 || start > end) {
         srv_reply_bulk(c, "", 0);
         return;

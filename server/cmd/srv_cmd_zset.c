@@ -5,12 +5,12 @@
  * ZPOPMAX ZMPOP), algebra (ZUNION ZINTER ZDIFF and their STORE forms).
  * Every ordered reply streams from a storage walk.
  */
-#include "server/cmd/srv_key.h"
-#include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_args.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_key.h"
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
-#include "server/cmd/srv_cmd.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -65,13 +65,20 @@ static void add_generic(srv_conn *c, unsigned flags)
 
     for (; j < c->argc; j++) {
         const srv_slice *a = &c->argv[j];
-        if (srv_util_streq(a->ptr, a->len, "nx")) flags |= ZADD_NX;
-        else if (srv_util_streq(a->ptr, a->len, "xx")) flags |= ZADD_XX;
-        else if (srv_util_streq(a->ptr, a->len, "gt")) flags |= ZADD_GT;
-        else if (srv_util_streq(a->ptr, a->len, "lt")) flags |= ZADD_LT;
-        else if (srv_util_streq(a->ptr, a->len, "ch")) flags |= ZADD_CH;
-        else if (srv_util_streq(a->ptr, a->len, "incr")) flags |= ZADD_INCR;
-        else break;
+        if (srv_util_streq(a->ptr, a->len, "nx"))
+            flags |= ZADD_NX;
+        else if (srv_util_streq(a->ptr, a->len, "xx"))
+            flags |= ZADD_XX;
+        else if (srv_util_streq(a->ptr, a->len, "gt"))
+            flags |= ZADD_GT;
+        else if (srv_util_streq(a->ptr, a->len, "lt"))
+            flags |= ZADD_LT;
+        else if (srv_util_streq(a->ptr, a->len, "ch"))
+            flags |= ZADD_CH;
+        else if (srv_util_streq(a->ptr, a->len, "incr"))
+            flags |= ZADD_INCR;
+        else
+            break;
     }
     int pairs = c->argc - j;
     if (pairs == 0 || pairs % 2) {
@@ -300,8 +307,7 @@ static int parse_bounds_or_reply(srv_conn *c, int mi, int ma, st_zrange *r)
 }
 
 /* Turn Redis rank bounds into start/count for a zset of n; 0 if empty. */
-static int rank_window(long long start, long long end, uint64_t n,
-                       st_zrange *r)
+static int rank_window(long long start, long long end, uint64_t n, st_zrange *r)
 {
     uint64_t first, last;
 
@@ -358,16 +364,20 @@ static int emit_member(void *ctx, const uint8_t *m, size_t ml, double s)
 /* ---- ZRANGE family ---- */
 
 enum range_cmd {
-    RC_ZRANGE, RC_ZRANGESTORE, RC_ZREVRANGE, RC_BYSCORE, RC_REVBYSCORE,
-    RC_BYLEX, RC_REVBYLEX
+    RC_ZRANGE,
+    RC_ZRANGESTORE,
+    RC_ZREVRANGE,
+    RC_BYSCORE,
+    RC_REVBYSCORE,
+    RC_BYLEX,
+    RC_REVBYLEX
 };
 
 /*
  * Copy range `r` of `src` into the fresh zset `dst`, SRV_COLL_BATCH at a
  * time (the walk resumes after each batch by offset).
  */
-static int store_range(struct st_txn *t, st_obj *src, st_zrange r,
-                       st_obj *dst)
+static int store_range(struct st_txn *t, st_obj *src, st_zrange r, st_obj *dst)
 {
     srv_coll_batch *b = calloc(1, sizeof *b);
     uint64_t got;
@@ -438,11 +448,26 @@ static void range_generic(srv_conn *c, int cmd)
     int rc;
 
     switch (cmd) {
-    case RC_ZREVRANGE: by = ST_ZBY_RANK; rev = 1; break;
-    case RC_BYSCORE: by = ST_ZBY_SCORE; rev = 0; break;
-    case RC_REVBYSCORE: by = ST_ZBY_SCORE; rev = 1; break;
-    case RC_BYLEX: by = ST_ZBY_LEX; rev = 0; break;
-    case RC_REVBYLEX: by = ST_ZBY_LEX; rev = 1; break;
+    case RC_ZREVRANGE:
+        by = ST_ZBY_RANK;
+        rev = 1;
+        break;
+    case RC_BYSCORE:
+        by = ST_ZBY_SCORE;
+        rev = 0;
+        break;
+    case RC_REVBYSCORE:
+        by = ST_ZBY_SCORE;
+        rev = 1;
+        break;
+    case RC_BYLEX:
+        by = ST_ZBY_LEX;
+        rev = 0;
+        break;
+    case RC_REVBYLEX:
+        by = ST_ZBY_LEX;
+        rev = 1;
+        break;
     default: break;
     }
     for (int j = first + 3; j < c->argc; j++) {
@@ -522,8 +547,8 @@ static void range_generic(srv_conn *c, int cmd)
         srv_reply_array(c, 0);
         return;
     }
-    emit_ctx e = { c, withscores, withscores && c->resp == 3, NULL, 0,
-                   NULL, t, 0 };
+    emit_ctx e = { c, withscores, withscores && c->resp == 3, NULL, 0, NULL,
+                   t, 0 };
     uint64_t visited;
     size_t mark = srv_reply_defer(c);
     if ((rc = st_zset_walk(t, &o, &r, 0, emit_member, &e, &visited))) {
@@ -555,8 +580,7 @@ static void count_generic(srv_conn *c, int by)
     memset(&r, 0, sizeof r);
     r.by = by;
     r.limit = UINT64_MAX;
-    if (parse_bounds_or_reply(c, 2, 3, &r) ||
-        !(t = srv_txn_read_or_reply(c)) ||
+    if (parse_bounds_or_reply(c, 2, 3, &r) || !(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
         return;
     if (rc && by == ST_ZBY_SCORE)
@@ -610,7 +634,10 @@ static void remrange_generic(srv_conn *c, int by)
 }
 
 void srv_cmd_zremrangebyrank(srv_conn *c) { remrange_generic(c, ST_ZBY_RANK); }
-void srv_cmd_zremrangebyscore(srv_conn *c) { remrange_generic(c, ST_ZBY_SCORE); }
+void srv_cmd_zremrangebyscore(srv_conn *c)
+{
+    remrange_generic(c, ST_ZBY_SCORE);
+}
 void srv_cmd_zremrangebylex(srv_conn *c) { remrange_generic(c, ST_ZBY_LEX); }
 
 /* ---- pops ---- */
@@ -692,17 +719,16 @@ void srv_cmd_zrandmember(srv_conn *c)
     int withscores = 0, rc;
     size_t mark;
 
-    if (c->argc > 4 || (c->argc == 4 && !srv_util_streq(c->argv[3].ptr,
-                                                   c->argv[3].len,
-                                                   "withscores"))) {
+    if (c->argc > 4 ||
+        (c->argc == 4 &&
+         !srv_util_streq(c->argv[3].ptr, c->argv[3].len, "withscores"))) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
     withscores = c->argc == 4;
     if (c->argc >= 3 && srv_args_rand_count_or_reply(c, withscores, &count))
         return;
-    if (!(t = srv_txn_read_or_reply(c)) ||
-        open_or_reply(c, t, 1, &k, &o) < 0)
+    if (!(t = srv_txn_read_or_reply(c)) || open_or_reply(c, t, 1, &k, &o) < 0)
         return;
     emit_ctx e = { c, withscores, withscores && c->resp == 3, NULL, 0, NULL,
                    t, 0 };
@@ -711,8 +737,7 @@ void srv_cmd_zrandmember(srv_conn *c)
             srv_reply_null(c);
             return;
         }
-        if ((rc = st_zset_sample(t, &o, srv_coll_rand64(), 1, emit_member,
-                                 &e)))
+        if ((rc = st_zset_sample(t, &o, srv_coll_rand64(), 1, emit_member, &e)))
             srv_txn_error(c, rc);
         return;
     }
@@ -788,9 +813,7 @@ static double aggregate(int agg, double a, double b)
     switch (agg) {
     case AGG_MIN: return a < b ? a : b;
     case AGG_MAX: return a > b ? a : b;
-    default:
-        v = a + b;
-        return isnan(v) ? 0 : v;
+    default: v = a + b; return isnan(v) ? 0 : v;
     }
 }
 
@@ -825,8 +848,8 @@ static int input_batch(algebra *a, int i, uint64_t *cursor, srv_coll_batch *b)
 
     srv_coll_batch_reset(b);
     if (in->o.type == ST_TYPE_SET)
-        return st_set_scan(a->t, &in->o, *cursor, SRV_COLL_BATCH,
-                           set_to_batch, b, cursor);
+        return st_set_scan(a->t, &in->o, *cursor, SRV_COLL_BATCH, set_to_batch,
+                           b, cursor);
     return st_zset_scan(a->t, &in->o, *cursor, SRV_COLL_BATCH,
                         srv_coll_batch_scored, b, cursor);
 }
@@ -906,8 +929,7 @@ out:
 }
 
 /* Open input argv[i] (a zset or a set): -1 after an error reply. */
-static int open_input_or_reply(srv_conn *c, struct st_txn *t, int i,
-                               input *in)
+static int open_input_or_reply(srv_conn *c, struct st_txn *t, int i, input *in)
 {
     int rc;
 
@@ -935,8 +957,10 @@ static void algebra_generic(srv_conn *c, int op, int store)
     if (srv_args_ll_or_reply(c, &c->argv[first], &numkeys))
         return;
     if (numkeys < 1) {
-        srv_reply_errorf(c, "ERR at least 1 input key is needed for '%s' "
-                            "command", c->cmd->name);
+        srv_reply_errorf(c,
+                         "ERR at least 1 input key is needed for '%s' "
+                         "command",
+                         c->cmd->name);
         return;
     }
     if (numkeys > c->argc - first - 1) {
@@ -964,12 +988,15 @@ static void algebra_generic(srv_conn *c, int op, int store)
                 }
             }
             j += a.n;
-        } else if (op != OP_DIFF && srv_util_streq(o->ptr, o->len, "aggregate") &&
-                   left >= 1) {
+        } else if (op != OP_DIFF &&
+                   srv_util_streq(o->ptr, o->len, "aggregate") && left >= 1) {
             const srv_slice *g = &c->argv[++j];
-            if (srv_util_streq(g->ptr, g->len, "sum")) a.agg = AGG_SUM;
-            else if (srv_util_streq(g->ptr, g->len, "min")) a.agg = AGG_MIN;
-            else if (srv_util_streq(g->ptr, g->len, "max")) a.agg = AGG_MAX;
+            if (srv_util_streq(g->ptr, g->len, "sum"))
+                a.agg = AGG_SUM;
+            else if (srv_util_streq(g->ptr, g->len, "min"))
+                a.agg = AGG_MIN;
+            else if (srv_util_streq(g->ptr, g->len, "max"))
+                a.agg = AGG_MAX;
             else {
                 srv_reply_error(c, SRV_ERR_SYNTAX);
                 goto out;
@@ -994,7 +1021,7 @@ static void algebra_generic(srv_conn *c, int op, int store)
     res.type = ST_TYPE_ZSET;
     a.res = &res;
     rc = st_coll_create(a.t, &res);
-    res.exists = 1;             /* elements may be looked up while built */
+    res.exists = 1; /* elements may be looked up while built */
     if (rc || (rc = algebra_run(&a))) {
         srv_txn_error(c, rc);
         goto out;
@@ -1008,8 +1035,8 @@ static void algebra_generic(srv_conn *c, int op, int store)
     }
     /* Reply the result in order, deleting it as it goes. */
     st_zrange r;
-    emit_ctx e = { c, withscores, withscores && c->resp == 3, NULL, 0,
-                   NULL, a.t, 0 };
+    emit_ctx e = { c,   withscores, withscores && c->resp == 3, NULL, 0, NULL,
+                   a.t, 0 };
     uint64_t n;
     memset(&r, 0, sizeof r);
     r.by = ST_ZBY_RANK;

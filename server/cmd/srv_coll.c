@@ -46,8 +46,7 @@ int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
     return rc ? -1 : 0;
 }
 
-void srv_coll_remove_members(srv_conn *c, int type,
-                             srv_coll_remove_fn *remove)
+void srv_coll_remove_members(srv_conn *c, int type, srv_coll_remove_fn *remove)
 {
     struct st_txn *t;
     st_keyref k;

@@ -32,20 +32,19 @@ int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, struct st_obj *o);
 
 /* Removes one member of a collection: 0, ST_ENOTFOUND, or an error. */
 typedef int srv_coll_remove_fn(struct st_txn *t, struct st_obj *o,
-                                 const void *member, size_t len);
+                               const void *member, size_t len);
 
 /*
  * HDEL, SREM, ZREM: remove members argv[2..] from the collection argv[1]
  * of `type` with `remove`, save it (an emptied one disappears) and reply
  * how many were there.
  */
-void srv_coll_remove_members(srv_conn *c, int type,
-                             srv_coll_remove_fn *remove);
+void srv_coll_remove_members(srv_conn *c, int type, srv_coll_remove_fn *remove);
 
 /* Replies what the collection holds for argv[i]: 0, or a storage error
  * (nothing replied then). */
 typedef int srv_coll_reply_fn(srv_conn *c, struct st_txn *t,
-                                const struct st_obj *o, int i);
+                              const struct st_obj *o, int i);
 
 /*
  * HGET/ZSCORE (one member, argv[2]) and HMGET/ZMSCORE (`many`: an array
@@ -55,14 +54,14 @@ void srv_coll_reply_members(srv_conn *c, int type, int many,
                             srv_coll_reply_fn *reply);
 
 /* What srv_coll_emit_elem replies per element of a hash or set walk. */
-#define SRV_COLL_NAMES 0x1u         /* the field or member */
-#define SRV_COLL_VALUES 0x2u        /* a hash field's value */
+#define SRV_COLL_NAMES 0x1u  /* the field or member */
+#define SRV_COLL_VALUES 0x2u /* a hash field's value */
 
 typedef struct srv_coll_emit {
     srv_conn *c;
-    unsigned want;                  /* SRV_COLL_NAMES | SRV_COLL_VALUES */
-    const srv_slice *match;         /* a SCAN's MATCH pattern, or NULL */
-    long long n;                    /* reply elements written */
+    unsigned want;          /* SRV_COLL_NAMES | SRV_COLL_VALUES */
+    const srv_slice *match; /* a SCAN's MATCH pattern, or NULL */
+    long long n;            /* reply elements written */
 } srv_coll_emit;
 
 /* The callback of a hash or set walk (st_elem_fn; ctx a srv_coll_emit):
@@ -98,7 +97,7 @@ uint64_t srv_coll_rand64(void);
 typedef struct srv_coll_batch {
     uint8_t *buf;
     size_t len, cap;
-    size_t n;                   /* members held */
+    size_t n; /* members held */
     size_t off[SRV_COLL_BATCH + 1];
     double score[SRV_COLL_BATCH];
 } srv_coll_batch;

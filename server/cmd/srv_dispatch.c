@@ -33,7 +33,8 @@ static void reply_unknown(srv_conn *c)
     }
     int namelen = c->argv[0].len < UNKNOWN_ARGS_MAX ? (int)c->argv[0].len
                                                     : UNKNOWN_ARGS_MAX;
-    srv_reply_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
+    srv_reply_errorf(c,
+                     "ERR unknown command '%.*s', with args beginning with: %s",
                      namelen, c->argv[0].ptr, args);
 }
 
@@ -70,14 +71,16 @@ void srv_dispatch_execute(srv_conn *c)
     }
     if (c->flags & SRV_CONN_SUBSCRIBED && c->resp == 2 &&
         !(cmd->flags & F_SUBSCRIBED_OK)) {
-        srv_reply_errorf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
-                            "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
-                            "allowed in this context", cmd->name);
+        srv_reply_errorf(c,
+                         "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+                         "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
+                         "allowed in this context",
+                         cmd->name);
         SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;
     }
     if (c->hooks.n && srv_hooks_intercept(&c->hooks, c))
-        return;                         /* queued by MULTI */
+        return; /* queued by MULTI */
     srv_dispatch_run(c);
 }
 
@@ -89,10 +92,9 @@ void srv_dispatch_run(srv_conn *c)
         c->now_ms = srv_util_mstime();
     cmd->proc(c);
     if (cmd->flags & F_NOREPLAY)
-        srv_group_commit_after(&c->worker->group);   /* never replayed */
+        srv_group_commit_after(&c->worker->group); /* never replayed */
     cmd->calls++;
     c->commands++;
     c->last_cmd = cmd->name;
     SRV_STAT_ADD(c->worker->stats, total_commands, 1);
 }
-

@@ -17,7 +17,8 @@ void srv_key_ref(srv_conn *c, int i, st_keyref *k)
     st_codec_keyref_init(k, c->db, c->argv[i].ptr, c->argv[i].len);
 }
 
-int srv_key_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
+int srv_key_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k,
+                          st_rec *r)
 {
     int rc = st_keyspace_lookup(t, k, srv_cmd_now(c), r);
 

@@ -21,7 +21,8 @@ void srv_key_ref(srv_conn *c, int i, st_keyref *k);
  * it is a string, 0 when absent (counts a miss), -1 after replying an
  * error (WRONGTYPE unless `any_type`, storage failure).
  */
-int srv_key_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r);
+int srv_key_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k,
+                          st_rec *r);
 
 /* A grow-only scratch buffer of the worker, for copies of old values. */
 char *srv_key_scratch(size_t len);

@@ -2,9 +2,9 @@
  * srv_multi.c - transactions: the MULTI queue, WATCH versions, EXEC.
  *
  * A connection's state lives in one struct attached to it (srv_hooks.h)
- * at its first MULTI or WATCH and kept until it closes, so a client that runs transactions
- * in a loop reuses the same buffers. Queued arguments are copied (the
- * read buffer is consumed at each group commit) into one byte buffer;
+ * at its first MULTI or WATCH and kept until it closes, so a client that runs
+ * transactions in a loop reuses the same buffers. Queued arguments are copied
+ * (the read buffer is consumed at each group commit) into one byte buffer;
  * entries and watched keys hold offsets into their buffers.
  */
 #include "server/cmd/srv_multi.h"
@@ -24,17 +24,17 @@
 typedef struct queued {
     const srv_command *cmd;
     int argc;
-    unsigned first_arg;         /* index into `args` */
+    unsigned first_arg; /* index into `args` */
 } queued;
 
 typedef struct arg {
-    size_t off, len;            /* into `bytes` */
+    size_t off, len; /* into `bytes` */
 } arg;
 
 typedef struct watched {
     unsigned db;
-    size_t off, len;            /* name, into `names` */
-    uint64_t version;           /* 0: absent when watched */
+    size_t off, len;  /* name, into `names` */
+    uint64_t version; /* 0: absent when watched */
 } watched;
 
 /* What a rewind goes back to. */
@@ -45,8 +45,8 @@ typedef struct saved {
 } saved;
 
 typedef struct srv_multi {
-    int active;                 /* between MULTI and EXEC/DISCARD */
-    int dirty;                  /* a command was refused: EXECABORT */
+    int active; /* between MULTI and EXEC/DISCARD */
+    int dirty;  /* a command was refused: EXECABORT */
     queued *q;
     unsigned nq, capq;
     arg *args;
@@ -55,14 +55,14 @@ typedef struct srv_multi {
     watched *w;
     unsigned nw, capw;
     srv_buf names;
-    srv_slice *argv;            /* EXEC's argument vector */
+    srv_slice *argv; /* EXEC's argument vector */
     int capargv;
     /* an EXEC that published: its reply, with slots for the counts */
     srv_buf aside;
-    size_t *slots;              /* offsets into `aside` */
+    size_t *slots; /* offsets into `aside` */
     long long *counts;
     unsigned nslots, capslots, nanswered;
-    int aside_lost;             /* the reply became one error: no slots */
+    int aside_lost; /* the reply became one error: no slots */
     saved at_commit;
 } srv_multi;
 
@@ -115,10 +115,7 @@ static void end_multi(srv_multi *m)
     m->nargs = 0;
 }
 
-static void unwatch_all(srv_multi *m)
-{
-    m->nw = 0;
-}
+static void unwatch_all(srv_multi *m) { m->nw = 0; }
 
 int srv_multi_queued(const srv_conn *c)
 {
@@ -152,8 +149,7 @@ static int on_intercept(srv_conn *c, void *state)
         if (grow((void **)&m->args, m->nargs + (unsigned)i, &m->capargs,
                  sizeof *m->args))
             goto oom;
-        m->args[m->nargs + (unsigned)i] =
-            (arg){ m->bytes.len, c->argv[i].len };
+        m->args[m->nargs + (unsigned)i] = (arg){ m->bytes.len, c->argv[i].len };
         if (srv_buf_append(&m->bytes, c->argv[i].ptr, c->argv[i].len))
             goto oom;
     }
@@ -176,8 +172,8 @@ static void on_committed(srv_conn *c, void *state)
         m->bytes.len = 0;
     if (m->nw == 0)
         m->names.len = 0;
-    m->at_commit = (saved){ m->active, m->dirty, m->nq, m->nargs, m->nw,
-                            m->bytes.len, m->names.len };
+    m->at_commit = (saved){ m->active, m->dirty,     m->nq,       m->nargs,
+                            m->nw,     m->bytes.len, m->names.len };
 }
 
 /* The group was lost: back to the state of the last commit. */
@@ -333,7 +329,7 @@ static int watch_broken(const srv_conn *c, srv_multi *m, struct st_txn *t)
         int rc;
 
         st_codec_keyref_init(&k, m->w[i].db, m->names.data + m->w[i].off,
-                       m->w[i].len);
+                             m->w[i].len);
         if ((rc = version_of(c, t, &k, &ver)))
             return rc;
         if (ver != m->w[i].version)
@@ -372,7 +368,7 @@ static int on_defer(srv_conn *c, void *state)
 
     if (grow((void **)&m->slots, m->nslots, &m->capslots, sizeof *m->slots) ||
         grow((void **)&m->counts, m->nslots, &cap, sizeof *m->counts)) {
-        m->aside_lost = 1;          /* no memory: the reply says so below */
+        m->aside_lost = 1; /* no memory: the reply says so below */
         return 1;
     }
     m->slots[m->nslots++] = c->out.len;
@@ -438,7 +434,7 @@ static int load_queued(srv_conn *c, srv_multi *m, unsigned i)
  */
 static void reply_lost(srv_conn *c, size_t exec_mark, size_t cmd_mark)
 {
-    size_t n = c->out.len - cmd_mark;   /* the error, last in the buffer */
+    size_t n = c->out.len - cmd_mark; /* the error, last in the buffer */
 
     memmove(c->out.data + exec_mark, c->out.data + cmd_mark, n);
     c->out.len = exec_mark + n;
@@ -463,7 +459,8 @@ void srv_cmd_exec(srv_conn *c)
         return;
     }
     t = any_flagged(m, F_WRITE | F_WRITE_TXN) || m->nw
-            ? srv_txn_write_or_reply(c) : srv_txn_read_or_reply(c);
+            ? srv_txn_write_or_reply(c)
+            : srv_txn_read_or_reply(c);
     if (!t) {
         end_multi(m);
         unwatch_all(m);
@@ -479,7 +476,7 @@ void srv_cmd_exec(srv_conn *c)
         return;
     }
     unwatch_all(m);
-    m->active = 0;              /* the queue runs, it is not queued again */
+    m->active = 0; /* the queue runs, it is not queued again */
     int argc = c->argc;
     srv_slice *argv = c->argv;
     const srv_command *cmd = c->cmd;
@@ -519,7 +516,7 @@ void srv_cmd_exec(srv_conn *c)
             srv_buf_append(&c->out, m->aside.data, m->aside.len);
             m->aside.len = 0;
         } else {
-            c->blocked = 1;             /* until on_deferred completes it */
+            c->blocked = 1; /* until on_deferred completes it */
         }
     }
     end_multi(m);

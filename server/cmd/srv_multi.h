@@ -7,8 +7,8 @@
  *
  * The worker's group commit may rewind a connection to its last commit
  * and replay its input: the state here is saved at every commit and
- * restored on a rewind (srv_group.h). Commands that shrink it (EXEC, DISCARD, UNWATCH,
- * RESET) commit right after they run, so a rewind only ever truncates.
+ * restored on a rewind (srv_group.h). Commands that shrink it (EXEC, DISCARD,
+ * UNWATCH, RESET) commit right after they run, so a rewind only ever truncates.
  */
 #ifndef SRV_MULTI_H
 #define SRV_MULTI_H

@@ -74,13 +74,12 @@ int srv_scan_match(const srv_slice *match, const void *name, size_t len)
     return !match || srv_util_glob_match(match->ptr, match->len, name, len, 0);
 }
 
-void srv_scan_reply_finish(srv_conn *c, size_t mark, uint64_t next,
-                           long long n)
+void srv_scan_reply_finish(srv_conn *c, size_t mark, uint64_t next, long long n)
 {
     char cur[SRV_LLSTR_SIZE + 1], head[SRV_REPLY_DEFER_MAX];
     int cn = snprintf(cur, sizeof cur, "%llu", (unsigned long long)next);
-    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n",
-                      cn, cur, n);
+    int hn = snprintf(head, sizeof head, "*2\r\n$%d\r\n%s\r\n*%lld\r\n", cn,
+                      cur, n);
 
     srv_reply_defer_fill(c, mark, head, (size_t)hn);
 }

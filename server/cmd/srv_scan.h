@@ -17,8 +17,8 @@ struct st_obj;
 typedef struct srv_scan_args {
     uint64_t cursor;
     long long count;
-    const srv_slice *match;     /* NULL: everything ("*" too) */
-    const srv_slice *type;      /* SCAN's TYPE, NULL if not given */
+    const srv_slice *match; /* NULL: everything ("*" too) */
+    const srv_slice *type;  /* SCAN's TYPE, NULL if not given */
 } srv_scan_args;
 
 #define SRV_SCAN_DEFAULT_COUNT 10

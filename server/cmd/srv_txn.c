@@ -37,10 +37,14 @@ static void check_write_flag(const srv_conn *c)
 
     if (c->cmd && (c->cmd->flags & (F_WRITE | F_WRITE_TXN)))
         return;
-    srv_log(SRV_LOG_WARNING, 0, "BUG: '%s' opened a write transaction but "
-            "its command table row has no F_WRITE", name);
-    fprintf(stderr, "larder: BUG: '%s' opened a write transaction but its "
-            "command table row has no F_WRITE\n", name);
+    srv_log(SRV_LOG_WARNING, 0,
+            "BUG: '%s' opened a write transaction but "
+            "its command table row has no F_WRITE",
+            name);
+    fprintf(stderr,
+            "larder: BUG: '%s' opened a write transaction but its "
+            "command table row has no F_WRITE\n",
+            name);
     abort();
 }
 #endif
@@ -61,6 +65,6 @@ struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 void srv_txn_error(srv_conn *c, int rc)
 {
     srv_group_reply_error(c, rc);
-    if (rc != ST_EWRONGTYPE)        /* a refusal, not a failed write */
+    if (rc != ST_EWRONGTYPE) /* a refusal, not a failed write */
         srv_group_poison(&c->worker->group);
 }

@@ -110,8 +110,8 @@ int main(int argc, char **argv)
     if ((rc = mdb_env_create(&env)))
         return fail("mdb_env_create", rc);
     mdb_env_set_maxdbs(env, FAULT_MAX_DBS);
-    if ((rc = mdb_env_open(env, argv[1],
-                           MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600)))
+    if ((rc = mdb_env_open(env, argv[1], MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK,
+                           0600)))
         return fail("mdb_env_open", rc);
     mdb_env_info(env, &info);
     printf("txnid %zu\n", (size_t)info.me_last_txnid);
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
                0 &&
            nnames < FAULT_MAX_DBS) {
         size_t len = k.mv_size < FAULT_NAME_MAX - 1 ? k.mv_size
-                                                     : FAULT_NAME_MAX - 1;
+                                                    : FAULT_NAME_MAX - 1;
         memcpy(names[nnames], k.mv_data, len);
         names[nnames][len] = '\0';
         /* A damaged image may hold any bytes: print names safely. */

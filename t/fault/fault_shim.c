@@ -65,7 +65,7 @@ struct fault_rec {
     uint16_t flags;
     uint32_t pid;
     uint32_t len;
-    int64_t off;    /* WRITE: file offset; SYNC_*: kind / errno; TRUNCATE: size */
+    int64_t off; /* WRITE: file offset; SYNC_*: kind / errno; TRUNCATE: size */
     int64_t mono_ns; /* CLOCK_MONOTONIC */
 };
 
@@ -91,10 +91,7 @@ static int (*real_fdatasync)(int);
 static int (*real_msync)(void *, size_t, int);
 static int (*real_ftruncate)(int, off_t);
 
-static void *sym(const char *name)
-{
-    return dlsym(RTLD_NEXT, name);
-}
+static void *sym(const char *name) { return dlsym(RTLD_NEXT, name); }
 
 /* Resolve the next definitions; called by the constructor and lazily by
  * any wrapper that runs before it (another library's constructor). */
@@ -149,7 +146,7 @@ static int journal(void)
     if (jfd < 0 || jpid != me) {
         int saved = errno;
         jfd = REAL(open)(getenv("FAULT_JOURNAL"),
-                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+                         O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
         jpid = me;
         errno = saved;
     }
@@ -292,8 +289,8 @@ int openat64(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode = mode_arg(flags, ap);
     va_end(ap);
-    return opened((REAL(openat64) ? real_openat64 : real_openat)(
-                      dirfd, path, flags, mode),
+    return opened((REAL(openat64) ? real_openat64 : real_openat)(dirfd, path,
+                                                                 flags, mode),
                   path, flags);
 }
 
@@ -304,10 +301,7 @@ int close(int fd)
     return REAL(close)(fd);
 }
 
-static uint16_t wflags(int fd)
-{
-    return tracked[fd] == 2 ? FAULT_F_DSYNC : 0;
-}
+static uint16_t wflags(int fd) { return tracked[fd] == 2 ? FAULT_F_DSYNC : 0; }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {

@@ -93,9 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (off = 0; off < size; off += chunk) {
         size_t n = size - off < chunk ? size - off : chunk;
         if (srv_embed_feed(c, data + off, n))
-            return 0;                   /* closed: protocol error or QUIT */
+            return 0; /* closed: protocol error or QUIT */
         check_replies(c);
-        c->out.len = 0;                 /* replies are read and dropped */
+        c->out.len = 0; /* replies are read and dropped */
     }
     srv_conn_close(c);
     return 0;

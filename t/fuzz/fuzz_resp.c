@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 typedef struct outcome {
     uint64_t hash;
     size_t commands;
-    int rc;                     /* final: MORE, ERROR or NOMEM */
-    char error[ERROR_SIZE];     /* a copy: the parser's text may be reused */
+    int rc;                 /* final: MORE, ERROR or NOMEM */
+    char error[ERROR_SIZE]; /* a copy: the parser's text may be reused */
 } outcome;
 
 static void fold(uint64_t *h, const void *p, size_t n)
@@ -77,7 +77,7 @@ static void check_done(const srv_parser *p, const char *buf, size_t len)
 
 typedef struct feeder {
     uint32_t state;
-    unsigned max;               /* 0: everything at once */
+    unsigned max; /* 0: everything at once */
 } feeder;
 
 static size_t next_chunk(feeder *f, size_t left)
@@ -181,7 +181,7 @@ static void fuzz_split(const uint8_t *in, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     outcome chunked, whole;
-    feeder f, all = {0, 0};
+    feeder f, all = { 0, 0 };
     long long max_bulk;
     unsigned k;
 

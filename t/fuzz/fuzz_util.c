@@ -32,10 +32,7 @@ static void check(int ok)
         abort();
 }
 
-static int fold(unsigned char c, int nocase)
-{
-    return nocase ? tolower(c) : c;
-}
+static int fold(unsigned char c, int nocase) { return nocase ? tolower(c) : c; }
 
 /*
  * Redis's stringmatchlen, restated: * any run, ? one byte, [set] with ^,
@@ -85,7 +82,7 @@ static int ref_match(const unsigned char *p, size_t plen,
                 } else if (plen > 0 && p[0] == ']') {
                     break;
                 } else if (plen == 0) {
-                    p--;            /* unclosed: stand on the last byte */
+                    p--; /* unclosed: stand on the last byte */
                     plen++;
                     break;
                 } else if (plen >= 3 && p[1] == '-') {
@@ -150,7 +147,7 @@ static int ref_str2ll(const uint8_t *s, size_t len, long long *out)
     if (i == len)
         return 0;
     if (s[i] == '0' && !(i == 0 && len == 1))
-        return 0;                       /* leading zero, "-0" */
+        return 0; /* leading zero, "-0" */
     for (size_t j = i; j < len; j++)
         if (s[j] < '0' || s[j] > '9')
             return 0;
@@ -210,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
     }
     check(srv_util_glob_match((const char *)pat, plen, (const char *)str, slen,
-                         nocase) == ref_match(pat, plen, str, slen, nocase));
+                              nocase) ==
+          ref_match(pat, plen, str, slen, nocase));
     return 0;
 }

@@ -29,3 +29,17 @@ AM_TESTS_ENVIRONMENT = \
 	LARDER_SERVER=$(abs_top_builddir)/larder-server; export LARDER_SERVER; \
 	PYTHONPATH=$(abs_top_srcdir)/t/integ; export PYTHONPATH; \
 	PYTHONDONTWRITEBYTECODE=1; export PYTHONDONTWRITEBYTECODE;
+
+# ==== issue 11 ====
+
+# ==== issue 12 ====
+
+# ==== issue 13 ====
+
+# ==== issue 14 ====
+
+# ==== issue 15 ====
+
+# ==== issue 16 ====
+
+# ==== issue 17 ====

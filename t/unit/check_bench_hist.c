@@ -15,8 +15,8 @@
 /* The tool promises 1%; the layout should do better than that. */
 #define PROMISED_REL_ERROR 0.01
 #define UNIFORM_N 100000
-#define BIMODAL_LOW 50     /* e.g. a 50 us cache hit */
-#define BIMODAL_HIGH 5000  /* e.g. a 5 ms disk read */
+#define BIMODAL_LOW 50    /* e.g. a 50 us cache hit */
+#define BIMODAL_HIGH 5000 /* e.g. a 5 ms disk read */
 #define BIMODAL_LOW_N 9000
 #define BIMODAL_HIGH_N 1000
 #define SINGLE_VALUE 123456789
@@ -145,8 +145,7 @@ START_TEST(test_single_and_empty)
     bench_hist_record(h, SINGLE_VALUE);
     /* Clamping to [min, max] makes a single value exact. */
     for (i = 0; i < N_QUANTILES; i++)
-        ck_assert_uint_eq(bench_hist_percentile(h, quantiles[i]),
-                          SINGLE_VALUE);
+        ck_assert_uint_eq(bench_hist_percentile(h, quantiles[i]), SINGLE_VALUE);
     bench_hist_reset(h);
     ck_assert_uint_eq(bench_hist_count(h), 0);
     ck_assert_uint_eq(bench_hist_percentile(h, 99.0), 0);

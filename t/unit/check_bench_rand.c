@@ -16,8 +16,8 @@
 #define DRAWS 400000
 #define SMALL_N 10
 #define BUCKETS 16
-#define FREQ_TOLERANCE 0.01     /* absolute, on probabilities */
-#define UNIFORM_TOLERANCE 0.1   /* relative, per bucket */
+#define FREQ_TOLERANCE 0.01   /* absolute, on probabilities */
+#define UNIFORM_TOLERANCE 0.1 /* relative, per bucket */
 #define SEED 42
 #define TIMEOUT_S 60
 
@@ -43,7 +43,7 @@ END_TEST
 START_TEST(test_below_and_double_uniform)
 {
     bench_rng r;
-    unsigned counts[BUCKETS] = {0};
+    unsigned counts[BUCKETS] = { 0 };
 
     bench_rng_seed(&r, SEED, 0);
     for (int i = 0; i < DRAWS; i++) {
@@ -68,7 +68,7 @@ static void check_zipf(double alpha)
 {
     bench_dist d;
     bench_rng r;
-    unsigned counts[SMALL_N + 1] = {0};
+    unsigned counts[SMALL_N + 1] = { 0 };
     double h = 0;
 
     ck_assert_int_eq(bench_dist_init_zipf(&d, SMALL_N, alpha), 0);
@@ -98,8 +98,8 @@ END_TEST
 
 START_TEST(test_dist_next_in_range_and_bijective)
 {
-    static const char *const specs[] = {"uniform", "zipf:0.99", "hot:10:90",
-                                        "sequential", "shuffled"};
+    static const char *const specs[] = { "uniform", "zipf:0.99", "hot:10:90",
+                                         "sequential", "shuffled" };
     const uint64_t n = 1000;
 
     for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
@@ -127,8 +127,10 @@ START_TEST(test_dist_next_in_range_and_bijective)
             prev = k;
         }
         for (uint64_t i = 0; i < n; i++)
-            ck_assert_msg(seen[i] == 1, "%s: key %llu seen %d times in one "
-                          "lap", specs[s], (unsigned long long)i, seen[i]);
+            ck_assert_msg(seen[i] == 1,
+                          "%s: key %llu seen %d times in one "
+                          "lap",
+                          specs[s], (unsigned long long)i, seen[i]);
         /* Shuffled: successive keys are not neighbours. */
         if (strcmp(specs[s], "shuffled") == 0)
             ck_assert_uint_eq(adjacent, 0);

@@ -211,8 +211,8 @@ START_TEST(test_depth_limit)
     ck_assert_int_eq(bench_resp_parse(ok, strlen(ok), &r), (long)strlen(ok));
     ck_assert_int_eq(bench_resp_parse(deep, strlen(deep), &r), -1);
     /* Too deep is an error even before the rest has arrived. */
-    ck_assert_int_eq(bench_resp_parse(deep, (BENCH_RESP_MAX_DEPTH + 1) * 4,
-                                      &r), -1);
+    ck_assert_int_eq(bench_resp_parse(deep, (BENCH_RESP_MAX_DEPTH + 1) * 4, &r),
+                     -1);
     free(ok);
     free(deep);
 }
@@ -258,8 +258,8 @@ static void expected_replies(flat *want)
 
     for (i = 0; i < N_PARTS; i++) {
         bench_reply r;
-        long used = bench_resp_parse(stream_parts[i],
-                                     strlen(stream_parts[i]), &r);
+        long used = bench_resp_parse(stream_parts[i], strlen(stream_parts[i]),
+                                     &r);
 
         ck_assert_int_eq(used, (long)strlen(stream_parts[i]));
         flatten(&r, used, &want[i]);
@@ -381,24 +381,48 @@ END_TEST
 START_TEST(test_malformed)
 {
     static const char *const bad[] = {
-        "?\r\n", "x", " +OK\r\n", "\r\n", "\n",
+        "?\r\n",
+        "x",
+        " +OK\r\n",
+        "\r\n",
+        "\n",
         /* RESP3 types: map, set, null, double, boolean, verbatim, push,
          * big number, attribute, blob error */
-        "%1\r\n+a\r\n+b\r\n", "~1\r\n:1\r\n", "_\r\n", ",1.5\r\n", "#t\r\n",
-        "=7\r\ntxt:abc\r\n", ">1\r\n+a\r\n", "(123\r\n", "|1\r\n+a\r\n+b\r\n",
+        "%1\r\n+a\r\n+b\r\n",
+        "~1\r\n:1\r\n",
+        "_\r\n",
+        ",1.5\r\n",
+        "#t\r\n",
+        "=7\r\ntxt:abc\r\n",
+        ">1\r\n+a\r\n",
+        "(123\r\n",
+        "|1\r\n+a\r\n+b\r\n",
         "!3\r\nerr\r\n",
         /* bare LF, bad numbers, out-of-range lengths */
-        "+OK\n", ":1\n", ":\r\n", ":abc\r\n", ":1.5\r\n", ": 1\r\n",
-        ":99999999999999999999\r\n", ":9223372036854775808\r\n",
-        "$abc\r\n", "$-2\r\n", "$\r\n", "*-2\r\n", "*x\r\n",
-        "$99999999999\r\n", "*99999999999\r\n",
+        "+OK\n",
+        ":1\n",
+        ":\r\n",
+        ":abc\r\n",
+        ":1.5\r\n",
+        ": 1\r\n",
+        ":99999999999999999999\r\n",
+        ":9223372036854775808\r\n",
+        "$abc\r\n",
+        "$-2\r\n",
+        "$\r\n",
+        "*-2\r\n",
+        "*x\r\n",
+        "$99999999999\r\n",
+        "*99999999999\r\n",
         /* a numeric line that cannot end in time */
         ":1234567890123456789012345678901234567890",
         "$00000000000000000000000000000000000000000",
         /* a bulk whose payload does not end in CRLF */
-        "$3\r\nfooXY", "$3\r\nfoo\n\r",
+        "$3\r\nfooXY",
+        "$3\r\nfoo\n\r",
         /* garbage inside an array */
-        "*2\r\n:1\r\nX\r\n", "*1\r\n*1\r\n%0\r\n",
+        "*2\r\n:1\r\nX\r\n",
+        "*1\r\n*1\r\n%0\r\n",
     };
     size_t i;
 
@@ -412,9 +436,10 @@ START_TEST(test_malformed)
          * forgets the broken reply. */
         bench_resp_scan_reset(&s);
         ck_assert_int_le(bench_resp_scan_reply(&s, bad[i], strlen(bad[i]) / 2,
-                                               &r), 0);
-        ck_assert_int_eq(bench_resp_scan_reply(&s, bad[i], strlen(bad[i]),
-                                               &r), -1);
+                                               &r),
+                         0);
+        ck_assert_int_eq(bench_resp_scan_reply(&s, bad[i], strlen(bad[i]), &r),
+                         -1);
         ck_assert_uint_eq(s.off, 0);
         ck_assert_uint_eq(s.depth, 0);
     }

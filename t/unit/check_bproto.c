@@ -76,15 +76,14 @@ static int decode_cut(const char *stream, size_t len, const size_t *cuts,
         }
     }
     if (rc >= 0)
-        ck_assert_uint_eq(b.len, 0);    /* nothing left over */
+        ck_assert_uint_eq(b.len, 0); /* nothing left over */
     else
-        got_free(out, n);               /* an error is all the caller gets */
+        got_free(out, n); /* an error is all the caller gets */
     srv_buf_free(&b);
     return rc < 0 ? rc : n;
 }
 
-static void assert_same(const got_frame *a, int na, const got_frame *b,
-                        int nb)
+static void assert_same(const got_frame *a, int na, const got_frame *b, int nb)
 {
     ck_assert_int_eq(na, nb);
     for (int i = 0; i < na; i++) {
@@ -139,14 +138,40 @@ START_TEST(test_header_layout)
 {
     srv_buf b = { NULL, 0, 0 };
     static const unsigned char want[] = {
-        'L', 'B', SRV_BP_PUBLISH, SRV_BP_SHARD, 0, 0, 0, 0,
-        0x02, 0, 0, 0, 0, 0, 0, 0,                  /* arg 2, LE */
-        0x05, 0, 0, 0, 0, 0, 0, 0,                  /* len 5, LE */
-        'c', 'h', 'x', 'y', 'z',
+        'L',
+        'B',
+        SRV_BP_PUBLISH,
+        SRV_BP_SHARD,
+        0,
+        0,
+        0,
+        0,
+        0x02,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0, /* arg 2, LE */
+        0x05,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0, /* len 5, LE */
+        'c',
+        'h',
+        'x',
+        'y',
+        'z',
     };
 
-    ck_assert_int_eq(srv_bproto_put(&b, SRV_BP_PUBLISH, SRV_BP_SHARD, 2,
-                                    "ch", 2, "xyz", 3), 0);
+    ck_assert_int_eq(srv_bproto_put(&b, SRV_BP_PUBLISH, SRV_BP_SHARD, 2, "ch",
+                                    2, "xyz", 3),
+                     0);
     ck_assert_uint_eq(b.len, sizeof want);
     ck_assert(memcmp(b.data, want, sizeof want) == 0);
     srv_buf_free(&b);
@@ -219,13 +244,13 @@ START_TEST(test_field_overruns_body)
     size_t n, size;
     size_t off = srv_bproto_begin(&b, SRV_BP_R_CHANNELS, SRV_BP_CHANNEL, 1);
 
-    srv_bproto_put_u64(&b, 10);         /* a field of 10 bytes ... */
-    srv_buf_append(&b, "abc", 3);       /* ... of which 3 are there */
+    srv_bproto_put_u64(&b, 10);   /* a field of 10 bytes ... */
+    srv_buf_append(&b, "abc", 3); /* ... of which 3 are there */
     srv_bproto_end(&b, off);
     ck_assert_int_eq(srv_bproto_decode(b.data, b.len, LIMIT, &f, &size), 0);
     srv_bproto_cursor(&cur, &f);
     ck_assert_int_eq(srv_bproto_get_field(&cur, &p, &n), -1);
-    ck_assert(cur.p == f.body);         /* the cursor did not move */
+    ck_assert(cur.p == f.body); /* the cursor did not move */
     /* A length that would wrap around. */
     b.len = off;
     off = srv_bproto_begin(&b, SRV_BP_R_CHANNELS, SRV_BP_CHANNEL, 1);
@@ -325,8 +350,8 @@ START_TEST(test_more_tells_frame_size)
     for (size_t have = 0; have < b.len; have++) {
         ck_assert_int_eq(srv_bproto_decode(b.data, have, LIMIT, &f, &size),
                          SRV_BP_MORE);
-        ck_assert_uint_eq(size, have < SRV_BP_HDR_SIZE ? SRV_BP_HDR_SIZE
-                                                       : b.len);
+        ck_assert_uint_eq(size,
+                          have < SRV_BP_HDR_SIZE ? SRV_BP_HDR_SIZE : b.len);
     }
     srv_buf_free(&b);
 }
@@ -346,7 +371,8 @@ static void big_round_trip(size_t msglen)
     for (size_t i = 0; i < msglen; i++)
         msg[i] = (char)(i * 2654435761u >> 13);
     ck_assert_int_eq(srv_bproto_put(&b, SRV_BP_PUBLISH, SRV_BP_CHANNEL, 3,
-                                    "big", 3, msg, msglen), 0);
+                                    "big", 3, msg, msglen),
+                     0);
     srv_bproto_put(&b, SRV_BP_PUBCOUNT, 0, 1, NULL, 0, NULL, 0);
     n = decode_cut(b.data, b.len, cuts, 3, g);
     ck_assert_int_eq(n, 2);
@@ -442,7 +468,7 @@ START_TEST(test_bad_magic)
     unsigned char h[SRV_BP_HDR_SIZE];
 
     header(h, SRV_BP_HELLO, 0, 0, 0);
-    h[0] = '*';                         /* a RESP client by mistake */
+    h[0] = '*'; /* a RESP client by mistake */
     assert_bad(h, sizeof h, 1, SRV_BP_EMAGIC);
     header(h, SRV_BP_HELLO, 0, 0, 0);
     h[1] = 'X';
@@ -460,7 +486,7 @@ START_TEST(test_bad_type_kind_reserved)
     assert_bad(h, sizeof h, 3, SRV_BP_ETYPE);
     header(h, SRV_BP_COUNT, SRV_BP_NKINDS, 1, 1);
     assert_bad(h, sizeof h, 4, SRV_BP_EKIND);
-    header(h, SRV_BP_PUBLISH, SRV_BP_PATTERN, 0, 0);   /* no pattern PUBLISH */
+    header(h, SRV_BP_PUBLISH, SRV_BP_PATTERN, 0, 0); /* no pattern PUBLISH */
     assert_bad(h, sizeof h, 4, SRV_BP_EKIND);
     header(h, SRV_BP_HELLO, SRV_BP_SHARD, 0, 0);
     assert_bad(h, sizeof h, 4, SRV_BP_EKIND);
@@ -474,19 +500,19 @@ START_TEST(test_bad_arguments)
 {
     unsigned char h[SRV_BP_HDR_SIZE];
 
-    header(h, SRV_BP_PUBLISH, SRV_BP_CHANNEL, 6, 5);   /* channel > body */
+    header(h, SRV_BP_PUBLISH, SRV_BP_CHANNEL, 6, 5); /* channel > body */
     assert_bad(h, sizeof h, SRV_BP_HDR_SIZE, SRV_BP_EARG);
     header(h, SRV_BP_DELIVER, SRV_BP_CHANNEL, 1, 0);
     assert_bad(h, sizeof h, SRV_BP_HDR_SIZE, SRV_BP_EARG);
     header(h, SRV_BP_CHANNELS, SRV_BP_CHANNEL, 2, 0);
     assert_bad(h, sizeof h, SRV_BP_HDR_SIZE, SRV_BP_EARG);
-    header(h, SRV_BP_CHANNELS, SRV_BP_CHANNEL, 0, 3);  /* body, no flag */
+    header(h, SRV_BP_CHANNELS, SRV_BP_CHANNEL, 0, 3); /* body, no flag */
     assert_bad(h, sizeof h, SRV_BP_HDR_SIZE, SRV_BP_EARG);
-    header(h, SRV_BP_PUBCOUNT, 0, 1, 8);               /* no body allowed */
+    header(h, SRV_BP_PUBCOUNT, 0, 1, 8); /* no body allowed */
     assert_bad(h, sizeof h, SRV_BP_HDR_SIZE, SRV_BP_EARG);
     header(h, SRV_BP_HELLO, 0, 1, 1);
     assert_bad(h, sizeof h, SRV_BP_HDR_SIZE, SRV_BP_EARG);
-    header(h, SRV_BP_PUBLISH, SRV_BP_CHANNEL, 5, 5);   /* empty message: ok */
+    header(h, SRV_BP_PUBLISH, SRV_BP_CHANNEL, 5, 5); /* empty message: ok */
     ck_assert_int_eq(srv_bproto_decode((const char *)h, sizeof h, LIMIT,
                                        &(srv_bframe){ 0 }, &(size_t){ 0 }),
                      SRV_BP_MORE);
@@ -510,8 +536,7 @@ START_TEST(test_bad_after_good_every_cut)
         ck_assert_int_eq(n, SRV_BP_ETYPE);
     }
     ck_assert_str_eq(srv_bproto_strerror(SRV_BP_ETYPE), "unknown frame type");
-    ck_assert_str_eq(srv_bproto_strerror(SRV_BP_ETOOBIG),
-                     "frame body too big");
+    ck_assert_str_eq(srv_bproto_strerror(SRV_BP_ETOOBIG), "frame body too big");
     srv_buf_free(&b);
 }
 END_TEST

@@ -119,10 +119,10 @@ START_TEST(test_attach_checks)
     h->sh->config_size--;
     ck_assert_int_eq(srv_cfgshm_attach(h), SHM_ELAYOUT);
     h->sh->config_size++;
-    h->sh->nacks++;                     /* size no longer matches */
+    h->sh->nacks++; /* size no longer matches */
     ck_assert_int_eq(srv_cfgshm_attach(h), SHM_ELAYOUT);
     h->sh->nacks--;
-    copy.size--;                        /* the handle maps less */
+    copy.size--; /* the handle maps less */
     ck_assert_int_eq(srv_cfgshm_attach(&copy), SHM_ELAYOUT);
     copy.size = 1;
     ck_assert_int_eq(srv_cfgshm_attach(&copy), SHM_ELAYOUT);
@@ -173,8 +173,7 @@ START_TEST(test_shared_across_fork)
     if (pid == 0) {
         while (srv_cfgshm_seq(h) < 4)
             sched_yield();
-        if (srv_cfgshm_read(h, &cfg, &seq) || seq != 4 ||
-            cfg.timeout != 42)
+        if (srv_cfgshm_read(h, &cfg, &seq) || seq != 4 || cfg.timeout != 42)
             _exit(1);
         _exit(0);
     }
@@ -197,9 +196,9 @@ START_TEST(test_acks)
     srv_cfgshm *h = region();
 
     for (unsigned i = 0; i < NACKS; i++)
-        ck_assert_int_eq(srv_cfgshm_lagging(h, i, 2), 0);   /* none */
+        ck_assert_int_eq(srv_cfgshm_lagging(h, i, 2), 0); /* none */
     srv_cfgshm_expect(h, 1, 4711, 2);
-    ck_assert_int_eq(srv_cfgshm_lagging(h, 1, 2), 0);        /* has 2 */
+    ck_assert_int_eq(srv_cfgshm_lagging(h, 1, 2), 0); /* has 2 */
     ck_assert_int_eq(srv_cfgshm_lagging(h, 1, 4), 4711);
     srv_cfgshm_ack(h, 1, 4);
     ck_assert_int_eq(srv_cfgshm_lagging(h, 1, 4), 0);
@@ -256,7 +255,7 @@ static void writer(srv_cfgshm *h, unsigned seed, int64_t until)
         if (srv_cfgshm_lock(h))
             _exit(2);
         srv_cfgshm_current_locked(h, &cfg);
-        if (!consistent(&cfg))          /* the lock holder's own view */
+        if (!consistent(&cfg)) /* the lock holder's own view */
             _exit(3);
         fill(&cfg, letter, len);
         srv_cfgshm_publish_locked(h, &cfg);
@@ -357,7 +356,7 @@ START_TEST(test_crash_mid_copy_reader_repairs)
     srv_config_defaults(&next);
     fill(&next, 'q', 100);
     die_mid_publish(h, &next, 1);
-    ck_assert_uint_eq(srv_cfgshm_seq(h), 3);            /* stuck odd */
+    ck_assert_uint_eq(srv_cfgshm_seq(h), 3); /* stuck odd */
     ck_assert_int_eq(srv_cfgshm_read(h, &got, &seq), 0);
     ck_assert_uint_eq(seq, 4);
     ck_assert(consistent(&got));
@@ -401,7 +400,7 @@ START_TEST(test_crash_while_staging)
     uint64_t seq;
 
     ck_assert_int_eq(srv_cfgshm_read(h, &before, &seq), 0);
-    memset(&next, 'z', sizeof next);    /* a half-written stage */
+    memset(&next, 'z', sizeof next); /* a half-written stage */
     die_mid_publish(h, &next, 0);
     ck_assert_int_eq(srv_cfgshm_lock(h), 0);
     ck_assert_uint_eq(shm_lock_owner_dead(&h->sh->writer), 1);

@@ -35,10 +35,7 @@ static void root_setup(void)
     unit_tmp_make(root, sizeof root, "check_cmd_table");
 }
 
-static void root_teardown(void)
-{
-    unit_tmp_remove(root);
-}
+static void root_teardown(void) { unit_tmp_remove(root); }
 
 /* An embedded worker in a fresh data dir, and one connection to it. */
 static void embed_setup(void)
@@ -52,7 +49,7 @@ static void embed_setup(void)
 
 static void embed_teardown(void)
 {
-    srv_embed_close();           /* closes conn too */
+    srv_embed_close(); /* closes conn too */
     conn = NULL;
 }
 
@@ -110,8 +107,8 @@ START_TEST(test_subcommands)
     ck_assert_ptr_eq(named("client|list"), list);
     /* a subcommand is no top-level command, nor a sub of another */
     ck_assert_ptr_null(srv_cmd_lookup("client|list", strlen("client|list")));
-    ck_assert_ptr_null(srv_cmd_lookup_name("client|nosuch",
-                                           strlen("client|nosuch")));
+    ck_assert_ptr_null(
+        srv_cmd_lookup_name("client|nosuch", strlen("client|nosuch")));
     ck_assert_ptr_null(srv_cmd_lookup_name("get|list", strlen("get|list")));
     /* the worker reads F_BARRIER on the container */
     ck_assert(client->flags & F_BARRIER);
@@ -130,9 +127,8 @@ static void assert_range(const char *name, int first, int last, int step,
 
     ck_assert_msg(cmd->first_key == first && cmd->last_key == last &&
                       cmd->key_step == step,
-                  "%s: (%d, %d, %d), want (%d, %d, %d)", name,
-                  cmd->first_key, cmd->last_key, cmd->key_step, first, last,
-                  step);
+                  "%s: (%d, %d, %d), want (%d, %d, %d)", name, cmd->first_key,
+                  cmd->last_key, cmd->key_step, first, last, step);
     ck_assert_msg(!(cmd->flags & F_MOVABLEKEYS) == !movable,
                   "%s: movablekeys %d", name, !movable);
 }
@@ -143,10 +139,10 @@ START_TEST(test_key_ranges)
     assert_range("get", 1, 1, 1, 0);
     assert_range("mset", 1, -1, 2, 0);
     assert_range("del", 1, -1, 1, 0);
-    assert_range("rename", 1, 2, 1, 0);           /* two adjacent specs */
+    assert_range("rename", 1, 2, 1, 0); /* two adjacent specs */
     assert_range("sinterstore", 1, -1, 1, 0);
-    assert_range("zunionstore", 1, 1, 1, 1);      /* then a key count */
-    assert_range("lmpop", 0, 0, 0, 1);            /* only a key count */
+    assert_range("zunionstore", 1, 1, 1, 1); /* then a key count */
+    assert_range("lmpop", 0, 0, 0, 1);       /* only a key count */
     assert_range("ping", 0, 0, 0, 0);
     assert_range("client|list", 0, 0, 0, 0);
 }

@@ -59,10 +59,7 @@ static void root_setup(void)
     unit_tmp_make(root, sizeof root, "check_config");
 }
 
-static void root_teardown(void)
-{
-    unit_tmp_remove(root);
-}
+static void root_teardown(void) { unit_tmp_remove(root); }
 
 static void setup(void)
 {
@@ -163,8 +160,7 @@ static void default_round_trip(const char *name, const char *def)
     srv_config_defaults(&a);
     srv_config_defaults(&b);
     ck_assert_msg(srv_config_set(&b, name, &def, 1, 0, err, sizeof err) == 0,
-                  "default of '%s' ('%s') does not parse: %s", name, def,
-                  err);
+                  "default of '%s' ('%s') does not parse: %s", name, def, err);
     ck_assert_msg(memcmp(&a, &b, sizeof a) == 0,
                   "'%s %s' differs from the default", name, def);
 }
@@ -184,21 +180,20 @@ START_TEST(test_file_basic)
     srv_config cfg;
     char real[PATH_MAX];
 
-    load_ok(&cfg,
-            "# a comment line\n"
-            "\n"
-            "   # an indented comment\n"
-            "port 7000\n"
-            "  databases   32  \n"
-            "bind 127.0.0.1 ::1\n"
-            "logfile \"/tmp/my log.txt\"\n"
-            "requirepass 'it\\'s'\n"
-            "dir \"/var/lib/lar\\x64er\"\r\n"
-            "loglevel warning\n"
-            "sync always\n"
-            "unixsocketperm 0770\n"
-            "\t\n"
-            "hz 100");                  /* no newline at the end */
+    load_ok(&cfg, "# a comment line\n"
+                  "\n"
+                  "   # an indented comment\n"
+                  "port 7000\n"
+                  "  databases   32  \n"
+                  "bind 127.0.0.1 ::1\n"
+                  "logfile \"/tmp/my log.txt\"\n"
+                  "requirepass 'it\\'s'\n"
+                  "dir \"/var/lib/lar\\x64er\"\r\n"
+                  "loglevel warning\n"
+                  "sync always\n"
+                  "unixsocketperm 0770\n"
+                  "\t\n"
+                  "hz 100"); /* no newline at the end */
     ck_assert_int_eq(cfg.port, 7000);
     ck_assert_int_eq(cfg.databases, 32);
     ck_assert_str_eq(cfg.bind, "127.0.0.1 ::1");
@@ -252,18 +247,18 @@ END_TEST
 
 START_TEST(test_file_errors)
 {
-    static const char *const unknown[] = {"line 3", "'nosuch'", NULL};
-    static const char *const bad_port[] = {"line 2", "'port'", "99999", NULL};
-    static const char *const bad_int[] = {"line 1", "'hz'", NULL};
-    static const char *const bad_sync[] = {"line 1", "'sync'", "sometimes",
-                                           NULL};
-    static const char *const bad_level[] = {"line 1", "'loglevel'", NULL};
-    static const char *const quotes[] = {"line 2", "quotes", NULL};
-    static const char *const two_values[] = {"line 1", "'port'", NULL};
-    static const char *const no_value[] = {"line 1", "'port'", NULL};
-    static const char *const bad_size[] = {"line 1", "'maxdisk'", NULL};
-    static const char *const bad_octal[] = {"line 1", "'unixsocketperm'",
-                                            NULL};
+    static const char *const unknown[] = { "line 3", "'nosuch'", NULL };
+    static const char *const bad_port[] = { "line 2", "'port'", "99999", NULL };
+    static const char *const bad_int[] = { "line 1", "'hz'", NULL };
+    static const char *const bad_sync[] = { "line 1", "'sync'", "sometimes",
+                                            NULL };
+    static const char *const bad_level[] = { "line 1", "'loglevel'", NULL };
+    static const char *const quotes[] = { "line 2", "quotes", NULL };
+    static const char *const two_values[] = { "line 1", "'port'", NULL };
+    static const char *const no_value[] = { "line 1", "'port'", NULL };
+    static const char *const bad_size[] = { "line 1", "'maxdisk'", NULL };
+    static const char *const bad_octal[] = { "line 1", "'unixsocketperm'",
+                                             NULL };
 
     load_fails("port 7000\n# fine\nnosuch 1\n", unknown);
     load_fails("port 7000\nport 99999\n", bad_port);
@@ -285,7 +280,7 @@ START_TEST(test_file_long_lines)
      * still one line: its tail must not be read as a directive, and line
      * numbers after it stay right. Redis has no line length limit.
      */
-    static const char *const bad_hz[] = {"line 4", "'hz'", NULL};
+    static const char *const bad_hz[] = { "line 4", "'hz'", NULL };
     size_t n = 70000;
     char *text = malloc(n + 64);
     srv_config cfg;
@@ -321,8 +316,8 @@ END_TEST
 
 START_TEST(test_args_overrides)
 {
-    char *argv[] = {"--port", "7000", "--bind", "127.0.0.1", "::1",
-                    "--maxdisk", "2gb", "--loglevel", "debug"};
+    char *argv[] = { "--port",    "7000", "--bind",     "127.0.0.1", "::1",
+                     "--maxdisk", "2gb",  "--loglevel", "debug" };
     char err[SRV_CONFIG_ERR_SIZE] = "";
     srv_config cfg;
 
@@ -333,17 +328,17 @@ START_TEST(test_args_overrides)
     ck_assert_str_eq(cfg.bind, "127.0.0.1 ::1");
     ck_assert_int_eq(cfg.maxdisk, 2 * GIB);
     ck_assert_int_eq(cfg.loglevel, SRV_LOG_DEBUG);
-    ck_assert_int_eq(cfg.hz, 20);          /* from the file, not overridden */
+    ck_assert_int_eq(cfg.hz, 20); /* from the file, not overridden */
 }
 END_TEST
 
 START_TEST(test_args_errors)
 {
-    char *no_dashes[] = {"port", "7000"};
-    char *unknown[] = {"--nosuch", "1"};
-    char *no_value[] = {"--port"};
-    char *bad[] = {"--port", "7000", "--hz", "x"};
-    char *bare[] = {"--"};
+    char *no_dashes[] = { "port", "7000" };
+    char *unknown[] = { "--nosuch", "1" };
+    char *no_value[] = { "--port" };
+    char *bad[] = { "--port", "7000", "--hz", "x" };
+    char *bare[] = { "--" };
     char err[SRV_CONFIG_ERR_SIZE];
     srv_config cfg;
 
@@ -370,7 +365,7 @@ END_TEST
 static long long size_of(const char *text)
 {
     char err[SRV_CONFIG_ERR_SIZE] = "";
-    const char *args[] = {text};
+    const char *args[] = { text };
     srv_config cfg;
 
     srv_config_defaults(&cfg);
@@ -383,7 +378,7 @@ static long long size_of(const char *text)
 static void size_bad(const char *text)
 {
     char err[SRV_CONFIG_ERR_SIZE] = "";
-    const char *args[] = {text};
+    const char *args[] = { text };
     srv_config cfg;
 
     srv_config_defaults(&cfg);
@@ -419,8 +414,8 @@ START_TEST(test_sizes_bad)
     size_bad("1.5gb");
     size_bad("1 gb");
     size_bad("1kbb");
-    size_bad("1000k");                  /* below the 1 MiB minimum */
-    size_bad("8589934592gb");           /* 2^63: one past the top */
+    size_bad("1000k");        /* below the 1 MiB minimum */
+    size_bad("8589934592gb"); /* 2^63: one past the top */
     size_bad("99999999999999999999");
 }
 END_TEST
@@ -524,38 +519,42 @@ END_TEST
 START_TEST(test_config_set_runtime)
 {
     char err[SRV_CONFIG_ERR_SIZE];
-    const char *v7000[] = {"7000"};
-    const char *v5[] = {"5"};
-    const char *vbad[] = {"lots"};
-    const char *v2mb[] = {"2mb"};
+    const char *v7000[] = { "7000" };
+    const char *v5[] = { "5" };
+    const char *vbad[] = { "lots" };
+    const char *v2mb[] = { "2mb" };
     srv_config cfg;
 
     srv_config_defaults(&cfg);
     /* CONFIG SET (runtime) refuses directives that need a restart... */
-    ck_assert_int_eq(srv_config_set(&cfg, "port", v7000, 1, 1, err,
-                                    sizeof err), -1);
+    ck_assert_int_eq(srv_config_set(&cfg, "port", v7000, 1, 1, err, sizeof err),
+                     -1);
     ck_assert_ptr_nonnull(strstr(err, "port"));
     ck_assert_int_eq(cfg.port, 6379);
     ck_assert_int_eq(srv_config_set(&cfg, "databases", v5, 1, 1, err,
-                                    sizeof err), -1);
+                                    sizeof err),
+                     -1);
     ck_assert_int_eq(cfg.databases, 16);
     /* ...which the file and command line may set. */
-    ck_assert_int_eq(srv_config_set(&cfg, "port", v7000, 1, 0, err,
-                                    sizeof err), 0);
+    ck_assert_int_eq(srv_config_set(&cfg, "port", v7000, 1, 0, err, sizeof err),
+                     0);
     ck_assert_int_eq(cfg.port, 7000);
     /* Runtime directives work either way. */
     ck_assert_int_eq(srv_config_set(&cfg, "maxclients", v5, 1, 1, err,
-                                    sizeof err), 0);
+                                    sizeof err),
+                     0);
     ck_assert_int_eq(cfg.maxclients, 5);
-    ck_assert_int_eq(srv_config_set(&cfg, "proto-max-bulk-len", v2mb, 1, 1,
-                                    err, sizeof err), 0);
+    ck_assert_int_eq(srv_config_set(&cfg, "proto-max-bulk-len", v2mb, 1, 1, err,
+                                    sizeof err),
+                     0);
     ck_assert_int_eq(cfg.proto_max_bulk_len, 2 * MIB);
     /* A bad value leaves the old one. */
     ck_assert_int_eq(srv_config_set(&cfg, "maxclients", vbad, 1, 1, err,
-                                    sizeof err), -1);
+                                    sizeof err),
+                     -1);
     ck_assert_int_eq(cfg.maxclients, 5);
-    ck_assert_int_eq(srv_config_set(&cfg, "nosuch", v5, 1, 1, err,
-                                    sizeof err), -1);
+    ck_assert_int_eq(srv_config_set(&cfg, "nosuch", v5, 1, 1, err, sizeof err),
+                     -1);
     ck_assert_ptr_nonnull(strstr(err, "nosuch"));
 }
 END_TEST
@@ -563,8 +562,8 @@ END_TEST
 START_TEST(test_config_int_bounds)
 {
     char err[SRV_CONFIG_ERR_SIZE];
-    const char *lo[] = {"0"}, *hi[] = {"65535"}, *over[] = {"65536"};
-    const char *neg[] = {"-1"}, *plus[] = {"+5"}, *lead0[] = {"080"};
+    const char *lo[] = { "0" }, *hi[] = { "65535" }, *over[] = { "65536" };
+    const char *neg[] = { "-1" }, *plus[] = { "+5" }, *lead0[] = { "080" };
     srv_config cfg;
 
     srv_config_defaults(&cfg);
@@ -573,14 +572,14 @@ START_TEST(test_config_int_bounds)
     ck_assert_int_eq(srv_config_set(&cfg, "port", hi, 1, 0, err, sizeof err),
                      0);
     ck_assert_int_eq(cfg.port, 65535);
-    ck_assert_int_eq(srv_config_set(&cfg, "port", over, 1, 0, err,
-                                    sizeof err), -1);
+    ck_assert_int_eq(srv_config_set(&cfg, "port", over, 1, 0, err, sizeof err),
+                     -1);
     ck_assert_int_eq(srv_config_set(&cfg, "port", neg, 1, 0, err, sizeof err),
                      -1);
-    ck_assert_int_eq(srv_config_set(&cfg, "port", plus, 1, 0, err,
-                                    sizeof err), -1);
-    ck_assert_int_eq(srv_config_set(&cfg, "port", lead0, 1, 0, err,
-                                    sizeof err), -1);
+    ck_assert_int_eq(srv_config_set(&cfg, "port", plus, 1, 0, err, sizeof err),
+                     -1);
+    ck_assert_int_eq(srv_config_set(&cfg, "port", lead0, 1, 0, err, sizeof err),
+                     -1);
     ck_assert_int_eq(cfg.port, 65535);
 }
 END_TEST
@@ -590,8 +589,8 @@ START_TEST(test_config_text_too_long)
     /* A path longer than the field is refused, the old value kept. */
     char err[SRV_CONFIG_ERR_SIZE];
     char *big = malloc(SRV_PATH_MAX + 1);
-    const char *args[] = {big};
-    const char *words[] = {"127.0.0.1", big};
+    const char *args[] = { big };
+    const char *words[] = { "127.0.0.1", big };
     srv_config cfg;
 
     ck_assert_ptr_nonnull(big);
@@ -602,8 +601,8 @@ START_TEST(test_config_text_too_long)
                      -1);
     ck_assert_ptr_nonnull(strstr(err, "'dir'"));
     ck_assert_str_eq(cfg.dir, "./var");
-    ck_assert_int_eq(srv_config_set(&cfg, "bind", words, 2, 0, err,
-                                    sizeof err), -1);
+    ck_assert_int_eq(srv_config_set(&cfg, "bind", words, 2, 0, err, sizeof err),
+                     -1);
     ck_assert_ptr_nonnull(strstr(err, "'bind'"));
     /* A long but reasonable one is fine. */
     big[SRV_PATH_MAX / 2] = '\0';
@@ -617,12 +616,12 @@ END_TEST
 START_TEST(test_storage_directives)
 {
     /* Cache, compression and LMDB knobs: defaults, values, limits. */
-    static const char *const bad_yesno[] = {"line 1", "'lmdb-writemap'",
-                                            NULL};
-    static const char *const bad_level[] = {"line 1", "'compress-level'",
-                                            NULL};
-    static const char *const bad_debug[] = {"line 1",
-                                            "'enable-debug-command'", NULL};
+    static const char *const bad_yesno[] = { "line 1", "'lmdb-writemap'",
+                                             NULL };
+    static const char *const bad_level[] = { "line 1", "'compress-level'",
+                                             NULL };
+    static const char *const bad_debug[] = { "line 1", "'enable-debug-command'",
+                                             NULL };
     srv_config cfg;
 
     /* Tunables (thresholds, batch sizes) are set by measurement and
@@ -630,7 +629,7 @@ START_TEST(test_storage_directives)
     srv_config_defaults(&cfg);
     ck_assert_int_eq(cfg.lmdb_writemap, 0);
     ck_assert_int_eq(cfg.enable_debug_command, SRV_DEBUG_NO);
-    ck_assert_int_eq(cfg.cache_mb, 64);         /* DESIGN: on by default */
+    ck_assert_int_eq(cfg.cache_mb, 64); /* DESIGN: on by default */
 
     load_ok(&cfg, "lmdb-writemap yes\ncompress-level -7\n"
                   "compress-threshold 0\nenable-debug-command local\n"
@@ -698,10 +697,7 @@ static void live_setup(void)
     ck_assert_int_eq(srv_config_attach(), 0);
 }
 
-static void live_teardown(void)
-{
-    srv_cfgshm_destroy(&srv_her.cfgshm);
-}
+static void live_teardown(void) { srv_cfgshm_destroy(&srv_her.cfgshm); }
 
 /* Make this process the tree's `role` (index: worker number), as the
  * master does in a child it forks. */
@@ -755,13 +751,16 @@ static int commit_maxclients(long long n, const char *pass)
     snprintf(num, sizeof num, "%lld", n);
     ck_assert_int_eq(srv_config_begin(&next), 0);
     ck_assert_int_eq(srv_config_set(&next, "maxclients", v, 1, 1, err,
-                                    sizeof err), 0);
+                                    sizeof err),
+                     0);
     if (pass) {
         ck_assert_int_eq(srv_config_set(&next, "requirepass", pw, 1, 1, err,
-                                        sizeof err), 0);
+                                        sizeof err),
+                         0);
         ck_assert_int_eq(srv_config_set(&next, "loglevel", dbg, 1, 1, err,
-                                        sizeof err), 0);
-        next.port = 1;          /* not a runtime directive: never copied */
+                                        sizeof err),
+                         0);
+        next.port = 1; /* not a runtime directive: never copied */
     }
     return srv_config_commit(&next);
 }
@@ -771,7 +770,7 @@ START_TEST(test_live_refresh)
     pid_t pid;
 
     live_setup();
-    ck_assert_int_eq(srv_config_refresh(), 0);  /* nothing published */
+    ck_assert_int_eq(srv_config_refresh(), 0); /* nothing published */
     pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -785,7 +784,7 @@ START_TEST(test_live_refresh)
                   : 2);
     }
     ck_assert_int_eq(exit_status(pid), 0);
-    ck_assert_int_eq(live_cfg.maxclients, 10000);       /* not yet here */
+    ck_assert_int_eq(live_cfg.maxclients, 10000); /* not yet here */
     ck_assert_int_eq(srv_config_refresh(), 1);
     ck_assert_int_eq(live_cfg.maxclients, 5);
     ck_assert_str_eq(live_cfg.requirepass, "pw");
@@ -793,7 +792,7 @@ START_TEST(test_live_refresh)
     ck_assert_int_eq(srv_log_get_level(), SRV_LOG_DEBUG);
     ck_assert_int_eq(live_cfg.port, 6379);
     ck_assert_int_eq(live_cfg.hz, LIVE_HZ);
-    ck_assert_int_eq(srv_config_refresh(), 0);          /* once only */
+    ck_assert_int_eq(srv_config_refresh(), 0); /* once only */
     live_teardown();
 }
 END_TEST
@@ -805,16 +804,18 @@ START_TEST(test_live_commit_waits_for_workers)
     int64_t t0;
 
     live_setup();
-    become(SRV_ROLE_WORKER, 0);         /* this process commits */
+    become(SRV_ROLE_WORKER, 0); /* this process commits */
     w1 = fork_worker(1, 0, 1);
     w2 = fork_worker(2, 0, 1);
     t0 = mono_ms();
     ck_assert_int_eq(commit_maxclients(9, NULL), 0);
     ck_assert_int_lt(mono_ms() - t0, CONFIRM_LIMIT_MS);
     ck_assert_int_eq(srv_cfgshm_lagging(srv_her.cfgshm, 1,
-                                        srv_cfgshm_seq(srv_her.cfgshm)), 0);
+                                        srv_cfgshm_seq(srv_her.cfgshm)),
+                     0);
     ck_assert_int_eq(srv_cfgshm_lagging(srv_her.cfgshm, 2,
-                                        srv_cfgshm_seq(srv_her.cfgshm)), 0);
+                                        srv_cfgshm_seq(srv_her.cfgshm)),
+                     0);
     kill(w1, SIGKILL);
     kill(w2, SIGKILL);
     exit_status(w1);
@@ -835,12 +836,12 @@ START_TEST(test_live_commit_bounded)
     stuck = fork_worker(0, 0, 0);
     dead = fork_worker(1, 0, 0);
     kill(dead, SIGKILL);
-    exit_status(dead);                  /* reaped; still registered */
+    exit_status(dead); /* reaped; still registered */
     srv_proc_init(&p, SRV_ROLE_REAPER, -1, LIVE_NWORKERS);
-    p.pid = stuck;                 /* alive, never refreshes */
+    p.pid = stuck; /* alive, never refreshes */
     srv_config_track(&p);
     t0 = mono_ms();
-    ck_assert_int_eq(commit_maxclients(11, NULL), 1);  /* the stuck one */
+    ck_assert_int_eq(commit_maxclients(11, NULL), 1); /* the stuck one */
     took = mono_ms() - t0;
     ck_assert_int_ge(took, 3 * MS_PER_S / LIVE_HZ);
     ck_assert_int_lt(took, CONFIRM_LIMIT_MS * 2);
@@ -848,7 +849,7 @@ START_TEST(test_live_commit_bounded)
     kill(stuck, SIGKILL);
     exit_status(stuck);
     srv_proc_init(&p, SRV_ROLE_WORKER, 0, LIVE_NWORKERS);
-    srv_config_track(&p);          /* pid 0: died */
+    srv_config_track(&p); /* pid 0: died */
     t0 = mono_ms();
     ck_assert_int_eq(commit_maxclients(12, NULL), 0);
     ck_assert_int_lt(mono_ms() - t0, CONFIRM_LIMIT_MS);
@@ -865,7 +866,7 @@ START_TEST(test_live_concurrent_commits)
     pid_t a, b;
 
     live_setup();
-    a = fork_worker(0, 0, 1);           /* registered, refreshing */
+    a = fork_worker(0, 0, 1); /* registered, refreshing */
     b = fork();
     ck_assert_int_ge(b, 0);
     if (b == 0) {

@@ -46,14 +46,14 @@ START_TEST(test_add_find_remove)
     ck_assert_uint_eq(e->aux, 7);
     ck_assert_uint_eq(e->klen, 1);
     ck_assert_ptr_eq(find(&d, "bb", 2), b);
-    ck_assert_ptr_null(find(&d, "b", 1));           /* a prefix is not it */
+    ck_assert_ptr_null(find(&d, "b", 1)); /* a prefix is not it */
     ck_assert_ptr_null(find(&d, "bbb", 3));
     srv_dict_remove(&d, a);
     ck_assert_ptr_null(find(&d, "a", 1));
     ck_assert_ptr_eq(find(&d, "bb", 2), b);
     srv_dict_remove(&d, b);
     ck_assert_uint_eq(d.count, 0);
-    ck_assert_ptr_null(d.tab);                      /* freed when empty */
+    ck_assert_ptr_null(d.tab); /* freed when empty */
     ck_assert_ptr_null(find(&d, "bb", 2));
 }
 END_TEST
@@ -86,7 +86,7 @@ START_TEST(test_many_keys_grow)
         add(&d, k, (size_t)n)->aux = (size_t)i;
     }
     ck_assert_uint_eq(d.count, MANY);
-    ck_assert(d.size >= MANY);                      /* load factor <= 1 */
+    ck_assert(d.size >= MANY); /* load factor <= 1 */
     for (int i = 0; i < MANY; i++) {
         int n = snprintf(k, sizeof k, "channel:%d", i);
         srv_dict_entry *e = find(&d, k, (size_t)n);
@@ -117,7 +117,7 @@ START_TEST(test_iterate_and_remove)
     int seen[MANY / 10] = { 0 }, n = 0;
 
     srv_dict_iter_init(&it, &d);
-    ck_assert_ptr_null(srv_dict_iter_next(&it));   /* empty */
+    ck_assert_ptr_null(srv_dict_iter_next(&it)); /* empty */
     for (int i = 0; i < MANY / 10; i++) {
         int len = snprintf(k, sizeof k, "p%d", i);
         add(&d, k, (size_t)len)->aux = (size_t)i;
@@ -138,10 +138,7 @@ END_TEST
 
 static int cleared;
 
-static void count_clear(srv_dict_entry *e)
-{
-    cleared += (int)e->aux;
-}
+static void count_clear(srv_dict_entry *e) { cleared += (int)e->aux; }
 
 START_TEST(test_clear_callback)
 {
@@ -155,7 +152,7 @@ START_TEST(test_clear_callback)
     ck_assert_int_eq(cleared, 7);
     ck_assert_uint_eq(d.count, 0);
     ck_assert_ptr_null(d.tab);
-    add(&d, "again", 5);                            /* usable after */
+    add(&d, "again", 5); /* usable after */
     ck_assert_ptr_nonnull(find(&d, "again", 5));
     srv_dict_clear(&d, NULL);
 }

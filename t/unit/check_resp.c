@@ -32,7 +32,7 @@ typedef struct transcript {
     char text[TRANSCRIPT_SIZE];
     size_t len;
     int commands;
-    int final_rc;           /* MORE, or ERROR/NOMEM */
+    int final_rc; /* MORE, or ERROR/NOMEM */
     char error[128];
 } transcript;
 
@@ -407,18 +407,17 @@ static const char pipeline[] =
 START_TEST(test_split_reference)
 {
     transcript whole;
-    static const char want[] =
-        "3:[3]SET[3]key[5]va\r\nl;"
-        "1:[4]PING;"
-        "0:;"
-        "0:;"
-        "0:;"
-        "4:[4]ECHO[3]a b[3]c'd[2]A\n;"
-        "2:[4]ECHO[0];"
-        "0:;"
-        "1:[20]01234567890123456789;"
-        "2:[3]GET[1]k;"
-        "2:[3]GET[12]$3\r\n*1\r\nxx\r\n;";
+    static const char want[] = "3:[3]SET[3]key[5]va\r\nl;"
+                               "1:[4]PING;"
+                               "0:;"
+                               "0:;"
+                               "0:;"
+                               "4:[4]ECHO[3]a b[3]c'd[2]A\n;"
+                               "2:[4]ECHO[0];"
+                               "0:;"
+                               "1:[20]01234567890123456789;"
+                               "2:[3]GET[1]k;"
+                               "2:[3]GET[12]$3\r\n*1\r\nxx\r\n;";
 
     run_whole(&whole, pipeline, PIPELINE_LEN);
     ck_assert_int_eq(whole.final_rc, SRV_PARSE_MORE);
@@ -630,7 +629,8 @@ START_TEST(test_err_bulk_length)
         char buf[] = "*1\r\n$100\r\n";
         srv_parser p;
         srv_resp_parser_init(&p, SMALL_MAX_BULK);
-        ck_assert_int_eq(srv_resp_parse(&p, buf, sizeof buf - 1), SRV_PARSE_MORE);
+        ck_assert_int_eq(srv_resp_parse(&p, buf, sizeof buf - 1),
+                         SRV_PARSE_MORE);
         ck_assert_uint_eq(p.need, sizeof buf - 1 + SMALL_MAX_BULK + 2);
         srv_resp_parser_fini(&p);
     }
@@ -656,13 +656,13 @@ START_TEST(test_err_too_big_count_strings)
     char *bulk = filled("*1\r\n$", '1', n + 4);
     srv_parser p;
 
-    expect_error(mb, n, MAX_BULK,
-                 "Protocol error: too big mbulk count string");
+    expect_error(mb, n, MAX_BULK, "Protocol error: too big mbulk count string");
     expect_error(bulk, n + 4, MAX_BULK,
                  "Protocol error: too big bulk count string");
     /* Up to the limit the parser waits for the CR. */
     srv_resp_parser_init(&p, MAX_BULK);
-    ck_assert_int_eq(srv_resp_parse(&p, mb, SRV_PROTO_INLINE_MAX), SRV_PARSE_MORE);
+    ck_assert_int_eq(srv_resp_parse(&p, mb, SRV_PROTO_INLINE_MAX),
+                     SRV_PARSE_MORE);
     srv_resp_parser_fini(&p);
     free(mb);
     free(bulk);
@@ -914,8 +914,8 @@ START_TEST(test_peek_pipeline)
         pos += used;
     }
     /* the incomplete tail, and every prefix of a complete command */
-    ck_assert_uint_eq(srv_resp_peek(in + pos, len - pos, argv, PEEK_MAX,
-                                    &argc), 0);
+    ck_assert_uint_eq(srv_resp_peek(in + pos, len - pos, argv, PEEK_MAX, &argc),
+                      0);
     for (size_t cut = 0; cut < 22; cut++)
         ck_assert_uint_eq(srv_resp_peek(in, cut, argv, PEEK_MAX, &argc), 0);
     ck_assert_uint_eq(srv_resp_peek(in, 22, argv, PEEK_MAX, &argc), 22);
@@ -926,8 +926,14 @@ END_TEST
 START_TEST(test_peek_declines)
 {
     static const char *const bad[] = {
-        "GET foo\r\n", "*0\r\n", "*-1\r\n", "*1\r\n+3\r\nfoo\r\n",
-        "*1\r\n$-1\r\n", "*1\r\n$3\r\nfooXY", "*\r\n", "*1\n$3\r\nfoo\r\n",
+        "GET foo\r\n",
+        "*0\r\n",
+        "*-1\r\n",
+        "*1\r\n+3\r\nfoo\r\n",
+        "*1\r\n$-1\r\n",
+        "*1\r\n$3\r\nfooXY",
+        "*\r\n",
+        "*1\n$3\r\nfoo\r\n",
         "*1\r\n$99999999999999999999999\r\nfoo\r\n",
         "*99999999999999999999999\r\n$3\r\nfoo\r\n",
     };
@@ -936,7 +942,8 @@ START_TEST(test_peek_declines)
 
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(srv_resp_peek(bad[i], strlen(bad[i]), argv, PEEK_MAX,
-                                    &argc) == 0, "peeked: %s", bad[i]);
+                                    &argc) == 0,
+                      "peeked: %s", bad[i]);
 }
 END_TEST
 

@@ -74,7 +74,7 @@ START_TEST(test_proc_names)
     ck_assert_int_eq(p.slot, 2);
     srv_proc_name(&p, name, sizeof name);
     ck_assert_str_eq(name, "worker#2");
-    srv_proc_init(&p, SRV_ROLE_REAPER, 7, NWORKERS);    /* index ignored */
+    srv_proc_init(&p, SRV_ROLE_REAPER, 7, NWORKERS); /* index ignored */
     ck_assert_int_eq(p.index, -1);
     ck_assert_int_eq(p.slot, NWORKERS);
     srv_proc_name(&p, name, sizeof name);
@@ -83,7 +83,7 @@ START_TEST(test_proc_names)
     ck_assert_int_eq(p.slot, -1);
     srv_proc_name(&p, name, sizeof name);
     ck_assert_str_eq(name, "master");
-    ck_assert_int_eq(srv_self.role, SRV_ROLE_MASTER);   /* until a fork */
+    ck_assert_int_eq(srv_self.role, SRV_ROLE_MASTER); /* until a fork */
     ck_assert_int_eq(srv_self.slot, -1);
 }
 END_TEST

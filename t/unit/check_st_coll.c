@@ -25,8 +25,8 @@
 #include "storage/st_list.h"
 #include "storage/st_rank.h"
 #include "storage/st_set.h"
-#include "storage/st_zset.h"
 #include "storage/st_txn.h"
+#include "storage/st_zset.h"
 
 #define NOW UNIT_ST_NOW
 #define TIMEOUT_S 60
@@ -35,19 +35,16 @@
 #define MODEL_MAX 64
 #define FREE_CHUNK 100
 #define SAMPLE_DRAWS 200
-#define RANK_N 6000             /* dozens of count nodes */
+#define RANK_N 6000 /* dozens of count nodes */
 #define RANK_KEEP 700
 #define RANK_PROBES 300
-#define RANK_SPREAD 300000     /* RANK_SPREAD * RANK_N fits an int */
+#define RANK_SPREAD 300000 /* RANK_SPREAD * RANK_N fits an int */
 
 /* Each test runs in a fresh environment (unit_st.h) with this write
  * transaction open. */
 static st_txn *t;
 
-static void txn_setup(void)
-{
-    t = unit_st_wbegin();
-}
+static void txn_setup(void) { t = unit_st_wbegin(); }
 
 /* Runs before the environment's teardown (Check: teardowns in reverse). */
 static void txn_teardown(void)
@@ -60,8 +57,10 @@ static void txn_teardown(void)
 
 START_TEST(score_encoding_orders)
 {
-    const double v[] = { -INFINITY, -1e308, -2.5, -1, -1e-300, 0, 1e-300,
-                         0.5, 1, 1.1, 2, 1e17, 1e308, INFINITY };
+    const double v[] = {
+        -INFINITY, -1e308, -2.5, -1, -1e-300, 0,     1e-300,
+        0.5,       1,      1.1,  2,  1e17,    1e308, INFINITY
+    };
     size_t n = sizeof v / sizeof v[0];
     uint8_t a[8], b[8];
 
@@ -80,8 +79,8 @@ END_TEST
 
 START_TEST(list_sequence_bias_orders)
 {
-    const int64_t s[] = { INT64_MIN, -1000000, -2, -1, 0, 1, 2, 1000000,
-                          INT64_MAX };
+    const int64_t s[] = { INT64_MIN, -1000000, -2,      -1,       0,
+                          1,         2,        1000000, INT64_MAX };
     uint8_t a[ST_LIST_KEY_BYTES], b[ST_LIST_KEY_BYTES];
 
     for (size_t i = 0; i + 1 < sizeof s / sizeof s[0]; i++) {
@@ -123,8 +122,7 @@ START_TEST(record_type_card_and_empty_delete)
     ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
     ck_assert_int_eq(st_keyspace_lookup(t, &k, NOW, &r), 0);
     ck_assert_int_eq(r.type, ST_TYPE_HASH);
-    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o2),
-                     ST_EWRONGTYPE);
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_SET, NOW, &o2), ST_EWRONGTYPE);
     ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_HASH, NOW, &o2), 0);
     ck_assert_uint_eq(o2.c.card, 1);
     ck_assert_uint_eq(o2.c.id, o.c.id);
@@ -147,8 +145,9 @@ END_TEST
 
 START_TEST(names_of_every_length)
 {
-    const size_t lens[] = { 0, 1, ST_ELEM_INLINE_MAX, ST_ELEM_INLINE_MAX + 1,
-                            511, 512, 4096, MIB };
+    const size_t lens[] = {
+        0, 1, ST_ELEM_INLINE_MAX, ST_ELEM_INLINE_MAX + 1, 511, 512, 4096, MIB
+    };
     size_t n = sizeof lens / sizeof lens[0];
     char *buf = malloc(MIB + 1);
     st_keyref k;
@@ -207,19 +206,21 @@ START_TEST(scan_and_sample_visit_all)
     for (int i = 0; i < MANY; i++) {
         int n = snprintf(name, sizeof name, "field:%d", i);
         ck_assert_int_eq(st_hash_set(t, &o, name, (size_t)n, "v", 1, 0,
-                                     &created), 0);
+                                     &created),
+                         0);
     }
     do {
-        ck_assert_int_eq(st_hash_scan(t, &o, cursor, 10, count_elem, &c,
-                                      &next), 0);
+        ck_assert_int_eq(st_hash_scan(t, &o, cursor, 10, count_elem, &c, &next),
+                         0);
         cursor = next;
     } while (cursor);
     ck_assert_uint_eq(c.n, MANY);
     for (int i = 0; i < SAMPLE_DRAWS; i++) {
         counter s = { 0, 0 };
-        ck_assert_int_eq(st_hash_sample(t, &o, (uint64_t)random() * 7919u,
-                                        MANY, count_elem, &s), 0);
-        ck_assert_uint_eq(s.n, MANY);       /* distinct, all of them */
+        ck_assert_int_eq(st_hash_sample(t, &o, (uint64_t)random() * 7919u, MANY,
+                                        count_elem, &s),
+                         0);
+        ck_assert_uint_eq(s.n, MANY); /* distinct, all of them */
     }
 }
 END_TEST
@@ -244,11 +245,11 @@ static int collect_list(void *ctx, const uint8_t *val, size_t len)
 
 static void check_list(const st_obj *o, const model *want)
 {
-    model got = { {0}, 0 };
+    model got = { { 0 }, 0 };
 
     ck_assert_uint_eq(o->c.card, (uint64_t)want->n);
-    ck_assert_int_eq(st_list_range(t, o, 0, o->c.card, 0, collect_list,
-                                   &got), 0);
+    ck_assert_int_eq(st_list_range(t, o, 0, o->c.card, 0, collect_list, &got),
+                     0);
     ck_assert_int_eq(got.n, want->n);
     for (int i = 0; i < want->n; i++)
         ck_assert_int_eq(got.v[i], want->v[i]);
@@ -258,7 +259,7 @@ START_TEST(list_edits_match_model)
 {
     st_keyref k;
     st_obj o;
-    model m = { {0}, 0 };
+    model m = { { 0 }, 0 };
     long long removed;
 
     open_new(&k, "l", ST_TYPE_LIST, &o);
@@ -280,7 +281,8 @@ START_TEST(list_edits_match_model)
     ck_assert_int_eq(removed, 3);
     for (int i = m.n - 1; i >= 0 && seen < 3; i--) {
         if (m.v[i] == 2) {
-            memmove(m.v + i, m.v + i + 1, sizeof m.v[0] * (size_t)(m.n - i - 1));
+            memmove(m.v + i, m.v + i + 1,
+                    sizeof m.v[0] * (size_t)(m.n - i - 1));
             m.n--;
             seen++;
         }
@@ -289,7 +291,8 @@ START_TEST(list_edits_match_model)
     /* LINSERT near the head and near the tail (both shift directions). */
     int pivot = m.v[1], val = 99;
     ck_assert_int_eq(st_list_insert(t, &o, 1, &pivot, sizeof pivot, &val,
-                                    sizeof val), 0);
+                                    sizeof val),
+                     0);
     int at = 0;
     while (m.v[at] != pivot)
         at++;
@@ -299,7 +302,8 @@ START_TEST(list_edits_match_model)
     check_list(&o, &m);
     int missing = 12345;
     ck_assert_int_eq(st_list_insert(t, &o, 0, &missing, sizeof missing, &val,
-                                    sizeof val), ST_ENOTFOUND);
+                                    sizeof val),
+                     ST_ENOTFOUND);
     /* Trim to [3, n-4], then pop both ends. */
     ck_assert_int_eq(st_list_trim(t, &o, 3, (uint64_t)m.n - 4), 0);
     memmove(m.v, m.v + 3, sizeof m.v[0] * (size_t)(m.n - 6));
@@ -350,8 +354,8 @@ START_TEST(zset_walks)
 
     open_new(&k, "z", ST_TYPE_ZSET, &o);
     for (int i = 0; i < 6; i++)
-        ck_assert_int_eq(st_zset_add(t, &o, names[i], 1, scores[i],
-                                     &created), 0);
+        ck_assert_int_eq(st_zset_add(t, &o, names[i], 1, scores[i], &created),
+                         0);
     ck_assert_uint_eq(o.c.card, 6);
     /* By rank: f a b c d e (ties by member). */
     memset(&r, 0, sizeof r);
@@ -399,8 +403,7 @@ START_TEST(zset_walks)
     ck_assert(s == 1);
     ck_assert_int_eq(st_zset_rank(t, &o, "c", 1, 1, &rank, &s), 0);
     ck_assert_uint_eq(rank, 2);
-    ck_assert_int_eq(st_zset_rank(t, &o, "zz", 2, 0, &rank, &s),
-                     ST_ENOTFOUND);
+    ck_assert_int_eq(st_zset_rank(t, &o, "zz", 2, 0, &rank, &s), ST_ENOTFOUND);
     /* Score change moves the member. */
     ck_assert_int_eq(st_zset_add(t, &o, "f", 1, 3, &created), 0);
     ck_assert_int_eq(created, 0);
@@ -432,7 +435,8 @@ START_TEST(zset_lex_ranges)
     open_new(&k, "z", ST_TYPE_ZSET, &o);
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(st_zset_add(t, &o, names[i], strlen(names[i]), 0,
-                                     &created), 0);
+                                     &created),
+                         0);
     memset(&r, 0, sizeof r);
     r.by = ST_ZBY_LEX;
     r.limit = UINT64_MAX;
@@ -453,7 +457,6 @@ START_TEST(zset_lex_ranges)
     ck_assert_str_eq(z.names[2], "a");
 }
 END_TEST
-
 
 /* Ranks and rank windows against a sorted model, across node splits
  * (inserts) and merges (deletes). */
@@ -487,7 +490,8 @@ START_TEST(zset_ranks_across_nodes)
         int len = snprintf(name, sizeof name, "m%d", i);
         scores[i] = (int)(random() % RANK_SPREAD) * RANK_N + i; /* distinct */
         ck_assert_int_eq(st_zset_add(t, &o, name, (size_t)len, scores[i],
-                                     &created), 0);
+                                     &created),
+                         0);
     }
     for (int i = 0; i < RANK_N; i++) {
         int len = snprintf(name, sizeof name, "m%d", i);
@@ -502,22 +506,20 @@ START_TEST(zset_ranks_across_nodes)
         int want = (int)(random() % n);
         int i = alive[want] % RANK_N;
         int len = snprintf(name, sizeof name, "m%d", i);
-        ck_assert_int_eq(st_zset_rank(t, &o, name, (size_t)len, 0, &rank,
-                                      &s), 0);
+        ck_assert_int_eq(st_zset_rank(t, &o, name, (size_t)len, 0, &rank, &s),
+                         0);
         ck_assert_uint_eq(rank, (uint64_t)want);
-        ck_assert_int_eq(st_zset_rank(t, &o, name, (size_t)len, 1, &rank,
-                                      &s), 0);
+        ck_assert_int_eq(st_zset_rank(t, &o, name, (size_t)len, 1, &rank, &s),
+                         0);
         ck_assert_uint_eq(rank, (uint64_t)(n - 1 - want));
         memset(&r, 0, sizeof r);
         r.by = ST_ZBY_RANK;
         r.start = (uint64_t)want;
         r.count = 1;
-        ck_assert_int_eq(st_zset_walk(t, &o, &r, 0, first_score, &s, &got),
-                         0);
+        ck_assert_int_eq(st_zset_walk(t, &o, &r, 0, first_score, &s, &got), 0);
         ck_assert(s == alive[want]);
         r.rev = 1;
-        ck_assert_int_eq(st_zset_walk(t, &o, &r, 0, first_score, &s, &got),
-                         0);
+        ck_assert_int_eq(st_zset_walk(t, &o, &r, 0, first_score, &s, &got), 0);
         ck_assert(s == alive[n - 1 - want]);
     }
 }
@@ -544,7 +546,8 @@ START_TEST(detached_collection_is_freed_in_chunks)
     ck_assert_int_eq(st_txn_commit(&t), 0);
     while (pending) {
         ck_assert_int_eq(st_coll_free_chunk(unit_st_env, FREE_CHUNK, &freed,
-                                            &pending), 0);
+                                            &pending),
+                         0);
         ck_assert_uint_le(freed, FREE_CHUNK);
         total += freed;
         ck_assert_int_lt(rounds++, MANY);

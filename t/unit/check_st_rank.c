@@ -28,22 +28,22 @@
 #include "storage/st_keyspace.h"
 #include "storage/st_rank.h"
 #include "storage/st_set.h"
-#include "storage/st_zset.h"
 #include "storage/st_txn.h"
+#include "storage/st_zset.h"
 
 #define NOW UNIT_ST_NOW
 #define TIMEOUT_S 120
 #define NAME_MAX_LEN 64
 
-#define MODEL_IDS 3000          /* member universe of the random test */
+#define MODEL_IDS 3000 /* member universe of the random test */
 #define MODEL_OPS 12000
-#define MODEL_SCORES 400        /* few scores: many ties */
+#define MODEL_SCORES 400 /* few scores: many ties */
 #define MODEL_CHECK_EVERY 1000
 #define MODEL_PROBES 60
-#define GROW_N 9000             /* ascending inserts: a third level */
+#define GROW_N 9000 /* ascending inserts: a third level */
 #define GROW_VERIFY_EVERY 97
 #define EVERY_N 300
-#define SET_EVERY_N 15000       /* three levels */
+#define SET_EVERY_N 15000 /* three levels */
 #define LONG_EVERY_N 400
 #define COUNT_N 1200
 #define COUNT_PROBES 300
@@ -52,21 +52,21 @@
 #define LEX_LETTERS 6
 #define LONG_N 200
 #define LONG_LEN 600
-#define LONG_SET_LEN 490        /* inline, but longer than a node suffix */
+#define LONG_SET_LEN 490 /* inline, but longer than a node suffix */
 
-#define PICK_CLUSTER 150        /* members crowded in a sliver of hashes */
+#define PICK_CLUSTER 150 /* members crowded in a sliver of hashes */
 #define PICK_SPREAD 50
 #define PICK_N (PICK_CLUSTER + PICK_SPREAD)
-#define PICK_SLIVER 1000        /* the cluster's share: 1 / PICK_SLIVER */
-#define PICK_CANDIDATES 400000  /* names tried to fill the cluster */
+#define PICK_SLIVER 1000       /* the cluster's share: 1 / PICK_SLIVER */
+#define PICK_CANDIDATES 400000 /* names tried to fill the cluster */
 #define PICK_PER_CELL 100
 /* chi-square, 199 degrees of freedom, p = 1e-6 (Wilson-Hilferty). */
 #define PICK_CHI2_MAX 309.0
 
 #define SAMPLE_N 1000
-#define SAMPLE_SMALL_K 10       /* by positions (k < n / ST_RANK_DENSE) */
+#define SAMPLE_SMALL_K 10 /* by positions (k < n / ST_RANK_DENSE) */
 #define SAMPLE_SMALL_TRIES 2000
-#define SAMPLE_BIG_K 200        /* one selection pass */
+#define SAMPLE_BIG_K 200 /* one selection pass */
 #define SAMPLE_BIG_TRIES 300
 /* chi-square, 999 degrees of freedom, p = 1e-6 (Wilson-Hilferty). */
 #define SAMPLE_CHI2_MAX 1226.0
@@ -76,10 +76,7 @@
  * transaction open. */
 static st_txn *t;
 
-static void txn_setup(void)
-{
-    t = unit_st_wbegin();
-}
+static void txn_setup(void) { t = unit_st_wbegin(); }
 
 /* Runs before the environment's teardown (Check: teardowns in reverse). */
 static void txn_teardown(void)
@@ -316,8 +313,7 @@ START_TEST(zset_levels_grow_and_shrink)
             for (int j = i + 1; j < GROW_N; j++)
                 below += order[j] < id;
             len = member_name(name, id);
-            ck_assert_int_eq(st_zset_rank(t, &o, name, len, 0, &rank, &s),
-                             0);
+            ck_assert_int_eq(st_zset_rank(t, &o, name, len, 0, &rank, &s), 0);
             ck_assert_uint_eq(rank, (uint64_t)below);
         }
     }
@@ -390,7 +386,8 @@ START_TEST(zset_every_rank)
             m.alive[i] = 1;
             m.score[i] = (double)(rng() % (uint64_t)sizes[z]) / 4;
             ck_assert_int_eq(st_zset_add(t, &o, name, len, m.score[i],
-                                         &created), 0);
+                                         &created),
+                             0);
         }
         model_sort(&m);
         verify(&o, ST_DBI_ZSCORES);
@@ -399,7 +396,8 @@ START_TEST(zset_every_rank)
             check_at_rank(&o, &m, i);
         }
         ck_assert_int_eq(st_zset_rank(t, &o, "none", 4, 0, &(uint64_t){ 0 },
-                                      &(double){ 0 }), ST_ENOTFOUND);
+                                      &(double){ 0 }),
+                         ST_ENOTFOUND);
     }
 }
 END_TEST
@@ -441,15 +439,15 @@ static int same_name(void *ctx, const uint8_t *nm, size_t nl,
     return 0;
 }
 
-static int check_at(void *ctx, const uint8_t *nm, size_t nl,
-                    const uint8_t *val, size_t vl)
+static int check_at(void *ctx, const uint8_t *nm, size_t nl, const uint8_t *val,
+                    size_t vl)
 {
     at_check *a = ctx;
 
     a->name = nm;
     a->len = nl;
-    ck_assert_int_eq(st_elem_at(t, ST_ELEM_SET, &a->o->c, a->p, same_name,
-                                a), 0);
+    ck_assert_int_eq(st_elem_at(t, ST_ELEM_SET, &a->o->c, a->p, same_name, a),
+                     0);
     a->p++;
     return 0;
 }
@@ -477,11 +475,12 @@ START_TEST(set_element_at_every_position)
             ck_assert_int_eq(st_set_add(t, &o, name, lens[z], &created), 0);
         }
         ck_assert_uint_eq(verify(&o, ST_DBI_SETS), levels[z]);
-        ck_assert_int_eq(st_set_scan(t, &o, 0, SIZE_MAX, check_at, &a,
-                                     &next), 0);
+        ck_assert_int_eq(st_set_scan(t, &o, 0, SIZE_MAX, check_at, &a, &next),
+                         0);
         ck_assert_uint_eq(a.p, o.c.card);
-        ck_assert_int_eq(st_elem_at(t, ST_ELEM_SET, &o.c, o.c.card,
-                                    same_name, &a), ST_ENOTFOUND);
+        ck_assert_int_eq(st_elem_at(t, ST_ELEM_SET, &o.c, o.c.card, same_name,
+                                    &a),
+                         ST_ENOTFOUND);
     }
 }
 END_TEST
@@ -507,7 +506,8 @@ START_TEST(zset_long_members)
                      (unsigned long long)(rng() % 10000000000ull));
             double s = pass ? (double)(rng() % 7) : 0;
             ck_assert_int_eq(st_zset_add(t, &o, mem[i], LONG_LEN - 1, s,
-                                         &created), 0);
+                                         &created),
+                             0);
             model[i].score = s;
             /* zent holds a short stand-in: the distinct tail decides. */
             memcpy(model[i].name, mem[i] + LONG_LEN - 11, 10);
@@ -522,8 +522,9 @@ START_TEST(zset_long_members)
             double s;
             memset(full, 'x', LONG_LEN);
             memcpy(full + LONG_LEN - 11, model[i].name, 10);
-            ck_assert_int_eq(st_zset_rank(t, &o, full, LONG_LEN - 1, 0,
-                                          &rank, &s), 0);
+            ck_assert_int_eq(st_zset_rank(t, &o, full, LONG_LEN - 1, 0, &rank,
+                                          &s),
+                             0);
             ck_assert_uint_eq(rank, (uint64_t)i);
         }
         for (int i = 0; i < LONG_N; i += 2) {
@@ -572,8 +573,7 @@ START_TEST(zcount_and_zlexcount_match_model)
     for (int i = 0; i < COUNT_N; i++) {
         size_t len = member_name(name, i);
         scores[i] = (double)(rng() % (COUNT_N / 4)) - COUNT_N / 8;
-        ck_assert_int_eq(st_zset_add(t, &o, name, len, scores[i], &created),
-                         0);
+        ck_assert_int_eq(st_zset_add(t, &o, name, len, scores[i], &created), 0);
     }
     for (int p = 0; p < COUNT_PROBES; p++) {
         double lo = (double)(rng() % (COUNT_N / 3)) - COUNT_N / 6;
@@ -587,8 +587,8 @@ START_TEST(zcount_and_zlexcount_match_model)
         for (int i = 0; i < COUNT_N; i++)
             want += (loex ? scores[i] > lo : scores[i] >= lo) &&
                     (hiex ? scores[i] < hi : scores[i] <= hi);
-        ck_assert_int_eq(st_zset_count_score(t, &o, lo, loex, hi, hiex,
-                                             &got), 0);
+        ck_assert_int_eq(st_zset_count_score(t, &o, lo, loex, hi, hiex, &got),
+                         0);
         ck_assert_uint_eq(got, want);
     }
     /* Lex: one score, members of up to LEX_LEN letters from "abcdef". */
@@ -598,8 +598,7 @@ START_TEST(zcount_and_zlexcount_match_model)
         size_t len = 1 + rng() % LEX_LEN;
         for (size_t j = 0; j < len; j++)
             lex[nlex][j] = (char)('a' + rng() % LEX_LETTERS);
-        ck_assert_int_eq(st_zset_add(t, &ol, lex[nlex], len, 0, &created),
-                         0);
+        ck_assert_int_eq(st_zset_add(t, &ol, lex[nlex], len, 0, &created), 0);
         if (created)
             lexlen[nlex++] = len;
     }
@@ -711,8 +710,7 @@ START_TEST(single_picks_are_uniform)
         cluster += near;
         spread += !near;
         ck_assert_int_eq(st_set_add(t, &so, nm, len, &created), 0);
-        ck_assert_int_eq(st_hash_set(t, &ho, nm, len, "v", 1, 0, &created),
-                         0);
+        ck_assert_int_eq(st_hash_set(t, &ho, nm, len, "v", 1, 0, &created), 0);
         ck_assert_int_eq(st_zset_add(t, &zo, nm, len, c, &created), 0);
     }
     for (int kind = 0; kind < 3; kind++) {
@@ -721,12 +719,10 @@ START_TEST(single_picks_are_uniform)
         for (uint64_t d = 0; d < draws; d++) {
             uint64_t seed = d * SEED_STEP + (uint64_t)kind;
             tally c = { cell_of, PICK_CANDIDATES, hits, { 0 }, 0 };
-            int rc = kind == 0 ? st_set_sample(t, &so, seed, 1, tally_elem,
-                                               &c)
-                     : kind == 1 ? st_hash_sample(t, &ho, seed, 1, tally_elem,
-                                                  &c)
-                                 : st_zset_sample(t, &zo, seed, 1, tally_z,
-                                                  &c);
+            int rc = kind == 0 ? st_set_sample(t, &so, seed, 1, tally_elem, &c)
+                     : kind == 1
+                         ? st_hash_sample(t, &ho, seed, 1, tally_elem, &c)
+                         : st_zset_sample(t, &zo, seed, 1, tally_z, &c);
             ck_assert_int_eq(rc, 0);
             ck_assert_int_eq(c.n, 1);
         }
@@ -762,7 +758,8 @@ START_TEST(samples_are_distinct_uniform_not_runs)
         ck_assert_int_eq(st_set_add(t, &o, name, len, &created), 0);
     }
     ck_assert_int_eq(st_set_scan(t, &o, 0, SIZE_MAX, collect_name, &scan,
-                                 &next), 0);
+                                 &next),
+                     0);
     ck_assert_uint_eq(scan.n, SAMPLE_N);
     for (int p = 0; p < SAMPLE_N; p++)
         pos_of[name_number(order[p], olen[p])] = p;
@@ -772,9 +769,11 @@ START_TEST(samples_are_distinct_uniform_not_runs)
         for (int s = 0; s < tries[v]; s++) {
             tally c = { pos_of, SAMPLE_N, hits, { 0 }, 0 };
             int seen[SAMPLE_N] = { 0 }, lo = SAMPLE_N, hi = -1;
-            ck_assert_int_eq(st_set_sample(t, &o, (uint64_t)s * SEED_STEP +
-                                                      (uint64_t)v,
-                                           (size_t)ks[v], tally_elem, &c), 0);
+            ck_assert_int_eq(st_set_sample(t, &o,
+                                           (uint64_t)s * SEED_STEP +
+                                               (uint64_t)v,
+                                           (size_t)ks[v], tally_elem, &c),
+                             0);
             ck_assert_int_eq(c.n, ks[v]);
             for (int j = 0; j < c.n; j++) {
                 int p = c.cell[j];
@@ -785,8 +784,7 @@ START_TEST(samples_are_distinct_uniform_not_runs)
             }
             runs += hi - lo + 1 == ks[v];
         }
-        double x = chi2(hits, SAMPLE_N,
-                        (double)tries[v] * ks[v] / SAMPLE_N);
+        double x = chi2(hits, SAMPLE_N, (double)tries[v] * ks[v] / SAMPLE_N);
         ck_assert_msg(x < SAMPLE_CHI2_MAX, "k %d: chi-square %.1f", ks[v], x);
         ck_assert_int_le(runs, tries[v] / 100);
     }
@@ -813,14 +811,12 @@ START_TEST(sample_of_everything)
     counter c = { 0 };
 
     open_new(&k, "s", ST_TYPE_SET, &o);
-    ck_assert_int_eq(st_set_sample(t, &o, 1, 5, count_one, &c),
-                     ST_ENOTFOUND);
+    ck_assert_int_eq(st_set_sample(t, &o, 1, 5, count_one, &c), ST_ENOTFOUND);
     for (int i = 0; i < SAMPLE_N; i++) {
         size_t len = member_name(name, i);
         ck_assert_int_eq(st_set_add(t, &o, name, len, &created), 0);
     }
-    ck_assert_int_eq(st_set_sample(t, &o, 1, SAMPLE_N * 2, count_one, &c),
-                     0);
+    ck_assert_int_eq(st_set_sample(t, &o, 1, SAMPLE_N * 2, count_one, &c), 0);
     ck_assert_uint_eq(c.n, SAMPLE_N);
 }
 END_TEST

@@ -229,8 +229,8 @@ START_TEST(test_str2d_range)
     int under = s2d("1e-400", &v);
 
     ck_assert_msg(!over && !nover && !under,
-                  "accepted: 1e999 %d, -1e999 %d, 1e-400 %d (want 0 0 0)",
-                  over, nover, under);
+                  "accepted: 1e999 %d, -1e999 %d, 1e-400 %d (want 0 0 0)", over,
+                  nover, under);
 }
 END_TEST
 
@@ -246,8 +246,9 @@ START_TEST(test_long_ld_text)
     int n = srv_util_ld2str(text, sizeof text, ld);
 
     ck_assert_int_gt(n, 200);
-    ck_assert_msg(srv_util_str2ld(text, (size_t)n, &back),
-                  "srv_util_str2ld refused srv_util_ld2str's own %d-byte output", n);
+    ck_assert_msg(
+        srv_util_str2ld(text, (size_t)n, &back),
+        "srv_util_str2ld refused srv_util_ld2str's own %d-byte output", n);
     ck_assert(back == ld);
 }
 END_TEST
@@ -469,7 +470,9 @@ START_TEST(test_glob_pathological)
     /* Many stars against a long near-miss must not go exponential. */
     char *s = malloc(LONG_SUBJECT + 1);
     const char *pats[] = {
-        "a*a*a*a*b", "*a*a*a*a*a*a*a*a*a*a*b", "*?*?*?*?*?*?*?*?*b",
+        "a*a*a*a*b",
+        "*a*a*a*a*a*a*a*a*a*a*b",
+        "*?*?*?*?*?*?*?*?*b",
         "a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
     };
     struct timespec t0, t1;

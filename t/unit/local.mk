@@ -175,3 +175,17 @@ t_unit_check_cmd_table_SOURCES = t/unit/check_cmd_table.c $(UNIT_TMP)
 t_unit_check_cmd_table_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_cmd_table_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_cmd_table
+
+# ==== issue 11 ====
+
+# ==== issue 12 ====
+
+# ==== issue 13 ====
+
+# ==== issue 14 ====
+
+# ==== issue 15 ====
+
+# ==== issue 16 ====
+
+# ==== issue 17 ====

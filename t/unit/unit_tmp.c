@@ -16,8 +16,7 @@ void unit_tmp_make(char *root, size_t size, const char *name)
 {
     const char *base = getenv("TMPDIR");
 
-    snprintf(root, size, "%s/%s.XXXXXX", base && *base ? base : "/tmp",
-             name);
+    snprintf(root, size, "%s/%s.XXXXXX", base && *base ? base : "/tmp", name);
     ck_assert_ptr_nonnull(mkdtemp(root));
 }
 
