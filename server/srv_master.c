@@ -14,6 +14,8 @@
  * log level), so children forked later start from the current settings.
  */
 #include "server/srv_master.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
 #include "server/srv_reaper.h"
@@ -285,6 +287,19 @@ static void create_cache(void)
             shm_strerror(rc));
 }
 
+/* The users (aclfile or requirepass) in their shared region, before any
+ * fork (issue 16). */
+static void load_acl(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    srv_cmd_init();
+    if (srv_aclconn_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("%s", err);
+    }
+}
+
 static void write_pidfile(void)
 {
     FILE *f;
@@ -387,6 +402,11 @@ static void become_child(const srv_proc *p)
     srv_log_set_role(srv_role_name(p->role), p->index);
     if ((rc = srv_config_attach())) {
         srv_log(SRV_LOG_WARNING, 0, "the shared configuration is unusable: %s",
+                shm_strerror(rc));
+        _exit(1);
+    }
+    if ((rc = srv_aclconn_attach())) {
+        srv_log(SRV_LOG_WARNING, 0, "the shared ACL region is unusable: %s",
                 shm_strerror(rc));
         _exit(1);
     }
@@ -578,6 +598,7 @@ int srv_master_main(int argc, char **argv)
     if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
+    load_acl();
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));

@@ -64,11 +64,16 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
             close(fd);
             continue;
         }
-        if (!srv_conn_create(w, fd, l->is_unix)) {
+        srv_conn *c = srv_conn_create(w, fd, l->is_unix);
+        if (!c) {
             srv_log(SRV_LOG_WARNING, ENOMEM, "connection setup failed");
             atomic_fetch_sub(&srv_her.stats->clients, 1);
             close(fd);
+            continue;
         }
+        for (const srv_service *const *sv = w->services; sv && *sv; sv++)
+            if ((*sv)->accepted && (*sv)->accepted(w, c))
+                break; /* refused: c may be gone */
     }
 }
 
