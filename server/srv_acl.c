@@ -908,15 +908,17 @@ static int describe_commands(const selector *s, srv_buf *out)
     return rc ? ENOMEM : 0;
 }
 
-static int describe_pattern(const keypat *k, srv_buf *out)
+/* With `exact`, a read-write pattern is "%RW~pat": "~*" would read back
+ * as allkeys (Redis's "~* ~a" describes a user it cannot make). */
+static int describe_pattern(const keypat *k, int exact, srv_buf *out)
 {
-    const char *prefix = k->perm == P_ALL    ? "~"
+    const char *prefix = k->perm == P_ALL    ? (exact ? "%RW~" : "~")
                          : k->perm == P_READ ? "%R~"
                                              : "%W~";
     return buf_cat(out, prefix) | srv_buf_append(out, k->pat.s, k->pat.len);
 }
 
-static int describe_selector(const selector *s, srv_buf *out)
+static int describe_selector(const selector *s, int exact, srv_buf *out)
 {
     int rc = 0;
 
@@ -924,7 +926,8 @@ static int describe_selector(const selector *s, srv_buf *out)
         rc |= buf_cat(out, "~* ");
     } else {
         for (int i = 0; i < s->nkeys; i++)
-            rc |= describe_pattern(&s->keys[i], out) | buf_cat(out, " ");
+            rc |= describe_pattern(&s->keys[i], exact, out) |
+                  buf_cat(out, " ");
     }
     if (s->flags & S_ALLCHANNELS) {
         rc |= buf_cat(out, "&* ");
@@ -939,7 +942,7 @@ static int describe_selector(const selector *s, srv_buf *out)
     return rc ? ENOMEM : 0;
 }
 
-int srv_acl_user_describe(const srv_acl_user *u, srv_buf *out)
+static int describe_user(const srv_acl_user *u, int exact, srv_buf *out)
 {
     int rc = 0;
 
@@ -951,11 +954,16 @@ int srv_acl_user_describe(const srv_acl_user *u, srv_buf *out)
     for (int i = 0; i < u->nsel; i++) {
         if (i)
             rc |= buf_cat(out, " (");
-        rc |= describe_selector(u->sel[i], out);
+        rc |= describe_selector(u->sel[i], exact, out);
         if (i)
             rc |= buf_cat(out, ")");
     }
     return rc ? ENOMEM : 0;
+}
+
+int srv_acl_user_describe(const srv_acl_user *u, srv_buf *out)
+{
+    return describe_user(u, 0, out);
 }
 
 int srv_acl_user_selector_text(const srv_acl_user *u, int i, int which,
@@ -970,8 +978,8 @@ int srv_acl_user_selector_text(const srv_acl_user *u, int i, int which,
         if (s->flags & S_ALLKEYS)
             return buf_cat(out, "~*");
         for (int j = 0; j < s->nkeys; j++)
-            rc |= (j ? buf_cat(out, " ") : 0) | describe_pattern(&s->keys[j],
-                                                                 out);
+            rc |= (j ? buf_cat(out, " ") : 0) |
+                  describe_pattern(&s->keys[j], 0, out);
         return rc ? ENOMEM : 0;
     default:
         if (s->flags & S_ALLCHANNELS)
@@ -1319,7 +1327,7 @@ int srv_acl_set_write(const srv_acl_set *s, int ids, srv_buf *out)
         }
         rc |= buf_cat(out, "user ") |
               srv_buf_append(out, s->u[i]->name.s, s->u[i]->name.len) |
-              buf_cat(out, " ") | srv_acl_user_describe(s->u[i], out) |
+              buf_cat(out, " ") | describe_user(s->u[i], ids, out) |
               buf_cat(out, "\n");
     }
     return rc ? ENOMEM : 0;
@@ -1398,7 +1406,7 @@ static int apply_words(srv_acl_user *u, const srv_slice *words, int n,
 {
     srv_slice *rules = calloc((size_t)n + 1, sizeof *rules);
     srv_buf joined = { 0 };
-    int bad, m, rc = 0;
+    int bad, m, rc = 0, syntax_seen = 0;
     char head[MSG_MAX];
 
     if (!rules)
@@ -1427,13 +1435,23 @@ static int apply_words(srv_acl_user *u, const srv_slice *words, int n,
         if (e == SRV_ACL_ENOMEM)
             return ENOMEM;
         if (e) {
-            rc = e;
-            if (errs) {
+            /* Redis names an unknown command (nothing secret in it);
+             * of other errors only the first of a line, which may
+             * explain the rest. */
+            if (errs && e == SRV_ACL_EUNKNOWN)
+                snprintf(head, sizeof head,
+                         "%s:%d: Error in applying operation '%.*s': %s. ",
+                         fname, lineno, (int)len, op, srv_acl_strerror(e));
+            else if (errs && !syntax_seen)
                 snprintf(head, sizeof head, "%s:%d: %s. ", fname, lineno,
                          srv_acl_strerror(e));
-                if (buf_cat(errs, head))
-                    rc = ENOMEM;
-            }
+            else
+                head[0] = '\0';
+            if (e != SRV_ACL_EUNKNOWN)
+                syntax_seen = 1;
+            rc = e;
+            if (errs && buf_cat(errs, head))
+                rc = ENOMEM;
         }
     }
     srv_buf_free(&joined);

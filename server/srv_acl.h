@@ -198,8 +198,9 @@ int srv_acl_set_remove(srv_acl_set *s, const char *name, size_t len);
 /*
  * Append the aclfile's text of s to *out: "user NAME DESCRIPTION\n" per
  * user, in name order (ACL SAVE). With `ids`, a line of the next identity
- * first and each user's identity before its line: the form the shared
- * region carries. 0 or ENOMEM.
+ * first, each user's identity before its line, and read-write key
+ * patterns as "%RW~pat" (so "~*" always means allkeys): the form the
+ * shared region carries, which reads back exactly. 0 or ENOMEM.
  */
 int srv_acl_set_write(const srv_acl_set *s, int ids, srv_buf *out);
 

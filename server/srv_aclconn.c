@@ -286,7 +286,13 @@ void srv_aclconn_log(srv_conn *c, int reason, int context, int argpos,
         obj = c->argv[argpos].ptr;
         olen = c->argv[argpos].len;
     }
-    srv_cmd_conn_info(c, c->cmd ? c->cmd->name : NULL, info, sizeof info);
+    /* The command shown is the one the client sent: EXEC for what EXEC's
+     * re-check denies. */
+    srv_cmd_conn_info(c,
+                      c->flags & SRV_CONN_IN_EXEC ? "exec"
+                      : c->cmd                    ? c->cmd->name
+                                                  : NULL,
+                      info, sizeof info);
     size_t ilen = strlen(info);
     if (ilen && info[ilen - 1] == '\n')
         ilen--;
@@ -450,7 +456,9 @@ int srv_aclconn_change(srv_conn *c, srv_aclconn_edit_fn *edit, void *arg)
         rc = ENOMEM;
     if (rc) {
         srv_aclshm_unlock(h);
-        srv_reply_error(c, "ERR out of memory reading the ACL rules");
+        srv_reply_error(c, rc == ENOMEM
+                               ? "ERR out of memory reading the ACL rules"
+                               : "ERR the published ACL rules are unreadable");
         return 1;
     }
     if ((rc = edit(c, next, arg))) {
