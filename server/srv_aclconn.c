@@ -62,7 +62,8 @@ static uint64_t applied;
 /* A connection authenticated as another user than the default. */
 typedef struct session {
     uint64_t uid;       /* the user's identity */
-    srv_acl_user *user; /* in `live` */
+    srv_acl_user *user; /* in `live` when gen is `applied` */
+    uint64_t gen;       /* the generation `user` was found in */
     int dead;           /* its user went away: closing */
 } session;
 
@@ -75,6 +76,7 @@ static void on_reset(srv_conn *c, void *state)
     if (!s->dead) {
         s->user = live_default;
         s->uid = srv_acl_user_id(live_default);
+        s->gen = applied;
     }
 }
 
@@ -130,10 +132,13 @@ static void adopt(srv_acl_set *next, uint64_t seq, srv_conn *self)
 {
     srv_acl_set *old = live;
 
+    srv_worker *w = serving ? serving : self ? self->worker : NULL;
+    uint64_t before = applied;
+
     live = next;
     live_default = srv_acl_set_default(next);
     applied = seq;
-    for (srv_conn *x = serving ? serving->clients : NULL; x; x = x->next) {
+    for (srv_conn *x = w ? w->clients : NULL; x; x = x->next) {
         session *s = session_of(x);
         srv_acl_user *u;
         if (!s || s->dead)
@@ -143,7 +148,7 @@ static void adopt(srv_acl_set *next, uint64_t seq, srv_conn *self)
             continue;
         }
         if ((x->flags & SRV_CONN_SUBSCRIBED) &&
-            !srv_acl_channels_kept(s->user, u)) {
+            (s->gen != before || !srv_acl_channels_kept(s->user, u))) {
             chan_check k = { u, 0 };
             srv_pubsub_each_subscription(x, check_one_channel, &k);
             if (k.denied) {
@@ -152,6 +157,7 @@ static void adopt(srv_acl_set *next, uint64_t seq, srv_conn *self)
             }
         }
         s->user = u;
+        s->gen = seq;
     }
     /* The default user's sessions have no session: default keeps its
      * identity, so they follow it without one. */
@@ -214,11 +220,25 @@ static void refresh(srv_conn *self)
     adopt(next, seq, self);
 }
 
+/* The user of session s (re-found by identity if the set changed since:
+ * a session the re-link did not reach, NULL when its user is gone). */
+static srv_acl_user *session_user(session *s)
+{
+    if (s->gen != applied && !s->dead) {
+        s->user = srv_acl_set_find_id(live, s->uid);
+        s->gen = applied;
+        if (!s->user)
+            s->dead = 1;
+    }
+    return s->dead ? NULL : s->user;
+}
+
 static srv_acl_user *user_of(const srv_conn *c)
 {
     session *s = session_of(c);
+    srv_acl_user *u = s ? session_user(s) : NULL;
 
-    return s ? s->user : live_default;
+    return u ? u : live_default;
 }
 
 const srv_acl_set *srv_aclconn_users(srv_conn *c)
@@ -311,7 +331,7 @@ int srv_aclconn_check_or_reply(srv_conn *c)
     if (!live || srv_aclshm_seq(srv_her.aclshm) != applied)
         refresh(c);
     s = session_of(c);
-    if (s && s->dead) {
+    if (s && !session_user(s)) {
         c->flags |= SRV_CONN_CLOSE_ASAP;
         return -1;
     }
@@ -395,6 +415,7 @@ static int become(srv_conn *c, srv_acl_user *u)
     }
     s->user = u;
     s->uid = srv_acl_user_id(u);
+    s->gen = applied;
     s->dead = 0;
     return 0;
 }
