@@ -5,8 +5,9 @@
  * patterns), the rules' text both ways (ACL SETUSER's operations in, ACL
  * LIST's and the aclfile's description out), the aclfile's parse, and the
  * permission check of one command line. No globals, no I/O, no shared
- * memory: the set every worker applies live is srv_aclconn.h's and its
- * published copy srv_aclshm.h's. Any process, one thread per object.
+ * memory: sets of users and their text are srv_aclset.h's, the set every
+ * worker applies live srv_aclconn.h's and its published copy
+ * srv_aclshm.h's. Any process, one thread per object.
  */
 #ifndef SRV_ACL_H
 #define SRV_ACL_H
@@ -53,7 +54,6 @@ enum srv_acl_err {
 const char *srv_acl_strerror(int err);
 
 typedef struct srv_acl_user srv_acl_user;
-typedef struct srv_acl_set srv_acl_set;
 
 /* ---- users ---- */
 
@@ -90,8 +90,10 @@ int srv_acl_user_apply(srv_acl_user *u, const char *op, size_t len,
 const char *srv_acl_user_name(const srv_acl_user *u, size_t *len);
 
 /* The user's identity: unique among every user a set has held, kept
- * across changes of its rules (0 until a set gives it one). */
+ * across changes of its rules (0 until a set gives it one); and setting
+ * it (srv_aclset.h's). */
 uint64_t srv_acl_user_id(const srv_acl_user *u);
+void srv_acl_user_set_id(srv_acl_user *u, uint64_t id);
 
 /* 1 if the user is on. */
 int srv_acl_user_enabled(const srv_acl_user *u);
@@ -106,10 +108,12 @@ int srv_acl_user_check_password(const srv_acl_user *u, const char *password,
 
 /*
  * Append ACL LIST's description of u (its flags, #hashes, root rules,
- * then each selector in parentheses; without "user NAME ") to *out.
- * 0 or ENOMEM.
+ * then each selector in parentheses; without "user NAME ") to *out. With
+ * `exact`, read-write key patterns are "%RW~pat" rather than "~pat", so
+ * that the text always gives u back ("~*" would read back as allkeys:
+ * Redis's "~* ~a" describes a user it cannot make). 0 or ENOMEM.
  */
-int srv_acl_user_describe(const srv_acl_user *u, srv_buf *out);
+int srv_acl_user_describe(const srv_acl_user *u, int exact, srv_buf *out);
 
 /* 1 if u may run anything on any key and channel (the root selector has
  * every command, key and channel): the check then has nothing to do. */
@@ -157,75 +161,6 @@ int srv_acl_check_channel(const srv_acl_user *u, const char *ch, size_t len,
 /* 1 if every channel of `old`'s selectors is one of `now`'s, or `now`
  * has every channel: sessions of the user keep their subscriptions. */
 int srv_acl_channels_kept(const srv_acl_user *old, const srv_acl_user *now);
-
-/* ---- sets of users ---- */
-
-/* A set holding only the default user ("on nopass ~* &* +@all"), with
- * identities starting at 1. NULL when out of memory. */
-srv_acl_set *srv_acl_set_create(void);
-
-void srv_acl_set_destroy(srv_acl_set **s);
-
-/* A copy of s (users, identities and the next identity). */
-srv_acl_set *srv_acl_set_copy(const srv_acl_set *s);
-
-/* Number of users and the i-th in name order (ACL LIST's order). */
-int srv_acl_set_count(const srv_acl_set *s);
-srv_acl_user *srv_acl_set_at(const srv_acl_set *s, int i);
-
-/* The user named name[0..len), or NULL. */
-srv_acl_user *srv_acl_set_find(const srv_acl_set *s, const char *name,
-                               size_t len);
-
-/* The user whose identity is id, or NULL. */
-srv_acl_user *srv_acl_set_find_id(const srv_acl_set *s, uint64_t id);
-
-/* The default user (always there). */
-srv_acl_user *srv_acl_set_default(const srv_acl_set *s);
-
-/*
- * Put u into s, which takes it: it replaces the user of the same name
- * (keeping that user's identity, unless `fresh`) or is added with a new
- * identity. 0 or ENOMEM (u is then freed).
- */
-int srv_acl_set_put(srv_acl_set *s, srv_acl_user *u, int fresh);
-
-/* Remove and free the user named name[0..len): 1 if it was there. */
-int srv_acl_set_remove(srv_acl_set *s, const char *name, size_t len);
-
-/* ---- text ---- */
-
-/*
- * Append the aclfile's text of s to *out: "user NAME DESCRIPTION\n" per
- * user, in name order (ACL SAVE). With `ids`, a line of the next identity
- * first, each user's identity before its line, and read-write key
- * patterns as "%RW~pat" (so "~*" always means allkeys): the form the
- * shared region carries, which reads back exactly. 0 or ENOMEM.
- */
-int srv_acl_set_write(const srv_acl_set *s, int ids, srv_buf *out);
-
-/*
- * Parse text[0..len) as srv_acl_set_write's form with identities (the
- * shared region's): a new set into *out. 0, ENOMEM or SRV_ACL_ESYNTAX.
- */
-int srv_acl_set_read(const char *text, size_t len, srv_acl_set **out);
-
-/*
- * Parse an aclfile's text as ACL LOAD does: every line empty or "user
- * NAME RULES...", each user once; the default user is made if the file
- * does not name it. Every user gets a new identity from `next_id` on but
- * the default, which keeps `default_id`. On success *out is the new set
- * and 0 is returned; on errors -1, with Redis's one-line description of
- * every problem in *err (its file name `fname`), and *out NULL. ENOMEM.
- */
-int srv_acl_set_load(const char *text, size_t len, const char *fname,
-                     uint64_t default_id, uint64_t next_id,
-                     int allchannels, srv_acl_set **out, srv_buf *err);
-
-/* The identity the next new user of s gets, and setting it (a loaded set
- * continues from its predecessor's). */
-uint64_t srv_acl_set_next_id(const srv_acl_set *s);
-void srv_acl_set_set_next_id(srv_acl_set *s, uint64_t id);
 
 /* ---- categories and passwords ---- */
 

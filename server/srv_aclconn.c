@@ -55,7 +55,7 @@ const char SRV_ACLCONN_DENIED[] =
     "accepting connections from the outside.";
 
 /* The process's users and the generation they are. */
-static srv_acl_set *live;
+static srv_aclset *live;
 static srv_acl_user *live_default;
 static uint64_t applied;
 
@@ -128,22 +128,22 @@ static int check_one_channel(void *arg, const char *ch, size_t len,
  * Make `next` (generation seq) the set in force and re-link the sessions
  * of this worker's connections; the one running a command is `self`.
  */
-static void adopt(srv_acl_set *next, uint64_t seq, srv_conn *self)
+static void adopt(srv_aclset *next, uint64_t seq, srv_conn *self)
 {
-    srv_acl_set *old = live;
+    srv_aclset *old = live;
 
     srv_worker *w = serving ? serving : self ? self->worker : NULL;
     uint64_t before = applied;
 
     live = next;
-    live_default = srv_acl_set_default(next);
+    live_default = srv_aclset_default(next);
     applied = seq;
     for (srv_conn *x = w ? w->clients : NULL; x; x = x->next) {
         session *s = session_of(x);
         srv_acl_user *u;
         if (!s || s->dead)
             continue;
-        if (!(u = srv_acl_set_find_id(next, s->uid))) {
+        if (!(u = srv_aclset_find_id(next, s->uid))) {
             kill_session(x, s, self);
             continue;
         }
@@ -161,43 +161,43 @@ static void adopt(srv_acl_set *next, uint64_t seq, srv_conn *self)
     }
     /* The default user's sessions have no session: default keeps its
      * identity, so they follow it without one. */
-    srv_acl_set_destroy(&old);
+    srv_aclset_destroy(&old);
 }
 
 struct srv_aclshm *srv_aclconn_region(void)
 {
     if (!srv_her.aclshm) {
-        srv_acl_set *s = srv_acl_set_create();
+        srv_aclset *s = srv_aclset_create();
         srv_buf text = { 0 };
-        if (!s || srv_acl_set_write(s, 1, &text) ||
+        if (!s || srv_aclset_write(s, 1, &text) ||
             srv_aclshm_create(text.data, text.len, &srv_her.aclshm)) {
-            srv_acl_set_destroy(&s);
+            srv_aclset_destroy(&s);
             srv_buf_free(&text);
             return NULL;
         }
         srv_buf_free(&text);
-        srv_acl_set_destroy(&live);
+        srv_aclset_destroy(&live);
         live = s;
-        live_default = srv_acl_set_default(s);
+        live_default = srv_aclset_default(s);
         applied = srv_aclshm_seq(srv_her.aclshm);
     }
     return srv_her.aclshm;
 }
 
 /* Read the region's text (the caller holds its lock) into a set. */
-static int read_locked(struct srv_aclshm *h, srv_acl_set **out, uint64_t *seq)
+static int read_locked(struct srv_aclshm *h, srv_aclset **out, uint64_t *seq)
 {
     size_t len;
     const char *text = srv_aclshm_text_locked(h, &len, seq);
 
-    return srv_acl_set_read(text, len, out);
+    return srv_aclset_read(text, len, out);
 }
 
 /* Bring the set in force up to date; self is the connection running. */
 static void refresh(srv_conn *self)
 {
     struct srv_aclshm *h = srv_aclconn_region();
-    srv_acl_set *next;
+    srv_aclset *next;
     uint64_t seq;
     int rc;
 
@@ -225,7 +225,7 @@ static void refresh(srv_conn *self)
 static srv_acl_user *session_user(session *s)
 {
     if (s->gen != applied && !s->dead) {
-        s->user = srv_acl_set_find_id(live, s->uid);
+        s->user = srv_aclset_find_id(live, s->uid);
         s->gen = applied;
         if (!s->user)
             s->dead = 1;
@@ -241,7 +241,7 @@ static srv_acl_user *user_of(const srv_conn *c)
     return u ? u : live_default;
 }
 
-const srv_acl_set *srv_aclconn_users(srv_conn *c)
+const srv_aclset *srv_aclconn_users(srv_conn *c)
 {
     refresh(c);
     return live;
@@ -429,7 +429,7 @@ int srv_aclconn_authenticate(srv_conn *c, const srv_slice *user,
     refresh(c);
     if (!user)
         user = &default_name;
-    u = srv_acl_set_find(live, user->ptr, user->len);
+    u = srv_aclset_find(live, user->ptr, user->len);
     if (u && srv_acl_user_check_password(u, pass->ptr, pass->len) &&
         become(c, u) == 0) {
         c->authed = 1;
@@ -455,7 +455,7 @@ void srv_aclconn_reset(srv_conn *c)
 int srv_aclconn_change(srv_conn *c, srv_aclconn_edit_fn *edit, void *arg)
 {
     struct srv_aclshm *h = srv_aclconn_region();
-    srv_acl_set *cur = NULL, *next = NULL;
+    srv_aclset *cur = NULL, *next = NULL;
     srv_buf text = { 0 };
     uint64_t seq;
     int rc;
@@ -473,7 +473,7 @@ int srv_aclconn_change(srv_conn *c, srv_aclconn_edit_fn *edit, void *arg)
         if ((rc = read_locked(h, &cur, &seq)) == 0)
             adopt(cur, seq, c);
     }
-    if (rc == 0 && !(next = srv_acl_set_copy(live)))
+    if (rc == 0 && !(next = srv_aclset_copy(live)))
         rc = ENOMEM;
     if (rc) {
         srv_aclshm_unlock(h);
@@ -484,13 +484,13 @@ int srv_aclconn_change(srv_conn *c, srv_aclconn_edit_fn *edit, void *arg)
     }
     if ((rc = edit(c, next, arg))) {
         srv_aclshm_unlock(h);
-        srv_acl_set_destroy(&next);
+        srv_aclset_destroy(&next);
         return rc;
     }
-    if (srv_acl_set_write(next, 1, &text) ||
+    if (srv_aclset_write(next, 1, &text) ||
         !(seq = srv_aclshm_publish_locked(h, text.data, text.len))) {
         srv_aclshm_unlock(h);
-        srv_acl_set_destroy(&next);
+        srv_aclset_destroy(&next);
         srv_buf_free(&text);
         srv_reply_errorf(c,
                          "ERR the ACL rules would exceed larder's limit of "
@@ -504,10 +504,10 @@ int srv_aclconn_change(srv_conn *c, srv_aclconn_edit_fn *edit, void *arg)
     return 0;
 }
 
-static int edit_requirepass(srv_conn *c, srv_acl_set *next, void *arg)
+static int edit_requirepass(srv_conn *c, srv_aclset *next, void *arg)
 {
     const char *pass = arg;
-    srv_acl_user *d = srv_acl_set_default(next);
+    srv_acl_user *d = srv_aclset_default(next);
     char *op = malloc(strlen(pass) + 2);
     int rc = 0;
 
@@ -560,7 +560,7 @@ static int read_file(const char *path, srv_buf *out)
 int srv_aclconn_boot(char *err, size_t errlen)
 {
     const srv_config *cfg = srv_her.cfg;
-    srv_acl_set *set = NULL;
+    srv_aclset *set = NULL;
     srv_buf text = { 0 }, errs = { 0 };
     int rc;
 
@@ -573,7 +573,7 @@ int srv_aclconn_boot(char *err, size_t errlen)
             srv_buf_free(&text);
             return -1;
         }
-        rc = srv_acl_set_load(text.data ? text.data : "", text.len,
+        rc = srv_aclset_load(text.data ? text.data : "", text.len,
                               cfg->aclfile, 1, 2,
                               (int)cfg->acl_pubsub_default, &set, &errs);
         srv_buf_free(&text);
@@ -585,11 +585,11 @@ int srv_aclconn_boot(char *err, size_t errlen)
             return -1;
         }
     } else {
-        if (!(set = srv_acl_set_create()))
+        if (!(set = srv_aclset_create()))
             goto oom;
         if (cfg->requirepass[0]) {
             srv_buf op = { 0 };
-            srv_acl_user *d = srv_acl_set_default(set);
+            srv_acl_user *d = srv_aclset_default(set);
             if (srv_buf_append(&op, ">", 1) ||
                 srv_buf_append(&op, cfg->requirepass,
                                strlen(cfg->requirepass)) ||
@@ -601,27 +601,27 @@ int srv_aclconn_boot(char *err, size_t errlen)
             srv_buf_free(&op);
         }
     }
-    if (srv_acl_set_write(set, 1, &text))
+    if (srv_aclset_write(set, 1, &text))
         goto oom;
     if ((rc = srv_aclshm_create(text.data, text.len, &srv_her.aclshm))) {
         snprintf(err, errlen, "can't create the shared ACL region: %s",
                  rc == E2BIG ? "the users are too many or too long"
                              : strerror(rc));
         srv_buf_free(&text);
-        srv_acl_set_destroy(&set);
+        srv_aclset_destroy(&set);
         return -1;
     }
     srv_buf_free(&text);
     srv_buf_free(&errs);
-    srv_acl_set_destroy(&live);
+    srv_aclset_destroy(&live);
     live = set;
-    live_default = srv_acl_set_default(set);
+    live_default = srv_aclset_default(set);
     applied = srv_aclshm_seq(srv_her.aclshm);
     return 0;
 oom:
     srv_buf_free(&text);
     srv_buf_free(&errs);
-    srv_acl_set_destroy(&set);
+    srv_aclset_destroy(&set);
     snprintf(err, errlen, "out of memory loading the ACL rules");
     return -1;
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "server/srv_acl.h"
+#include "server/srv_aclset.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_worker.h"
@@ -73,7 +74,7 @@ void srv_aclconn_reset(srv_conn *c);
 const char *srv_aclconn_user_name(const srv_conn *c);
 
 /* The users in force, brought up to date (ACL LIST, GETUSER, ...). */
-const srv_acl_set *srv_aclconn_users(srv_conn *c);
+const srv_aclset *srv_aclconn_users(srv_conn *c);
 
 /* The user c runs as. */
 const srv_acl_user *srv_aclconn_user(const srv_conn *c);
@@ -87,7 +88,7 @@ const srv_acl_user *srv_aclconn_user(const srv_conn *c);
  * replied its error). A change too large for the region replies an error
  * and returns 1. Returns 0 when published.
  */
-typedef int srv_aclconn_edit_fn(srv_conn *c, srv_acl_set *next, void *arg);
+typedef int srv_aclconn_edit_fn(srv_conn *c, srv_aclset *next, void *arg);
 int srv_aclconn_change(srv_conn *c, srv_aclconn_edit_fn *edit, void *arg);
 
 /*

@@ -1,6 +1,6 @@
 /*
  * srv_aclshm.h - the shared ACL region: the published text of the users
- * (srv_acl_set_write's form with identities) that every worker applies
+ * (srv_aclset_write's form with identities) that every worker applies
  * before its next command, and the ACL LOG every worker adds to.
  *
  * Who may touch what:

@@ -7,6 +7,7 @@
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_acl.h"
+#include "server/srv_aclset.h"
 #include "server/srv_aclconn.h"
 #include "server/srv_aclshm.h"
 #include "server/srv_heritage.h"
@@ -100,10 +101,10 @@ typedef struct setuser {
     int nrules;
 } setuser;
 
-static int edit_setuser(srv_conn *c, srv_acl_set *next, void *arg)
+static int edit_setuser(srv_conn *c, srv_aclset *next, void *arg)
 {
     setuser *su = arg;
-    const srv_acl_user *old = srv_acl_set_find(next, su->name->ptr,
+    const srv_acl_user *old = srv_aclset_find(next, su->name->ptr,
                                                su->name->len);
     int allch = (int)srv_her.cfg->acl_pubsub_default;
     srv_acl_user *u = old ? srv_acl_user_copy(old)
@@ -125,7 +126,7 @@ static int edit_setuser(srv_conn *c, srv_acl_set *next, void *arg)
             return 1;
         }
     }
-    if (srv_acl_set_put(next, u, 0)) {
+    if (srv_aclset_put(next, u, 0)) {
         srv_reply_error(c, "ERR out of memory");
         return 1;
     }
@@ -171,12 +172,12 @@ done:
 
 /* ---- DELUSER ---- */
 
-static int edit_deluser(srv_conn *c, srv_acl_set *next, void *arg)
+static int edit_deluser(srv_conn *c, srv_aclset *next, void *arg)
 {
     int *deleted = arg;
 
     for (int i = 2; i < c->argc; i++)
-        *deleted += srv_acl_set_remove(next, c->argv[i].ptr, c->argv[i].len);
+        *deleted += srv_aclset_remove(next, c->argv[i].ptr, c->argv[i].len);
     return 0;
 }
 
@@ -217,7 +218,7 @@ static void reply_selector(srv_conn *c, const srv_acl_user *u, int i)
 
 void srv_cmd_acl_getuser(srv_conn *c)
 {
-    const srv_acl_user *u = srv_acl_set_find(srv_aclconn_users(c),
+    const srv_acl_user *u = srv_aclset_find(srv_aclconn_users(c),
                                              c->argv[2].ptr, c->argv[2].len);
     int n;
 
@@ -247,12 +248,12 @@ void srv_cmd_acl_getuser(srv_conn *c)
 
 static void list_users(srv_conn *c, int names_only)
 {
-    const srv_acl_set *s = srv_aclconn_users(c);
-    int n = srv_acl_set_count(s);
+    const srv_aclset *s = srv_aclconn_users(c);
+    int n = srv_aclset_count(s);
 
     srv_reply_array(c, n);
     for (int i = 0; i < n; i++) {
-        const srv_acl_user *u = srv_acl_set_at(s, i);
+        const srv_acl_user *u = srv_aclset_at(s, i);
         size_t len;
         const char *name = srv_acl_user_name(u, &len);
         srv_buf b = { 0 };
@@ -262,7 +263,7 @@ static void list_users(srv_conn *c, int names_only)
         }
         if (srv_buf_append(&b, "user ", strlen("user ")) ||
             srv_buf_append(&b, name, len) || srv_buf_append(&b, " ", 1) ||
-            srv_acl_user_describe(u, &b))
+            srv_acl_user_describe(u, 0, &b))
             c->flags |= SRV_CONN_CLOSE_ASAP; /* out of memory */
         reply_buf(c, &b);
         srv_buf_free(&b);
@@ -401,7 +402,7 @@ void srv_cmd_acl_log(srv_conn *c)
 
 void srv_cmd_acl_dryrun(srv_conn *c)
 {
-    const srv_acl_user *u = srv_acl_set_find(srv_aclconn_users(c),
+    const srv_acl_user *u = srv_aclset_find(srv_aclconn_users(c),
                                              c->argv[2].ptr, c->argv[2].len);
     const srv_slice *argv = c->argv + 3;
     int argc = c->argc - 3, pos = 0, rc;
@@ -484,17 +485,17 @@ typedef struct load {
  * mistaken for a user created meanwhile; the default user keeps its own
  * (its sessions go on, as in Redis, where it is copied over in place).
  */
-static int edit_load(srv_conn *c, srv_acl_set *next, void *arg)
+static int edit_load(srv_conn *c, srv_aclset *next, void *arg)
 {
     load *l = arg;
-    srv_acl_set *loaded = NULL;
+    srv_aclset *loaded = NULL;
     srv_buf errs = { 0 };
     int rc, n;
 
-    rc = srv_acl_set_load(l->text->data ? l->text->data : "", l->text->len,
+    rc = srv_aclset_load(l->text->data ? l->text->data : "", l->text->len,
                           srv_her.cfg->aclfile,
-                          srv_acl_user_id(srv_acl_set_default(next)),
-                          srv_acl_set_next_id(next),
+                          srv_acl_user_id(srv_aclset_default(next)),
+                          srv_aclset_next_id(next),
                           (int)srv_her.cfg->acl_pubsub_default, &loaded,
                           &errs);
     if (rc) {
@@ -505,21 +506,21 @@ static int edit_load(srv_conn *c, srv_acl_set *next, void *arg)
         srv_buf_free(&errs);
         return 1;
     }
-    while (srv_acl_set_count(next) > 0) {
+    while (srv_aclset_count(next) > 0) {
         size_t len;
-        const char *name = srv_acl_user_name(srv_acl_set_at(next, 0), &len);
-        srv_acl_set_remove(next, name, len);
+        const char *name = srv_acl_user_name(srv_aclset_at(next, 0), &len);
+        srv_aclset_remove(next, name, len);
     }
-    srv_acl_set_set_next_id(next, srv_acl_set_next_id(loaded));
-    n = srv_acl_set_count(loaded);
+    srv_aclset_set_next_id(next, srv_aclset_next_id(loaded));
+    n = srv_aclset_count(loaded);
     for (int i = 0; i < n && rc == 0; i++) {
-        srv_acl_user *u = srv_acl_user_copy(srv_acl_set_at(loaded, i));
-        if (!u || srv_acl_set_put(next, u, 0)) {
+        srv_acl_user *u = srv_acl_user_copy(srv_aclset_at(loaded, i));
+        if (!u || srv_aclset_put(next, u, 0)) {
             srv_reply_error(c, "ERR out of memory");
             rc = 1;
         }
     }
-    srv_acl_set_destroy(&loaded);
+    srv_aclset_destroy(&loaded);
     return rc;
 }
 
@@ -554,7 +555,7 @@ void srv_cmd_acl_save(srv_conn *c)
         srv_reply_error(c, ERR_NO_ACLFILE);
         return;
     }
-    if (srv_acl_set_write(srv_aclconn_users(c), 0, &text))
+    if (srv_aclset_write(srv_aclconn_users(c), 0, &text))
         goto done;
     snprintf(tmp, sizeof tmp, "%s.tmp-%d-%lld", path, (int)getpid(),
              (long long)srv_util_mstime());

@@ -17,6 +17,7 @@
 
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_acl.h"
+#include "server/srv_aclset.h"
 #include "server/srv_aclshm.h"
 #include "t/unit/unit_embed.h"
 
@@ -42,7 +43,7 @@ static char *describe(const srv_acl_user *u)
 {
     srv_buf b = { 0 };
 
-    ck_assert_int_eq(srv_acl_user_describe(u, &b), 0);
+    ck_assert_int_eq(srv_acl_user_describe(u, 0, &b), 0);
     ck_assert_int_eq(srv_buf_append(&b, "", 1), 0);
     return b.data;
 }
@@ -81,18 +82,18 @@ static int check(const srv_acl_user *u, int *pos, const char *const *args)
 
 START_TEST(test_default_user)
 {
-    srv_acl_set *s;
+    srv_aclset *s;
     char *d;
 
     srv_cmd_init();
-    s = srv_acl_set_create();
+    s = srv_aclset_create();
     ck_assert_ptr_nonnull(s);
-    d = describe(srv_acl_set_default(s));
+    d = describe(srv_aclset_default(s));
     ck_assert_str_eq(d, "on nopass ~* &* +@all");
-    ck_assert(srv_acl_user_unrestricted(srv_acl_set_default(s)));
-    ck_assert(srv_acl_user_check_password(srv_acl_set_default(s), "x", 1));
+    ck_assert(srv_acl_user_unrestricted(srv_aclset_default(s)));
+    ck_assert(srv_acl_user_check_password(srv_aclset_default(s), "x", 1));
     free(d);
-    srv_acl_set_destroy(&s);
+    srv_aclset_destroy(&s);
     ck_assert_ptr_null(s);
 }
 END_TEST
@@ -334,27 +335,27 @@ END_TEST
 
 START_TEST(test_set_text_reads_back_exactly)
 {
-    srv_acl_set *s, *t;
+    srv_aclset *s, *t;
     srv_acl_user *u = make((const char *[]){ "%RW~*", "~a", "on", NULL });
     srv_buf b = { 0 }, c = { 0 };
 
-    s = srv_acl_set_create();
-    ck_assert_int_eq(srv_acl_set_put(s, u, 1), 0);
+    s = srv_aclset_create();
+    ck_assert_int_eq(srv_aclset_put(s, u, 1), 0);
     ck_assert_uint_eq(srv_acl_user_id(u), 2);
-    ck_assert_int_eq(srv_acl_set_write(s, 1, &b), 0);
-    ck_assert_int_eq(srv_acl_set_read(b.data, b.len, &t), 0);
-    ck_assert_int_eq(srv_acl_set_write(t, 1, &c), 0);
+    ck_assert_int_eq(srv_aclset_write(s, 1, &b), 0);
+    ck_assert_int_eq(srv_aclset_read(b.data, b.len, &t), 0);
+    ck_assert_int_eq(srv_aclset_write(t, 1, &c), 0);
     ck_assert_uint_eq(b.len, c.len);
     ck_assert(memcmp(b.data, c.data, b.len) == 0);
-    ck_assert_uint_eq(srv_acl_user_id(srv_acl_set_find(t, "u", 1)), 2);
-    ck_assert_ptr_null(srv_acl_set_find(t, "x", 1));
-    ck_assert_int_eq(srv_acl_set_remove(t, "u", 1), 1);
-    ck_assert_int_eq(srv_acl_set_remove(t, "u", 1), 0);
-    ck_assert_int_eq(srv_acl_set_read("2\n1 user nodefault on\n", 22, &t),
+    ck_assert_uint_eq(srv_acl_user_id(srv_aclset_find(t, "u", 1)), 2);
+    ck_assert_ptr_null(srv_aclset_find(t, "x", 1));
+    ck_assert_int_eq(srv_aclset_remove(t, "u", 1), 1);
+    ck_assert_int_eq(srv_aclset_remove(t, "u", 1), 0);
+    ck_assert_int_eq(srv_aclset_read("2\n1 user nodefault on\n", 22, &t),
                      SRV_ACL_ESYNTAX);
     srv_buf_free(&b);
     srv_buf_free(&c);
-    srv_acl_set_destroy(&s);
+    srv_aclset_destroy(&s);
 }
 END_TEST
 
@@ -363,11 +364,11 @@ START_TEST(test_aclfile_errors)
     static const char bad[] = "user alice on +nocmd ~* foo\n"
                               "not a user line\n"
                               "user alice on\n";
-    srv_acl_set *s;
+    srv_aclset *s;
     srv_buf err = { 0 };
 
     srv_cmd_init();
-    ck_assert_int_eq(srv_acl_set_load(bad, strlen(bad), "f.acl", 1, 2, 0, &s,
+    ck_assert_int_eq(srv_aclset_load(bad, strlen(bad), "f.acl", 1, 2, 0, &s,
                                       &err),
                      -1);
     ck_assert_ptr_null(s);
@@ -380,12 +381,12 @@ START_TEST(test_aclfile_errors)
                      "on line 3. WARNING: ACL errors detected, no change to "
                      "the previously active ACL rules was performed");
     srv_buf_free(&err);
-    ck_assert_int_eq(srv_acl_set_load("user a on\n", 10, "f", 7, 9, 0, &s,
+    ck_assert_int_eq(srv_aclset_load("user a on\n", 10, "f", 7, 9, 0, &s,
                                       &err),
                      0);
-    ck_assert_uint_eq(srv_acl_user_id(srv_acl_set_default(s)), 7);
-    ck_assert_uint_eq(srv_acl_user_id(srv_acl_set_find(s, "a", 1)), 9);
-    srv_acl_set_destroy(&s);
+    ck_assert_uint_eq(srv_acl_user_id(srv_aclset_default(s)), 7);
+    ck_assert_uint_eq(srv_acl_user_id(srv_aclset_find(s, "a", 1)), 9);
+    srv_aclset_destroy(&s);
 }
 END_TEST
 
