@@ -255,15 +255,17 @@ def test_dryrun_matches_redis():
         a = p.clients()
         same(a, 'ACL', 'SETUSER', 'd', 'on', '~k*', '&c*', '-@all', '+get',
              '+client', '+publish', '+select|3', '(+set ~s*)')
-        for cmd in [('get', 'x'), ('get', 'kx'), ('del', 'kx'),
+        r3 = p.clients(3)
+        for c in [a, r3]:
+          for cmd in [('get', 'x'), ('get', 'kx'), ('del', 'kx'),
                     ('publish', 'x', '1'), ('publish', 'c1', '1'),
                     ('nocmd',), ('get',), ('client', 'list'),
                     ('client', 'nosuch'), ('config', 'get', 'x'),
                     ('select', '3'), ('select', '4'), ('set', 's1', 'v'),
                     ('set', 'x', 'v'), ('SET', 'k', 'v', 'GET')]:
-            same(a, 'ACL', 'DRYRUN', 'd', *cmd)
-        same(a, 'ACL', 'DRYRUN', 'nouser', 'get', 'x')
-        same(a, 'ACL', 'DRYRUN', 'default', 'flushall')
+            same(c, 'ACL', 'DRYRUN', 'd', *cmd)
+          same(c, 'ACL', 'DRYRUN', 'nouser', 'get', 'x')
+          same(c, 'ACL', 'DRYRUN', 'default', 'flushall')
 
 
 def test_auth_and_hello_match_redis():
@@ -317,11 +319,19 @@ def test_auth_and_hello_match_redis():
 
 def test_noauth_before_auth_matches_redis():
     with Pair(args=['--requirepass', 'pw']) as p:
-        a = p.clients()
-        for cmd in [('PING',), ('GET', 'x'), ('ACL', 'WHOAMI'),
-                    ('HELLO', '3'), ('AUTH', 'pw'), ('ACL', 'WHOAMI'),
-                    ('ACL', 'GETUSER', 'default')]:
-            same(a, *cmd, fix=getuser_norm)
+        for first in (('HELLO', '3'), ('HELLO', '3', 'AUTH', 'default', 'x'),
+                      ('HELLO', '3', 'AUTH', 'default', 'pw')):
+            a = p.clients()
+            for cmd in [('PING',), ('GET', 'x'), ('ACL', 'WHOAMI'), first,
+                        ('AUTH', 'no'), ('AUTH', 'default', 'no'),
+                        ('AUTH', 'pw'), ('ACL', 'WHOAMI'),
+                        ('ACL', 'GETUSER', 'default'), ('GET', 'x')]:
+                same(a, *cmd, fix=lambda r: (getuser_norm(r) if not
+                                             isinstance(r, dict) or
+                                             b'server' not in r else
+                                             r[b'proto']))
+            for c in a:
+                c.close()
 
 
 def log_fix(r):

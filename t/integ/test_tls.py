@@ -194,6 +194,26 @@ def test_client_certificates():
             assert_eq(t.call('PING'), 'PONG')
         assert_true(refused(s.tls_port, s.ca.context('rogue')),
                     'optional: a bad certificate is still refused')
+    # CAs from a directory (tls-ca-cert-dir, hashed names as OpenSSL
+    # looks them up) instead of a file.
+    ca = the_ca()
+    cadir = os.path.join(ca.dir, 'cadir')
+    if not os.path.isdir(cadir):
+        os.mkdir(cadir)
+        shutil.copy(ca.path('ca.crt'), cadir)
+        openssl('rehash', cadir, cwd=ca.dir)
+    port = free_port()
+    args = [a for a in ca.server_args(port)]
+    i = args.index('--tls-ca-cert-file')
+    args[i:i + 2] = ['--tls-ca-cert-dir', cadir]
+    srv = Server(workers=WORKERS, args=args)
+    try:
+        with TlsClient(port, ca.context()) as t:
+            assert_eq(t.call('PING'), 'PONG')
+        assert_true(refused(port, ca.context('rogue')),
+                    'tls-ca-cert-dir: a certificate of another CA is refused')
+    finally:
+        srv.cleanup()
     with Setup(auth='no') as s:
         with s.tls(cert=None) as t:
             assert_eq(t.call('PING'), 'PONG')
