@@ -583,8 +583,7 @@ done:
 
 /* ---- users ---- */
 
-srv_acl_user *srv_acl_user_create(const char *name, size_t len,
-                                  int allchannels)
+srv_acl_user *srv_acl_user_create(const char *name, size_t len, int allchannels)
 {
     srv_acl_user *u = calloc(1, sizeof *u);
 
@@ -920,8 +919,7 @@ static int describe_selector(const selector *s, int exact, srv_buf *out)
         rc |= buf_cat(out, "~* ");
     } else {
         for (int i = 0; i < s->nkeys; i++)
-            rc |= describe_pattern(&s->keys[i], exact, out) |
-                  buf_cat(out, " ");
+            rc |= describe_pattern(&s->keys[i], exact, out) | buf_cat(out, " ");
     }
     if (s->flags & S_ALLCHANNELS) {
         rc |= buf_cat(out, "&* ");

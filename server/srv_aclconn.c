@@ -116,8 +116,7 @@ typedef struct chan_check {
     int denied;
 } chan_check;
 
-static int check_one_channel(void *arg, const char *ch, size_t len,
-                             int pattern)
+static int check_one_channel(void *arg, const char *ch, size_t len, int pattern)
 {
     chan_check *k = arg;
 
@@ -343,8 +342,7 @@ static __attribute__((noinline)) int check_slow(srv_conn *c)
     u = s ? s->user : live_default;
     if (srv_acl_user_unrestricted(u))
         return 0;
-    if ((rc = srv_acl_check(u, c->cmd, c->argc, c->argv, &pos)) ==
-        SRV_ACL_OK)
+    if ((rc = srv_acl_check(u, c->cmd, c->argc, c->argv, &pos)) == SRV_ACL_OK)
         return 0;
     srv_aclconn_log(c, rc,
                     srv_multi_queued(c) >= 0 ? SRV_ACLSHM_CTX_MULTI
@@ -593,9 +591,8 @@ int srv_aclconn_boot(char *err, size_t errlen)
             srv_buf_free(&text);
             return -1;
         }
-        rc = srv_aclset_load(text.data ? text.data : "", text.len,
-                              cfg->aclfile, 1, 2,
-                              (int)cfg->acl_pubsub_default, &set, &errs);
+        rc = srv_aclset_load(text.data ? text.data : "", text.len, cfg->aclfile,
+                             1, 2, (int)cfg->acl_pubsub_default, &set, &errs);
         srv_buf_free(&text);
         if (rc) {
             snprintf(err, errlen,

@@ -33,7 +33,6 @@ static int is_default(const srv_acl_user *u)
     return len == strlen("default") && memcmp(name, "default", len) == 0;
 }
 
-
 static srv_acl_user *default_user(void)
 {
     static const char *const rules[] = { "+@all", "~*", "&*", "on", "nopass" };
@@ -127,8 +126,7 @@ static int locate(const srv_aclset *s, const char *name, size_t len)
     return -lo - 1;
 }
 
-srv_acl_user *srv_aclset_find(const srv_aclset *s, const char *name,
-                               size_t len)
+srv_acl_user *srv_aclset_find(const srv_aclset *s, const char *name, size_t len)
 {
     int i = locate(s, name, len);
 
@@ -226,8 +224,7 @@ int srv_aclset_write(const srv_aclset *s, int ids, srv_buf *out)
 
 /* Split a line at single spaces (an empty word between two). At most
  * `max` words; returns the count. */
-static int split_spaces(const char *line, size_t len, srv_slice *words,
-                        int max)
+static int split_spaces(const char *line, size_t len, srv_slice *words, int max)
 {
     int n = 0;
     size_t start = 0;
@@ -331,8 +328,7 @@ int srv_aclset_read(const char *text, size_t len, srv_aclset **out)
                 rc = ENOMEM;
                 break;
             }
-            n = sp ? split_spaces(sp + 1, ll - (size_t)(sp + 1 - p), words,
-                                  max)
+            n = sp ? split_spaces(sp + 1, ll - (size_t)(sp + 1 - p), words, max)
                    : 0;
             if (!sp || !srv_util_str2ll(p, (size_t)(sp - p), &id) || id < 1 ||
                 n < 2 || !srv_util_streq(words[0].ptr, words[0].len, "user"))
@@ -361,8 +357,8 @@ int srv_aclset_read(const char *text, size_t len, srv_aclset **out)
 }
 
 int srv_aclset_load(const char *text, size_t len, const char *fname,
-                     uint64_t default_id, uint64_t next_id, int allchannels,
-                     srv_aclset **out, srv_buf *err)
+                    uint64_t default_id, uint64_t next_id, int allchannels,
+                    srv_aclset **out, srv_buf *err)
 {
     srv_aclset *s = calloc(1, sizeof *s);
     const char *p = text, *end = text + len;
@@ -415,8 +411,8 @@ int srv_aclset_load(const char *text, size_t len, const char *fname,
                                              allchannels))) {
             rc = ENOMEM;
         } else {
-            int e = apply_words(u, words + 2, n - 2, allchannels, 1, err,
-                                fname, lineno);
+            int e = apply_words(u, words + 2, n - 2, allchannels, 1, err, fname,
+                                lineno);
             if (e == ENOMEM)
                 rc = ENOMEM;
             else if (is_default(u))
@@ -451,4 +447,3 @@ int srv_aclset_load(const char *text, size_t len, const char *fname,
     *out = s;
     return 0;
 }
-

@@ -17,7 +17,6 @@
 
 typedef struct srv_aclset srv_aclset;
 
-
 /* A set holding only the default user ("on nopass ~* &* +@all"), with
  * identities starting at 1. NULL when out of memory. */
 srv_aclset *srv_aclset_create(void);
@@ -33,7 +32,7 @@ srv_acl_user *srv_aclset_at(const srv_aclset *s, int i);
 
 /* The user named name[0..len), or NULL. */
 srv_acl_user *srv_aclset_find(const srv_aclset *s, const char *name,
-                               size_t len);
+                              size_t len);
 
 /* The user whose identity is id, or NULL. */
 srv_acl_user *srv_aclset_find_id(const srv_aclset *s, uint64_t id);
@@ -77,8 +76,8 @@ int srv_aclset_read(const char *text, size_t len, srv_aclset **out);
  * every problem in *err (its file name `fname`), and *out NULL. ENOMEM.
  */
 int srv_aclset_load(const char *text, size_t len, const char *fname,
-                     uint64_t default_id, uint64_t next_id,
-                     int allchannels, srv_aclset **out, srv_buf *err);
+                    uint64_t default_id, uint64_t next_id, int allchannels,
+                    srv_aclset **out, srv_buf *err);
 
 /* The identity the next new user of s gets, and setting it (a loaded set
  * continues from its predecessor's). */

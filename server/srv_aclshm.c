@@ -110,8 +110,7 @@ const char *srv_aclshm_text_locked(const srv_aclshm *h, size_t *len,
     return buffer(sh, cur);
 }
 
-uint64_t srv_aclshm_publish_locked(srv_aclshm *h, const char *text,
-                                   size_t len)
+uint64_t srv_aclshm_publish_locked(srv_aclshm *h, const char *text, size_t len)
 {
     srv_aclshm_sh *sh = h->sh;
     uint32_t next = 1 - atomic_load_explicit(&sh->cur, memory_order_relaxed);

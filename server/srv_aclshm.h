@@ -48,11 +48,11 @@
 
 /* One ACL LOG entry (the mapped slot, and the copy readers get). */
 typedef struct srv_aclshm_entry {
-    uint64_t stamp;    /* 0: a free slot; else its last update's order */
-    uint64_t count;    /* times it happened */
-    int32_t reason;    /* SRV_ACL_DENIED_* */
-    int32_t context;   /* SRV_ACLSHM_CTX_* */
-    int64_t ctime_ms;  /* last update, ms since the epoch */
+    uint64_t stamp;   /* 0: a free slot; else its last update's order */
+    uint64_t count;   /* times it happened */
+    int32_t reason;   /* SRV_ACL_DENIED_* */
+    int32_t context;  /* SRV_ACLSHM_CTX_* */
+    int64_t ctime_ms; /* last update, ms since the epoch */
     uint32_t object_len, user_len, cinfo_len;
     char object[SRV_ACLSHM_OBJECT_MAX];
     char user[SRV_ACLSHM_USER_MAX];
@@ -75,14 +75,14 @@ typedef struct srv_aclshm_sh {
     uint64_t text_max; /* immutable after init: bytes per text buffer */
     /* atomic; written by the rules lock holder: +1 per publish */
     _Atomic uint64_t seq __attribute__((aligned(SRV_CACHELINE)));
-    shm_lock_sh rules;   /* the rules' lock */
+    shm_lock_sh rules;    /* the rules' lock */
     _Atomic uint32_t cur; /* guarded by: rules (readers may load it): the
                            * current buffer, 0 or 1 */
-    uint64_t len[2];     /* guarded by: rules */
-    shm_lock_sh log;     /* the log's lock */
-    uint64_t log_stamp;  /* guarded by: log: the last stamp given */
+    uint64_t len[2];      /* guarded by: rules */
+    shm_lock_sh log;      /* the log's lock */
+    uint64_t log_stamp;   /* guarded by: log: the last stamp given */
     srv_aclshm_entry slot[SRV_ACLSHM_LOG_SLOTS]; /* guarded by: log */
-    char text[];         /* guarded by: rules: two buffers of text_max */
+    char text[]; /* guarded by: rules: two buffers of text_max */
 } srv_aclshm_sh;
 
 typedef struct srv_aclshm {
@@ -124,8 +124,7 @@ const char *srv_aclshm_text_locked(const srv_aclshm *h, size_t *len,
 
 /* Publish text[0..len) (the lock held). Returns the new generation, or 0
  * with nothing changed when it is longer than the region's buffers. */
-uint64_t srv_aclshm_publish_locked(srv_aclshm *h, const char *text,
-                                   size_t len);
+uint64_t srv_aclshm_publish_locked(srv_aclshm *h, const char *text, size_t len);
 
 /*
  * Add an entry to the log (merged with one of the last

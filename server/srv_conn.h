@@ -67,7 +67,7 @@ typedef struct srv_conn {
     struct srv_worker *worker;
     struct event *ev_read;
     struct event *ev_write;
-    int writing; /* ev_write is armed */
+    int writing;             /* ev_write is armed */
     const srv_transport *tr; /* NULL: the plain socket */
     void *tr_state;          /* the transport's */
     unsigned tr_want;        /* SRV_TR_*: what the transport waits for */

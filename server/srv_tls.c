@@ -172,15 +172,16 @@ static int configure(const srv_config *cfg, char *err, size_t errlen)
                  cfg->tls_cert_file, ssl_error(e, sizeof e));
         return -1;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key_file,
-                                    SSL_FILETYPE_PEM) <= 0) {
+    if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key_file, SSL_FILETYPE_PEM) <=
+        0) {
         snprintf(err, errlen, "Failed to load private key: %s: %s",
                  cfg->tls_key_file, ssl_error(e, sizeof e));
         return -1;
     }
     if (!SSL_CTX_check_private_key(ctx)) {
-        snprintf(err, errlen, "The private key does not match the "
-                              "certificate: %s",
+        snprintf(err, errlen,
+                 "The private key does not match the "
+                 "certificate: %s",
                  ssl_error(e, sizeof e));
         return -1;
     }

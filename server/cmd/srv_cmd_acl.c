@@ -7,8 +7,8 @@
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_acl.h"
-#include "server/srv_aclset.h"
 #include "server/srv_aclconn.h"
+#include "server/srv_aclset.h"
 #include "server/srv_aclshm.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
@@ -105,7 +105,7 @@ static int edit_setuser(srv_conn *c, srv_aclset *next, void *arg)
 {
     setuser *su = arg;
     const srv_acl_user *old = srv_aclset_find(next, su->name->ptr,
-                                               su->name->len);
+                                              su->name->len);
     int allch = (int)srv_her.cfg->acl_pubsub_default;
     srv_acl_user *u = old ? srv_acl_user_copy(old)
                           : srv_acl_user_create(su->name->ptr, su->name->len,
@@ -146,8 +146,8 @@ void srv_cmd_acl_setuser(srv_conn *c)
         return;
     }
     if (srv_acl_has_spaces(name->ptr, name->len)) {
-        srv_reply_error(c,
-                        "ERR Usernames can't contain spaces or null characters");
+        srv_reply_error(
+            c, "ERR Usernames can't contain spaces or null characters");
         goto done;
     }
     su.nrules = srv_acl_merge_selectors(c->argv + 3, nwords, rules, &joined,
@@ -219,7 +219,7 @@ static void reply_selector(srv_conn *c, const srv_acl_user *u, int i)
 void srv_cmd_acl_getuser(srv_conn *c)
 {
     const srv_acl_user *u = srv_aclset_find(srv_aclconn_users(c),
-                                             c->argv[2].ptr, c->argv[2].len);
+                                            c->argv[2].ptr, c->argv[2].len);
     int n;
 
     if (!u) {
@@ -403,7 +403,7 @@ void srv_cmd_acl_log(srv_conn *c)
 void srv_cmd_acl_dryrun(srv_conn *c)
 {
     const srv_acl_user *u = srv_aclset_find(srv_aclconn_users(c),
-                                             c->argv[2].ptr, c->argv[2].len);
+                                            c->argv[2].ptr, c->argv[2].len);
     const srv_slice *argv = c->argv + 3;
     int argc = c->argc - 3, pos = 0, rc;
     const srv_command *cmd;
@@ -493,11 +493,10 @@ static int edit_load(srv_conn *c, srv_aclset *next, void *arg)
     int rc, n;
 
     rc = srv_aclset_load(l->text->data ? l->text->data : "", l->text->len,
-                          srv_her.cfg->aclfile,
-                          srv_acl_user_id(srv_aclset_default(next)),
-                          srv_aclset_next_id(next),
-                          (int)srv_her.cfg->acl_pubsub_default, &loaded,
-                          &errs);
+                         srv_her.cfg->aclfile,
+                         srv_acl_user_id(srv_aclset_default(next)),
+                         srv_aclset_next_id(next),
+                         (int)srv_her.cfg->acl_pubsub_default, &loaded, &errs);
     if (rc) {
         if (rc == -1)
             srv_reply_errorf(c, "ERR %.*s", (int)errs.len, errs.data);

@@ -205,9 +205,11 @@ void srv_cmd_conn_info(srv_conn *x, const char *cmd, char *buf, size_t size)
              (long long)((now - x->last_ms) / MS_PER_S),
              srv_multi_queued(x) >= 0 ? "x" : "N", x->db, srv_multi_queued(x),
              x->in.len, x->in.cap - x->in.len, x->out.len,
-             cmd ? cmd : x->last_cmd ? x->last_cmd : "NULL",
-             srv_aclconn_user_name(x), x->lib_name, x->lib_ver,
-             x->resp, x->worker->index);
+             cmd           ? cmd
+             : x->last_cmd ? x->last_cmd
+                           : "NULL",
+             srv_aclconn_user_name(x), x->lib_name, x->lib_ver, x->resp,
+             x->worker->index);
 }
 
 typedef struct list_ctx {

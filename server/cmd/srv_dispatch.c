@@ -65,8 +65,7 @@ void srv_dispatch_execute(srv_conn *c)
         SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;
     }
-    if (!c->authed && !(cmd->flags & F_NOAUTH) &&
-        srv_aclconn_auth_required()) {
+    if (!c->authed && !(cmd->flags & F_NOAUTH) && srv_aclconn_auth_required()) {
         srv_reply_error(c, "NOAUTH Authentication required.");
         SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;

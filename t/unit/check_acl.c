@@ -68,13 +68,13 @@ static int check(const srv_acl_user *u, int *pos, const char *const *args)
     return srv_acl_check(u, cmd, argc, argv, pos);
 }
 
-#define CHECK(u, want, wantpos, ...)                                       \
-    do {                                                                   \
-        int pos_;                                                          \
-        const char *args_[] = { __VA_ARGS__, NULL };                       \
-        ck_assert_int_eq(check((u), &pos_, args_), (want));                \
-        if ((want) != SRV_ACL_OK && (want) != SRV_ACL_DENIED_CMD)          \
-            ck_assert_int_eq(pos_, (wantpos));                             \
+#define CHECK(u, want, wantpos, ...)                              \
+    do {                                                          \
+        int pos_;                                                 \
+        const char *args_[] = { __VA_ARGS__, NULL };              \
+        ck_assert_int_eq(check((u), &pos_, args_), (want));       \
+        if ((want) != SRV_ACL_OK && (want) != SRV_ACL_DENIED_CMD) \
+            ck_assert_int_eq(pos_, (wantpos));                    \
     } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -164,8 +164,7 @@ START_TEST(test_rule_errors_leave_the_user)
     srv_acl_user *u = make((const char *[]){ "~*", NULL });
     ck_assert_int_eq(srv_acl_user_apply(u, "~a", 2, 0), SRV_ACL_EKEYAFTERALL);
     ck_assert_int_eq(srv_acl_user_apply(u, "&*", 2, 0), 0);
-    ck_assert_int_eq(srv_acl_user_apply(u, "&a", 2, 0),
-                     SRV_ACL_ECHANAFTERALL);
+    ck_assert_int_eq(srv_acl_user_apply(u, "&a", 2, 0), SRV_ACL_ECHANAFTERALL);
     srv_acl_user_destroy(&u);
 }
 END_TEST
@@ -174,16 +173,58 @@ END_TEST
 static const char *random_rule(unsigned *seed)
 {
     static const char *const rules[] = {
-        "+@all", "-@all", "+@read", "-@read", "+@write", "-@write",
-        "+@admin", "-@admin", "+@dangerous", "-@dangerous", "+@string",
-        "-@string", "+@hash", "-@set", "+@sortedset", "-@list", "+@pubsub",
-        "-@fast", "+@slow", "+@keyspace", "-@connection", "+@transaction",
-        "+get", "-get", "+set", "-set", "+config", "-config|set",
-        "+config|get", "+client", "-client|list", "+select|0", "+select|9",
-        "+debug|sleep", "-del", "+acl|whoami", "nocommands", "allcommands",
-        "~a*", "%R~r*", "%W~w*", "resetkeys", "&c*", "resetchannels",
-        "(+get ~g*)", "(-@all +set %W~s*)", "clearselectors", "on", "off",
-        ">pw", "nopass", "resetpass",
+        "+@all",
+        "-@all",
+        "+@read",
+        "-@read",
+        "+@write",
+        "-@write",
+        "+@admin",
+        "-@admin",
+        "+@dangerous",
+        "-@dangerous",
+        "+@string",
+        "-@string",
+        "+@hash",
+        "-@set",
+        "+@sortedset",
+        "-@list",
+        "+@pubsub",
+        "-@fast",
+        "+@slow",
+        "+@keyspace",
+        "-@connection",
+        "+@transaction",
+        "+get",
+        "-get",
+        "+set",
+        "-set",
+        "+config",
+        "-config|set",
+        "+config|get",
+        "+client",
+        "-client|list",
+        "+select|0",
+        "+select|9",
+        "+debug|sleep",
+        "-del",
+        "+acl|whoami",
+        "nocommands",
+        "allcommands",
+        "~a*",
+        "%R~r*",
+        "%W~w*",
+        "resetkeys",
+        "&c*",
+        "resetchannels",
+        "(+get ~g*)",
+        "(-@all +set %W~s*)",
+        "clearselectors",
+        "on",
+        "off",
+        ">pw",
+        "nopass",
+        "resetpass",
     };
 
     return rules[(unsigned)rand_r(seed) % (sizeof rules / sizeof rules[0])];
@@ -227,9 +268,9 @@ START_TEST(test_description_gives_the_user_back)
         ck_assert_str_eq(d1, d2);
         /* The same verdicts on a few commands. */
         const char *const probes[][4] = {
-            { "get", "a1", NULL }, { "set", "w1", "v", NULL },
-            { "config", "set", "x", "y" }, { "select", "0", NULL },
-            { "select", "1", NULL }, { "client", "list", NULL },
+            { "get", "a1", NULL },          { "set", "w1", "v", NULL },
+            { "config", "set", "x", "y" },  { "select", "0", NULL },
+            { "select", "1", NULL },        { "client", "list", NULL },
             { "publish", "c1", "m", NULL }, { "del", "r1", NULL },
         };
         for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
@@ -251,12 +292,12 @@ END_TEST
 
 START_TEST(test_check_keys_by_access)
 {
-    srv_acl_user *u = make((const char *[]){ "+@all", "%R~r*", "%W~w*",
-                                             "~k*", NULL });
+    srv_acl_user *u = make(
+        (const char *[]){ "+@all", "%R~r*", "%W~w*", "~k*", NULL });
 
     CHECK(u, SRV_ACL_OK, 0, "get", "r1");
     CHECK(u, SRV_ACL_DENIED_KEY, 1, "get", "w1");
-    CHECK(u, SRV_ACL_OK, 0, "set", "w1", "v");            /* OW UPDATE */
+    CHECK(u, SRV_ACL_OK, 0, "set", "w1", "v"); /* OW UPDATE */
     CHECK(u, SRV_ACL_DENIED_KEY, 1, "set", "r1", "v");
     CHECK(u, SRV_ACL_DENIED_KEY, 1, "set", "w1", "v", "GET"); /* + read */
     CHECK(u, SRV_ACL_OK, 0, "set", "k1", "v", "get");
@@ -272,21 +313,20 @@ END_TEST
 
 START_TEST(test_check_channels_commands_firstargs)
 {
-    srv_acl_user *u = make((const char *[]){ "-@all", "+publish",
-                                             "+subscribe", "+psubscribe",
-                                             "+select|0", "+client|id",
-                                             "&c*", "&p?", NULL });
+    srv_acl_user *u = make(
+        (const char *[]){ "-@all", "+publish", "+subscribe", "+psubscribe",
+                          "+select|0", "+client|id", "&c*", "&p?", NULL });
 
     CHECK(u, SRV_ACL_OK, 0, "publish", "c1", "m");
     CHECK(u, SRV_ACL_DENIED_CHANNEL, 1, "publish", "x", "m");
     CHECK(u, SRV_ACL_DENIED_CHANNEL, 2, "subscribe", "c1", "x");
-    CHECK(u, SRV_ACL_OK, 0, "psubscribe", "p?");      /* literally */
+    CHECK(u, SRV_ACL_OK, 0, "psubscribe", "p?"); /* literally */
     CHECK(u, SRV_ACL_DENIED_CHANNEL, 1, "psubscribe", "pa");
     CHECK(u, SRV_ACL_OK, 0, "select", "0");
     CHECK(u, SRV_ACL_DENIED_CMD, 0, "select", "1");
     CHECK(u, SRV_ACL_OK, 0, "client", "id");
     CHECK(u, SRV_ACL_DENIED_CMD, 0, "client", "list");
-    CHECK(u, SRV_ACL_OK, 0, "auth", "x");              /* no-auth command */
+    CHECK(u, SRV_ACL_OK, 0, "auth", "x"); /* no-auth command */
     CHECK(u, SRV_ACL_DENIED_CMD, 0, "get", "x");
     srv_acl_user_destroy(&u);
 }
@@ -294,9 +334,8 @@ END_TEST
 
 START_TEST(test_check_selectors_pick_the_reported_denial)
 {
-    srv_acl_user *u = make((const char *[]){ "-@all", "+get", "~a",
-                                             "(+set ~b)", "(+get ~c)",
-                                             NULL });
+    srv_acl_user *u = make((const char *[]){ "-@all", "+get", "~a", "(+set ~b)",
+                                             "(+get ~c)", NULL });
 
     CHECK(u, SRV_ACL_OK, 0, "get", "a");
     CHECK(u, SRV_ACL_OK, 0, "get", "c");
@@ -369,7 +408,7 @@ START_TEST(test_aclfile_errors)
 
     srv_cmd_init();
     ck_assert_int_eq(srv_aclset_load(bad, strlen(bad), "f.acl", 1, 2, 0, &s,
-                                      &err),
+                                     &err),
                      -1);
     ck_assert_ptr_null(s);
     ck_assert_int_eq(srv_buf_append(&err, "", 1), 0);
@@ -381,8 +420,7 @@ START_TEST(test_aclfile_errors)
                      "on line 3. WARNING: ACL errors detected, no change to "
                      "the previously active ACL rules was performed");
     srv_buf_free(&err);
-    ck_assert_int_eq(srv_aclset_load("user a on\n", 10, "f", 7, 9, 0, &s,
-                                      &err),
+    ck_assert_int_eq(srv_aclset_load("user a on\n", 10, "f", 7, 9, 0, &s, &err),
                      0);
     ck_assert_uint_eq(srv_acl_user_id(srv_aclset_default(s)), 7);
     ck_assert_uint_eq(srv_acl_user_id(srv_aclset_find(s, "a", 1)), 9);
@@ -504,26 +542,30 @@ START_TEST(test_dispatcher_noperm_and_auth)
 {
     srv_conn *a = unit_embed_conn(), *u = unit_embed_conn();
 
-    UNIT_CALL(a, "+OK\r\n", "ACL", "SETUSER", "u", "on", ">pw", "-@all",
-              "+get", "~k*", "+multi", "+exec");
-    UNIT_CALL(u, "-WRONGPASS invalid username-password pair or user is "
-                 "disabled.\r\n",
+    UNIT_CALL(a, "+OK\r\n", "ACL", "SETUSER", "u", "on", ">pw", "-@all", "+get",
+              "~k*", "+multi", "+exec");
+    UNIT_CALL(u,
+              "-WRONGPASS invalid username-password pair or user is "
+              "disabled.\r\n",
               "AUTH", "u", "bad");
     UNIT_CALL(u, "+OK\r\n", "AUTH", "u", "pw");
     UNIT_CALL(u, "$-1\r\n", "GET", "k1");
-    UNIT_CALL(u, "-NOPERM this user has no permissions to access one of the "
-                 "keys used as arguments\r\n",
+    UNIT_CALL(u,
+              "-NOPERM this user has no permissions to access one of the "
+              "keys used as arguments\r\n",
               "GET", "x");
-    UNIT_CALL(u, "-NOPERM this user has no permissions to run the 'set' "
-                 "command\r\n",
+    UNIT_CALL(u,
+              "-NOPERM this user has no permissions to run the 'set' "
+              "command\r\n",
               "SET", "k", "v");
     UNIT_CALL(u, "+OK\r\n", "MULTI");
     UNIT_CALL(u, "+QUEUED\r\n", "GET", "k1");
     UNIT_CALL(a, "+OK\r\n", "ACL", "SETUSER", "u", "-get");
-    UNIT_CALL(u, "*1\r\n-NOPERM ACLs rules changed between the moment the "
-                 "transaction was accumulated and the EXEC call. This "
-                 "command is no longer allowed for the following reason: "
-                 "no permission to execute the command or subcommand\r\n",
+    UNIT_CALL(u,
+              "*1\r\n-NOPERM ACLs rules changed between the moment the "
+              "transaction was accumulated and the EXEC call. This "
+              "command is no longer allowed for the following reason: "
+              "no permission to execute the command or subcommand\r\n",
               "EXEC");
     UNIT_CALL(a, "*2\r\n$7\r\ndefault\r\n$1\r\nu\r\n", "ACL", "USERS");
 }
