@@ -51,5 +51,14 @@ include server/coll.mk
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+# ACL (rules, the shared region, the rules in force) and TLS.
+libserver_a_SOURCES += \
+	server/srv_acl.c server/srv_acl.h \
+	server/srv_aclset.c server/srv_aclset.h \
+	server/srv_aclshm.c server/srv_aclshm.h \
+	server/srv_aclconn.c server/srv_aclconn.h \
+	server/srv_tls.c server/srv_tls.h
+libserver_a_CFLAGS += $(OPENSSL_CFLAGS)
+SERVER_LIBS += $(OPENSSL_LIBS)
 
 # ==== issue 17 ====

@@ -141,6 +141,8 @@ void srv_conn_close(srv_conn *c)
     w->nclients--;
     event_free(c->ev_read);
     event_free(c->ev_write);
+    if (c->tr)
+        c->tr->close(c);
     close(c->fd);
     srv_buf_free(&c->in);
     srv_buf_free(&c->out);
@@ -163,8 +165,10 @@ int srv_conn_flush(srv_conn *c)
         c->hold_ver = 0;
     }
     while (c->out_sent < c->out.len) {
-        ssize_t n = write(c->fd, c->out.data + c->out_sent,
-                          c->out.len - c->out_sent);
+        ssize_t n = c->tr ? c->tr->write(c, c->out.data + c->out_sent,
+                                         c->out.len - c->out_sent)
+                          : write(c->fd, c->out.data + c->out_sent,
+                                  c->out.len - c->out_sent);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -191,6 +195,16 @@ int srv_conn_flush(srv_conn *c)
         }
         return 0;
     }
+    if (c->tr_want & SRV_TR_WRITE_WANTS_READ) {
+        /* The transport must read first: the read event drives it. */
+        if (c->writing) {
+            event_del(c->ev_write);
+            c->writing = 0;
+        }
+        if (!event_pending(c->ev_read, EV_READ, NULL))
+            event_add(c->ev_read, NULL);
+        return 0;
+    }
     if (!c->writing) {
         event_add(c->ev_write, NULL);
         c->writing = 1;
@@ -200,7 +214,36 @@ int srv_conn_flush(srv_conn *c)
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
 {
-    srv_conn_flush(arg);
+    srv_conn *c = arg;
+
+    if (c->tr_want & SRV_TR_READ_WANTS_WRITE) {
+        c->tr_want &= ~SRV_TR_READ_WANTS_WRITE;
+        if (c->out_sent == c->out.len && c->writing) {
+            event_del(c->ev_write);
+            c->writing = 0;
+        }
+        srv_conn_on_read(fd, EV_READ, c);
+        return;
+    }
+    srv_conn_flush(c);
+}
+
+int srv_conn_set_transport(srv_conn *c, const srv_transport *tr)
+{
+    c->tr = tr;
+    if (tr->open(c)) {
+        c->tr = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void srv_conn_want_write(srv_conn *c)
+{
+    if (!c->writing) {
+        event_add(c->ev_write, NULL);
+        c->writing = 1;
+    }
 }
 
 /*
@@ -313,7 +356,17 @@ void srv_conn_on_read(int fd, short what, void *arg)
         srv_conn_close(c);
         return;
     }
-    n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    if (c->tr) {
+        if (c->tr_want & SRV_TR_WRITE_WANTS_READ) {
+            c->tr_want &= ~SRV_TR_WRITE_WANTS_READ;
+            /* (in the group, its turn flushes after the commit) */
+            if (!c->in_group && srv_conn_flush(c))
+                return; /* closed */
+        }
+        n = c->tr->read(c, c->in.data + c->in.len, c->in.cap - c->in.len);
+    } else {
+        n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    }
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
@@ -343,4 +396,6 @@ void srv_conn_on_read(int fd, short what, void *arg)
     srv_conn_run_input(c);
     if (c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))
         event_del(c->ev_read);
+    else if (c->tr && c->tr->pending(c))
+        event_active(c->ev_read, EV_READ, 0); /* the socket won't say so */
 }

@@ -11,6 +11,7 @@
 #define SRV_CONN_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "server/srv_buf.h"
 #include "server/srv_hooks.h"
@@ -30,6 +31,35 @@ struct srv_command;
 #define SRV_CONN_SUBSCRIBED 0x08u /* has pub/sub subscriptions */
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
 
+/* What a transport waits for (srv_conn.tr_want). */
+#define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
+#define SRV_TR_WRITE_WANTS_READ 0x2u /* its write needs it readable */
+
+struct srv_conn;
+
+/*
+ * A transport other than the plain socket (TLS, srv_tls.h): the
+ * connection layer reads and writes through it when a connection has one
+ * (and straight on the socket when not: the plain path pays one test).
+ */
+typedef struct srv_transport {
+    const char *name;
+    /* c was just accepted: set up c->tr_state. 0, or -1 (c is closed by
+     * the caller) */
+    int (*open)(struct srv_conn *c);
+    /* as read(2) and write(2): -1 with errno EAGAIN when it must wait
+     * (having set c->tr_want and armed the write event if it waits for
+     * the other direction), 0 from read at the end, -1 with another
+     * errno on failure */
+    ssize_t (*read)(struct srv_conn *c, void *buf, size_t n);
+    ssize_t (*write)(struct srv_conn *c, const void *buf, size_t n);
+    /* bytes already read off the socket and not yet returned: read is
+     * called again without waiting for the socket */
+    size_t (*pending)(const struct srv_conn *c);
+    /* c is being closed: release c->tr_state */
+    void (*close)(struct srv_conn *c);
+} srv_transport;
+
 typedef struct srv_conn {
     int fd;
     uint64_t id;
@@ -37,7 +67,10 @@ typedef struct srv_conn {
     struct srv_worker *worker;
     struct event *ev_read;
     struct event *ev_write;
-    int writing; /* ev_write is armed */
+    int writing;             /* ev_write is armed */
+    const srv_transport *tr; /* NULL: the plain socket */
+    void *tr_state;          /* the transport's */
+    unsigned tr_want;        /* SRV_TR_*: what the transport waits for */
     srv_buf in;
     srv_buf out;
     size_t out_sent; /* bytes of `out` already written */
@@ -82,6 +115,16 @@ typedef struct srv_conn {
  * left to the caller).
  */
 srv_conn *srv_conn_create(struct srv_worker *w, int fd, int is_unix);
+
+/*
+ * Read and write c through `tr` from now on (right after srv_conn_create,
+ * before anything was read). 0, or -1 when the transport could not set up
+ * (c is left to the caller to close).
+ */
+int srv_conn_set_transport(srv_conn *c, const srv_transport *tr);
+
+/* Arm c's write event (a transport whose read waits for it). */
+void srv_conn_want_write(srv_conn *c);
 
 /* Close and free c now (its unsent output is dropped; its features'
  * close hooks run). */

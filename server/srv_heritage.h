@@ -34,6 +34,10 @@ typedef struct srv_heritage {
     int *worker_efd;         /* eventfd per worker: the syncer wakes it */
     int broker_fd;           /* pub/sub broker's listening socket */
     char broker_name[SRV_BROKER_NAME_MAX]; /* its abstract address */
+    struct srv_aclshm *aclshm;       /* the users in force (srv_aclshm.h) */
+    int ntls;                        /* TLS listeners per worker (tls-port) */
+    int *tls_fds;                    /* nworkers * ntls, as tcp_fds */
+    const struct srv_transport *tls; /* TLS connections' (srv_conn.h) */
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];

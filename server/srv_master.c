@@ -14,10 +14,13 @@
  * log level), so children forked later start from the current settings.
  */
 #include "server/srv_master.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
 #include "server/srv_reaper.h"
 #include "server/srv_syncer.h"
+#include "server/srv_tls.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
@@ -173,34 +176,34 @@ static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
  * thundering herd. A plain bind first proves nobody else holds the port
  * (a reuseport group would silently share it with another of our uid).
  */
-static void open_tcp_listeners(void)
+static void open_tcp_listeners(long long port, int **fds, int *count)
 {
     char binds[SRV_PATH_MAX], *save = NULL;
     const char *addrs[SRV_MAX_BINDS];
     int n = 0;
 
-    if (srv_her.cfg->port == 0)
+    if (port == 0)
         return;                         /* as Redis: port 0 = no TCP */
     snprintf(binds, sizeof binds, "%s", srv_her.cfg->bind);
     for (char *tok = strtok_r(binds, " ", &save); tok && n < SRV_MAX_BINDS;
          tok = strtok_r(NULL, " ", &save))
         addrs[n++] = tok;
-    srv_her.tcp_fds = calloc((size_t)(n * srv_her.nworkers), sizeof(int));
-    if (!srv_her.tcp_fds)
+    *fds = calloc((size_t)(n * srv_her.nworkers), sizeof(int));
+    if (!*fds)
         die("%s", "out of memory");
     for (int i = 0; i < n; i++) {
         struct sockaddr_storage ss;
         socklen_t len;
         int optional = addrs[i][0] == '-';
         const char *addr = addrs[i] + optional;
-        if (parse_addr(addr, (int)srv_her.cfg->port, &ss, &len))
+        if (parse_addr(addr, (int)port, &ss, &len))
             die("bind: '%s' is not an IP address", addr);
         int probe = tcp_socket(&ss, len, 0);
         if (probe < 0) {
             if (optional)
                 continue;
             fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
-                    addr, srv_her.cfg->port, strerror(errno));
+                    addr, port, strerror(errno));
             exit(1);
         }
         close(probe);
@@ -208,17 +211,32 @@ static void open_tcp_listeners(void)
             int fd = tcp_socket(&ss, len, 1);
             if (fd < 0) {
                 fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
-                        addr, srv_her.cfg->port, strerror(errno));
+                        addr, port, strerror(errno));
                 exit(1);
             }
-            srv_her.tcp_fds[w * n + srv_her.ntcp] = fd;
+            (*fds)[w * n + *count] = fd;
         }
-        srv_her.ntcp++;
+        (*count)++;
     }
     /* Compact the per-worker rows if optional addresses were skipped. */
     for (int w = 0; w < srv_her.nworkers; w++)
-        for (int i = 0; i < srv_her.ntcp; i++)
-            srv_her.tcp_fds[w * srv_her.ntcp + i] = srv_her.tcp_fds[w * n + i];
+        for (int i = 0; i < *count; i++)
+            (*fds)[w * *count + i] = (*fds)[w * n + i];
+}
+
+/* The tls-port listeners and the TLS context, before any fork (issue 16). */
+static void open_tls_listeners(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    if (srv_tls_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("Failed to configure TLS: %s", err);
+    }
+    open_tcp_listeners(srv_her.cfg->tls_port, &srv_her.tls_fds,
+                       &srv_her.ntls);
+    if (srv_her.ntls)
+        srv_log(SRV_LOG_NOTICE, 0, "TLS on port %lld", srv_her.cfg->tls_port);
 }
 
 static void open_unix_listener(void)
@@ -283,6 +301,19 @@ static void create_cache(void)
     if ((rc = shm_cache_create(&o, &srv_her.cache)))
         die("can't create the cache (cache-mb, cache-stripes): %s",
             shm_strerror(rc));
+}
+
+/* The users (aclfile or requirepass) in their shared region, before any
+ * fork (issue 16). */
+static void load_acl(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    srv_cmd_init();
+    if (srv_aclconn_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("%s", err);
+    }
 }
 
 static void write_pidfile(void)
@@ -387,6 +418,11 @@ static void become_child(const srv_proc *p)
     srv_log_set_role(srv_role_name(p->role), p->index);
     if ((rc = srv_config_attach())) {
         srv_log(SRV_LOG_WARNING, 0, "the shared configuration is unusable: %s",
+                shm_strerror(rc));
+        _exit(1);
+    }
+    if ((rc = srv_aclconn_attach())) {
+        srv_log(SRV_LOG_WARNING, 0, "the shared ACL region is unusable: %s",
                 shm_strerror(rc));
         _exit(1);
     }
@@ -573,11 +609,13 @@ int srv_master_main(int argc, char **argv)
     if ((rc = srv_log_open(srv_her.cfg->logfile)))
         die("can't open logfile: %s", strerror(rc));
     check_storage();
-    open_tcp_listeners();
+    open_tcp_listeners(srv_her.cfg->port, &srv_her.tcp_fds, &srv_her.ntcp);
+    open_tls_listeners();
     open_unix_listener();
-    if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
+    if (srv_her.ntcp == 0 && srv_her.ntls == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
+    load_acl();
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));

@@ -972,6 +972,23 @@ size_t srv_pubsub_count(const srv_conn *c, int kind)
     return pc ? pc->n[kind] : 0;
 }
 
+void srv_pubsub_each_subscription(const srv_conn *c,
+                                  int (*fn)(void *arg, const char *name,
+                                            size_t len, int pattern),
+                                  void *arg)
+{
+    const struct srv_pubsub_client *pc = state_of(c);
+    srv_dict_iter it;
+    srv_dict_entry *e;
+
+    for (int k = 0; pc && k < SRV_PS_KINDS; k++) {
+        srv_dict_iter_init(&it, &pc->names[k]);
+        while ((e = srv_dict_iter_next(&it)))
+            if (fn(arg, e->key, e->klen, k == SRV_PS_PATTERN))
+                return;
+    }
+}
+
 /* RESET: drop all of c's subscriptions. */
 static void on_reset(srv_conn *c, void *state)
 {

@@ -35,6 +35,9 @@ typedef struct srv_service {
     /* after each group commit: deliver what arrived, resume clients;
      * return 1 if commands ran (the group must settle again), else 0 */
     int (*settled)(struct srv_worker *w);
+    /* a connection was accepted: set its starting state, or refuse it
+     * (reply, close after it) and return 1; else 0 */
+    int (*accepted)(struct srv_worker *w, srv_conn *c);
 } srv_service;
 
 typedef struct srv_worker {

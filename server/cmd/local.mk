@@ -29,5 +29,8 @@ libserver_a_SOURCES += \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_acl.def server/cmd/srv_cmd_acl.c \
+	server/cmd/srv_cmd_conn.h
 
 # ==== issue 17 ====

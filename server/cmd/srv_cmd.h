@@ -191,6 +191,27 @@ const srv_command *srv_cmd_lookup_name(const char *name, size_t len);
  * table order, each container followed by its subcommands. */
 const srv_command *srv_cmd_table(int *count);
 
+/* The row's ACL categories and those its flags imply, as Redis adds them
+ * (write, read, admin and dangerous, pubsub, fast, else slow): what
+ * COMMAND INFO shows and what ACL rules of a category cover. */
+unsigned srv_cmd_categories(const srv_command *cmd);
+
+/* Called for each key srv_cmd_each_key finds: its argv index and its
+ * KS_* flags (KS_VARIABLE_FLAGS resolved for these arguments). Nonzero
+ * stops the walk. */
+typedef int srv_cmd_key_fn(void *ctx, int pos, unsigned flags);
+
+/*
+ * Walk the keys of the command line argv[0..argc) (argv[0] the command's
+ * name, argv[1] a subcommand's) that cmd's key specs name, spec by spec,
+ * leaving out specs flagged KS_NOT_KEY; `fn` NULL only counts. Returns
+ * the number of keys visited (up to the one where fn stopped), or -1 when
+ * the arguments contradict a spec (a key count that is not a positive
+ * integer or runs past the end): Redis then finds no keys. Any process.
+ */
+int srv_cmd_each_key(const srv_command *cmd, int argc, const srv_slice *argv,
+                     srv_cmd_key_fn *fn, void *ctx);
+
 /* The clock of the command c runs, ms since the epoch (set by the
  * dispatcher; one for every command of an EXEC). */
 static inline int64_t srv_cmd_now(const srv_conn *c) { return c->now_ms; }

@@ -6,6 +6,7 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_multi.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
@@ -601,6 +602,10 @@ static void config_set(srv_conn *c)
         return;
     }
     srv_config_commit(&next);
+    for (int i = 2; i < c->argc; i += 2)
+        if (srv_util_streq(c->argv[i].ptr, c->argv[i].len, "requirepass") &&
+            srv_aclconn_set_requirepass(c, next.requirepass))
+            return; /* the default user's password (issue 16) */
     srv_reply_ok(c);
 }
 

@@ -11,6 +11,7 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_dispatch.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_group.h"
 #include "server/srv_hooks.h"
 #include "server/srv_reply.h"
@@ -502,7 +503,8 @@ void srv_cmd_exec(srv_conn *c)
             srv_reply_error(c, "ERR out of memory");
             continue;
         }
-        srv_dispatch_run(c);
+        if (srv_aclconn_exec_check_or_reply(c) == 0)
+            srv_dispatch_run(c);
         if (c->worker->group.poisoned) {
             reply_lost(c, exec_mark, cmd_mark);
             m->aside_lost = 1;

@@ -41,5 +41,6 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+INTEG_TESTS += t/integ/test_acl.py t/integ/test_tls.py
 
 # ==== issue 17 ====

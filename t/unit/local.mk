@@ -187,5 +187,11 @@ TESTS += t/unit/check_cmd_table
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+# ACL: the rules, their shared region, the dispatcher's check.
+check_PROGRAMS += t/unit/check_acl
+t_unit_check_acl_SOURCES = t/unit/check_acl.c $(UNIT_EMBED)
+t_unit_check_acl_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_acl_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_acl
 
 # ==== issue 17 ====
