@@ -59,6 +59,7 @@ static int check(const srv_acl_user *u, int *pos, const char *const *args)
         argv[argc].ptr = (char *)args[argc];
         argv[argc].len = strlen(args[argc]);
     }
+    ck_assert_int_gt(argc, 0);
     cmd = srv_cmd_lookup(argv[0].ptr, argv[0].len);
     ck_assert_ptr_nonnull(cmd);
     if (cmd->nsubs && argc > 1)
