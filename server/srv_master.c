@@ -253,15 +253,13 @@ static void open_unix_listener(void)
 /* Create or check the environment, then close it before any fork. */
 static void check_storage(void)
 {
-    st_env *env;
-    int rc = srv_heritage_env_open(0, &env);
+    int rc = srv_heritage_boot();
 
     if (rc) {
         fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
                 srv_her.cfg->dir, st_strerror(rc));
         exit(1);
     }
-    st_env_close(&env);
 }
 
 #define BYTES_PER_MB (1024 * 1024)

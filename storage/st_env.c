@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #define ST_DATA_FILE "/data.mdb"
+#define ST_LOCK_FILE "/lock.mdb"
 #define ST_FILE_MODE 0600
 #define ST_DIR_MODE 0700
 
@@ -71,6 +72,24 @@ static int open_dbis(st_env *e)
     return st_err_map(mdb_txn_commit(txn));
 }
 
+/*
+ * A descriptor of lock.mdb of our own, for st_durable.c to ask which
+ * processes hold their byte of it (LMDB's test of a reader's liveness).
+ * It is closed only after the environment: closing any descriptor of a
+ * file drops the process's POSIX locks on it, LMDB's included.
+ */
+static int open_lockfd(st_env *e)
+{
+    char path[PATH_MAX];
+
+    if ((size_t)snprintf(path, sizeof path, "%s%s", e->dir, ST_LOCK_FILE) >=
+        sizeof path)
+        return ENAMETOOLONG;
+    if ((e->lockfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    return 0;
+}
+
 int st_env_open(const st_env_opts *o, st_env **out)
 {
     st_env *e = calloc(1, sizeof *e);
@@ -78,6 +97,7 @@ int st_env_open(const st_env_opts *o, st_env **out)
 
     if (!e)
         return ENOMEM;
+    e->lockfd = -1;
     e->databases = o->databases ? o->databases : ST_DEFAULT_DATABASES;
     e->cache = o->cache;
     e->compress_threshold = o->compress_threshold;
@@ -93,6 +113,19 @@ int st_env_open(const st_env_opts *o, st_env **out)
     if (!e->wtxn.dkeys || !e->wtxn.dexpires) {
         rc = ENOMEM;
         goto fail;
+    }
+    if (!(e->dir = strdup(o->dir))) {
+        rc = ENOMEM;
+        goto fail;
+    }
+    if (o->boot_id && o->boot_id[0]) {
+        if (strlen(o->boot_id) >= sizeof e->boot_id) {
+            rc = EINVAL;
+            goto fail;
+        }
+        memcpy(e->boot_id, o->boot_id, strlen(o->boot_id) + 1);
+        if (o->nosync)
+            e->gate = ST_GATE_WAIT;
     }
     if (mkdir(o->dir, ST_DIR_MODE) && errno != EEXIST) {
         rc = errno;
@@ -117,6 +150,8 @@ int st_env_open(const st_env_opts *o, st_env **out)
         goto fail_map;
     if ((rc = open_dbis(e)))
         goto fail;
+    if (e->boot_id[0] && (rc = open_lockfd(e)))
+        goto fail;
     *out = e;
     return 0;
 fail_map:
@@ -138,6 +173,9 @@ void st_env_close(st_env **envp)
         mdb_txn_abort(e->rtxn.active ? e->rtxn.txn : e->rtxn_parked);
     if (e->env)
         mdb_env_close(e->env);
+    if (e->lockfd >= 0)
+        close(e->lockfd);
+    free(e->dir);
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
@@ -180,6 +218,10 @@ int st_env_backup(st_env *env, const char *path)
 
 int st_env_reader_check(st_env *env, int *dead)
 {
+    *dead = 0;
+    /* A dead syncer's pin must outlive it until a live pin is recorded. */
+    if (env->boot_id[0] && !st_durable_pin_live(env))
+        return 0;
     return st_err_map(mdb_reader_check(env->env, dead));
 }
 

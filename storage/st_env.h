@@ -20,6 +20,8 @@
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024
+/* Room for a boot id (st_durable_boot_id), NUL included. */
+#define ST_BOOT_ID_MAX 64
 
 typedef struct st_env st_env;
 typedef struct st_txn st_txn;
@@ -36,6 +38,12 @@ typedef struct st_env_opts {
     struct shm_cache *cache;    /* shared cache in front of reads, or NULL */
     size_t compress_threshold;  /* compress strings this long; 0 = never */
     int compress_level;         /* zstd level */
+    const char *boot_id;        /* this boot's id: the directory is under
+                                 * the durable-snapshot scheme
+                                 * (st_durable.h): with nosync, the first
+                                 * write waits for the syncer's pin, and
+                                 * st_env_reader_check keeps a dead pin.
+                                 * NULL or "": a plain environment */
 } st_env_opts;
 
 /*
@@ -61,7 +69,11 @@ int st_env_sync(st_env *env);
  */
 int st_env_backup(st_env *env, const char *path);
 
-/* Clear reader slots of dead processes; *dead gets how many. */
+/*
+ * Clear reader slots of dead processes; *dead gets how many. Under the
+ * durable scheme nothing is cleared (0, *dead = 0) while the recorded
+ * pinner of the durable snapshot is dead: its slot is that pin.
+ */
 int st_env_reader_check(st_env *env, int *dead);
 
 typedef struct st_env_stat {

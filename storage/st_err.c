@@ -23,6 +23,7 @@ const char *st_strerror(int err)
     case ST_EREADERS: return "no free LMDB reader slot";
     case ST_ELMDB: return "LMDB failure";
     case ST_EBUSY: return "transaction already open";
+    case ST_ENOPIN: return "no durable snapshot pinned (is the syncer running?)";
     default: break;
     }
     return err > 0 ? strerror(err) : "unknown storage error";

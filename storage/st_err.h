@@ -22,6 +22,7 @@ enum st_err {
     ST_EREADERS = -10,   /* no reader slot left */
     ST_ELMDB = -11,      /* any other LMDB failure */
     ST_EBUSY = -12,      /* a transaction is already open on this handle */
+    ST_ENOPIN = -13,     /* no durable snapshot is pinned (no syncer) */
 };
 
 /* A static, human-readable text for any code st_ functions return. */

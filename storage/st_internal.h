@@ -59,8 +59,15 @@ struct st_seen {
 };
 
 
+/* The first-write gate of a server environment (st_durable.h). */
+enum st_gate { ST_GATE_OPEN, ST_GATE_WAIT, ST_GATE_FAILED };
+
 struct st_env {
     MDB_env *env;
+    char *dir;                  /* as opened */
+    char boot_id[ST_BOOT_ID_MAX];   /* "": not under the durable scheme */
+    int gate;                   /* enum st_gate: before the first write */
+    int lockfd;                 /* lock.mdb, for pid liveness; -1 if none */
     MDB_dbi dbi[ST_DBI_COUNT];
     unsigned databases;
     st_txn rtxn;
@@ -105,6 +112,16 @@ int st_env_scratch(st_env *env, size_t len, uint8_t **out);
 
 /* Record a change of key / TTL counts for `db` in the transaction. */
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
+
+/*
+ * The durable-snapshot checks (st_durable.c). st_durable_gate: wait (the
+ * first time up to ST_DURABLE_GATE_MS, later not at all) until the record
+ * of this boot names a snapshot its pinner holds; 0 (the gate opens for
+ * good) or ST_ENOPIN. st_durable_pin_live: is the recorded pinner alive
+ * and holding its pin?
+ */
+int st_durable_gate(st_env *env);
+int st_durable_pin_live(st_env *env);
 
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"
