@@ -678,3 +678,60 @@ int st_durable_gate(st_env *env)
 }
 
 int st_durable_pin_live(st_env *env) { return pinned(env, 0, 1); }
+
+/* The record says where the durable snapshot ends: cache it. */
+static void pin_room(st_env *env, const st_durable_rec *rec)
+{
+    st_metapage m;
+    uint64_t room;
+
+    memcpy(m.b, rec->meta, sizeof m.b);
+    env->psize = rec->psize;
+    env->pin_txn = rec->txnid;
+    env->pin_last_pg = st_metapage_last_pg(&m);
+    room = env->pin_last_pg / ST_DURABLE_ROOM_FRACTION;
+    if (room < ST_DURABLE_ROOM_BYTES / rec->psize)
+        room = ST_DURABLE_ROOM_BYTES / rec->psize;
+    env->pin_room_pages = room;
+}
+
+/*
+ * Is the pin overdue? Past the room, yes. In the map's last part, as soon
+ * as it is not on the newest commit: there, only what the commits since
+ * the pin freed is left to reuse, and LMDB reuses it only once no reader
+ * is older.
+ */
+static int overdue(const st_env *env, const MDB_envinfo *info)
+{
+    uint64_t map_pages = env->psize ? info->me_mapsize / env->psize : 0;
+
+    if (map_pages &&
+        (uint64_t)info->me_last_pgno >= map_pages - map_pages / ST_DURABLE_MAP_PART)
+        return env->pin_txn < (uint64_t)info->me_last_txnid;
+    return (uint64_t)info->me_last_pgno > env->pin_last_pg + env->pin_room_pages;
+}
+
+void st_durable_pressure(st_env *env)
+{
+    MDB_envinfo info;
+    st_durable_rec rec;
+    uint64_t deadline = 0;
+
+    if (mdb_env_info(env->env, &info) || !overdue(env, &info))
+        return;
+    for (;;) {
+        if (rec_load_dir(env->dir, &rec) || rec.psize == 0)
+            return;
+        pin_room(env, &rec);
+        if (!overdue(env, &info) || rec.seq == env->pressure_gave_up)
+            return;
+        if (!deadline)
+            deadline = now_ms() + ST_DURABLE_PRESSURE_MS;
+        else if (now_ms() >= deadline) {
+            env->pressure_gave_up = rec.seq;
+            return;
+        }
+        struct timespec ts = { 0, GATE_POLL_NS };
+        nanosleep(&ts, NULL);
+    }
+}

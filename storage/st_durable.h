@@ -60,11 +60,16 @@
  *   own. Not covered: a power cut within the instant between the reaper
  *   seeing the syncer alive and clearing dead slots, if the syncer dies in
  *   that instant too.
- *   Cost in room. While S is pinned, no page freed since can be reused,
- *   not even the copies later commits made and dropped again (LMDB reuses
- *   by transaction age, not by liveness): data.mdb grows by what writers
- *   free in about two flush durations, and between `everysec` beats the
- *   syncer flushes early when the file has grown too much (srv_syncer.c).
+ *   Cost. While S is pinned, no page freed since can be reused, not even
+ *   the copies later commits made and dropped again (LMDB reuses by
+ *   transaction age, not by liveness): every page a commit allocates is a
+ *   fresh one, which the next flush must write (without the pin the same
+ *   few pages are rewritten in the page cache and written once), and
+ *   data.mdb holds what about two flushes' worth of commits allocate. So
+ *   between `everysec` beats the syncer flushes early after a number of
+ *   commits or some growth (srv_syncer.c), and when the disk cannot keep
+ *   up, commits wait for the pin to move once the file has outgrown the
+ *   durable snapshot by max(ST_DURABLE_ROOM_BYTES, 1/8 of it).
  * Everything here runs in the master at boot and in the syncer (a process,
  * or a thread of the reaper); the handle is single-threaded.
  */
@@ -84,6 +89,17 @@
 #define ST_DURABLE_DIR_MODE 0700
 /* A process's first write waits this long for the pin (ST_ENOPIN after). */
 #define ST_DURABLE_GATE_MS 5000
+/* Commits wait (up to ST_DURABLE_PRESSURE_MS) while data.mdb has grown
+ * past the durable snapshot by more than max(ST_DURABLE_ROOM_BYTES,
+ * 1/ST_DURABLE_ROOM_FRACTION of it): the pin's room is bounded even when
+ * the disk cannot keep up. */
+#define ST_DURABLE_ROOM_BYTES (64u << 20)
+#define ST_DURABLE_ROOM_FRACTION 8
+/* ... and, in the last 1/ST_DURABLE_MAP_PART of the map (maxdisk), while
+ * the pin is older than the newest commit: there, the pages it holds are
+ * all there is to reuse. */
+#define ST_DURABLE_MAP_PART 8
+#define ST_DURABLE_PRESSURE_MS 1000
 
 typedef struct st_durable st_durable;
 

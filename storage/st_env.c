@@ -126,6 +126,7 @@ int st_env_open(const st_env_opts *o, st_env **out)
         memcpy(e->boot_id, o->boot_id, strlen(o->boot_id) + 1);
         if (o->nosync)
             e->gate = ST_GATE_WAIT;
+        e->pressure = o->nosync;
     }
     if (mkdir(o->dir, ST_DIR_MODE) && errno != EEXIST) {
         rc = errno;

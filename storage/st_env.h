@@ -1,11 +1,14 @@
 /*
  * st_env.h - the LMDB environment of one process and its transactions.
  *
- * Each process (master at boot, every worker, later the reaper) opens its
- * own environment after fork; LMDB forbids using one across fork. A process
- * holds at most one read and one write transaction at a time, both kept in
- * the environment handle and reused, so beginning one allocates nothing.
- * The handle is single-threaded.
+ * Each process (master at boot, every worker, the reaper, the syncer) opens
+ * its own environment after fork; LMDB forbids using one across fork. A
+ * process holds at most one read and one write transaction at a time, both
+ * kept in the environment handle and reused, so beginning one allocates
+ * nothing. The handle is single-threaded. Commits of a server environment
+ * are MDB_NOSYNC; what makes them durable, and safe across a power cut, is
+ * storage/st_durable.h (the master boots the directory through it, the
+ * syncer flushes through it).
  */
 #ifndef ST_ENV_H
 #define ST_ENV_H
@@ -58,7 +61,8 @@ int st_env_open(const st_env_opts *opts, st_env **out);
 /* Abort any open transaction, close the environment, NULL *env. */
 void st_env_close(st_env **env);
 
-/* Flush committed transactions to disk (fdatasync). Returns 0 or errno. */
+/* Flush committed transactions to disk (fdatasync). Returns 0 or errno.
+ * Not power-cut safe by itself under MDB_NOSYNC: see st_durable_flush. */
 int st_env_sync(st_env *env);
 
 /*

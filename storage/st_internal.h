@@ -68,6 +68,12 @@ struct st_env {
     char boot_id[ST_BOOT_ID_MAX];   /* "": not under the durable scheme */
     int gate;                   /* enum st_gate: before the first write */
     int lockfd;                 /* lock.mdb, for pid liveness; -1 if none */
+    int pressure;               /* commits wait when the pin is overdue */
+    uint64_t pin_txn;           /* the durable snapshot, and its last */
+    uint64_t pin_last_pg;       /* page, as the record last read said */
+    uint64_t pin_room_pages;    /* growth past it that makes commits wait */
+    unsigned psize;             /* LMDB page size, once a record was read */
+    uint64_t pressure_gave_up;  /* record seq after which waiting timed out */
     MDB_dbi dbi[ST_DBI_COUNT];
     unsigned databases;
     st_txn rtxn;
@@ -122,6 +128,18 @@ void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
  */
 int st_durable_gate(st_env *env);
 int st_durable_pin_live(st_env *env);
+
+/*
+ * Back-pressure before a commit (st_txn_begin, write): while data.mdb has
+ * grown past the durable snapshot's last page by more than
+ * max(ST_DURABLE_ROOM_BYTES, 1/ST_DURABLE_ROOM_FRACTION of it) (the disk
+ * is slower than the writers' page allocations), or within the map's last
+ * 1/ST_DURABLE_MAP_PART while the pin is older than the newest commit (the
+ * pages it holds are all there is to reuse), the pin is overdue: wait for
+ * the syncer to move it, up to ST_DURABLE_PRESSURE_MS, and not again for
+ * the same record if that timed out. Costs no system call otherwise.
+ */
+void st_durable_pressure(st_env *env);
 
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"

@@ -70,6 +70,8 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
         /* A server environment's commits rely on the syncer's pin. */
         if (env->gate != ST_GATE_OPEN && (rc = st_durable_gate(env)))
             return rc;
+        if (env->pressure)
+            st_durable_pressure(env);
         rc = mdb_txn_begin(env->env, NULL, 0, &t->txn);
     } else if (env->rtxn_parked) {
         t->txn = env->rtxn_parked;

@@ -9,7 +9,8 @@
  * the reordered-writeback model at page granularity (the flushed file with
  * any mix of pages written since boots to the recorded snapshot); a torn
  * record slot; a record that is not the file's; the first-write gate; the
- * reader-check guard of a dead pinner's slot.
+ * reader-check guard of a dead pinner's slot; the back-pressure on commits
+ * when the pin is overdue.
  */
 #include "t/unit/unit_tmp.h"
 #include <check.h>
@@ -36,7 +37,7 @@
 #define DIR_SIZE 1024
 #define PATH_SIZE 2048
 #define NAME_SIZE 64
-#define MAP_SIZE (1ull << 28)
+#define MAP_SIZE (1ull << 30)
 #define TIMEOUT_S 30
 #define BOOT_A "boot-a"
 #define BOOT_B "boot-b"
@@ -51,6 +52,9 @@
 #define P_LEAF 0x02
 #define PG_FLAGS 10
 #define CHILD_FAILED 3
+#define BIG_VALUE (1u << 20)
+#define BIG_SLACK 4                 /* commits past the room */
+#define WAIT_SHARE 0.8              /* of ST_DURABLE_PRESSURE_MS */
 
 static char root[ROOT_SIZE];
 static char dir[DIR_SIZE];
@@ -521,6 +525,77 @@ START_TEST(test_dead_pinner_slot_kept)
 }
 END_TEST
 
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) +
+           (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* One commit of a value of `len` bytes under a fresh name: its time. */
+static double timed_big_put(st_env *e, int i, const uint8_t *val, size_t len)
+{
+    char name[NAME_SIZE];
+    struct timespec t0;
+    st_keyref k;
+    st_txn *t;
+    int n = snprintf(name, sizeof name, "big%d", i);
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ck_assert_int_eq(st_txn_begin(e, 1, &t), 0);
+    st_codec_keyref_init(&k, 0, name, (size_t)n);
+    ck_assert_int_eq(st_keyspace_string_set(t, &k, val, len, 0), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    return seconds_since(&t0);
+}
+
+/*
+ * Once data.mdb has outgrown the pinned snapshot by the room, a commit
+ * waits for the pin to move (here nobody moves it: up to the limit), later
+ * ones do not wait for the same pin again, and a flush gives room again.
+ */
+START_TEST(test_commits_wait_when_pin_overdue)
+{
+    st_durable_report r;
+    st_durable *d;
+    uint64_t txn;
+    double waited = 0, slowest_after = 0;
+    int i = 0;
+
+    boot(dir, BOOT_A, &r);
+    st_env *e = open_env(dir, BOOT_A);
+    ck_assert_int_eq(st_durable_open(e, &d), 0);
+    uint8_t *val = malloc(BIG_VALUE);
+    ck_assert_ptr_nonnull(val);
+    memset(val, 'b', BIG_VALUE);
+    /* Grow past the room (each value is fresh pages: the pin holds). */
+    for (; i < (int)(ST_DURABLE_ROOM_BYTES / BIG_VALUE) + BIG_SLACK; i++) {
+        double s = timed_big_put(e, i, val, BIG_VALUE);
+        if (s > waited)
+            waited = s;
+    }
+    ck_assert_msg(waited >= ST_DURABLE_PRESSURE_MS / 1000.0 * WAIT_SHARE,
+                  "a commit past the room waited (%.3f s)", waited);
+    for (int j = 0; j < BIG_SLACK; j++, i++) {
+        double s = timed_big_put(e, i, val, BIG_VALUE);
+        if (s > slowest_after)
+            slowest_after = s;
+    }
+    ck_assert_msg(slowest_after < ST_DURABLE_PRESSURE_MS / 1000.0 * WAIT_SHARE,
+                  "no second wait for the same pin (%.3f s)", slowest_after);
+    /* The pin moves: room again, and the next overdue pin waits again. */
+    ck_assert_int_eq(st_durable_flush(d, &txn), 0);
+    ck_assert_msg(timed_big_put(e, i++, val, BIG_VALUE) <
+                      ST_DURABLE_PRESSURE_MS / 1000.0 * WAIT_SHARE,
+                  "a commit within the room does not wait");
+    free(val);
+    st_durable_close(&d, 0);
+    st_env_close(&e);
+}
+END_TEST
+
 static Suite *durable_suite(void)
 {
     Suite *s = suite_create("st_durable");
@@ -549,6 +624,7 @@ static Suite *durable_suite(void)
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_first_write_waits_for_pin);
     tcase_add_test(tc, test_dead_pinner_slot_kept);
+    tcase_add_test(tc, test_commits_wait_when_pin_overdue);
     suite_add_tcase(s, tc);
     return s;
 }
