@@ -679,6 +679,16 @@ int st_durable_gate(st_env *env)
 
 int st_durable_pin_live(st_env *env) { return pinned(env, 0, 1); }
 
+/* Does the pinner still hold a snapshot older than its record's? */
+static int older_pin_held(st_env *env, const st_durable_rec *rec)
+{
+    pin_scan s = { (pid_t)rec->pid, rec->txnid ? rec->txnid - 1 : 0, 0 };
+
+    if (!rec->txnid || mdb_reader_list(env->env, scan_reader, &s) < 0)
+        return 0;
+    return s.found;
+}
+
 /* The record says where the durable snapshot ends: cache it. */
 static void pin_room(st_env *env, const st_durable_rec *rec)
 {
@@ -723,7 +733,11 @@ void st_durable_pressure(st_env *env)
         if (rec_load_dir(env->dir, &rec) || rec.psize == 0)
             return;
         pin_room(env, &rec);
-        if (!overdue(env, &info) || rec.seq == env->pressure_gave_up)
+        if (rec.seq == env->pressure_gave_up)
+            return;
+        /* Moved, and the previous pin released too (the syncer ends it
+         * just after writing the record): then the pages are free. */
+        if (!overdue(env, &info) && !older_pin_held(env, &rec))
             return;
         if (!deadline)
             deadline = now_ms() + ST_DURABLE_PRESSURE_MS;

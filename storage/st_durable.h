@@ -99,7 +99,7 @@
  * the pin is older than the newest commit: there, the pages it holds are
  * all there is to reuse. */
 #define ST_DURABLE_MAP_PART 8
-#define ST_DURABLE_PRESSURE_MS 1000
+#define ST_DURABLE_PRESSURE_MS 2000
 
 typedef struct st_durable st_durable;
 

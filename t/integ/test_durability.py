@@ -2,7 +2,8 @@
 
 Scaling: LARDER_SLOW=1 (the ASan run) halves the write volumes and rounds;
 LARDER_FAULT_SEED fixes the random choices (the seed is printed);
-LARDER_FAULT_CUTS sets the reordered cuts per sync level (default 100).
+LARDER_FAULT_CUTS sets the reordered cuts per sync level (default 100);
+LARDER_FAULT_SCRATCH is where images are booted (default: $TMPDIR).
 """
 
 import bisect
@@ -165,11 +166,10 @@ def powercut_encode(k, v):
 
 
 def scratch_dir():
-    """A temp dir for images, in memory when /dev/shm is there (booting an
-    image flushes it; the disk has nothing to prove here)."""
-    shm = '/dev/shm'
-    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-    return tempfile.mkdtemp(prefix='larder-powercut-', dir=base)
+    """A temp dir for booting images (LARDER_FAULT_SCRATCH: its parent,
+    e.g. a tmpfs, where the boot's flushes cost nothing)."""
+    return tempfile.mkdtemp(prefix='larder-powercut-',
+                            dir=os.environ.get('LARDER_FAULT_SCRATCH'))
 
 
 def acked_before(acks, limit):
