@@ -27,16 +27,8 @@
 #define US_PER_MS 1000
 /* everysec: a flush starts every period (also the idle wake-up). */
 #define SYNC_PERIOD_MS 1000
-/* sync no: the restore point after a power cut is at most this old (and
- * the durable snapshot pins its pages this long). */
+/* sync no: the restore point after a power cut is at most this old. */
 #define SYNC_NO_PERIOD_MS 5000
-/* Between beats the syncer checks this often whether the durable pin
- * costs too much (pin_costly) and flushes early if so. */
-#define SYNC_EARLY_POLL_MS 10
-#define SYNC_EARLY_GROWTH_BYTES (4u << 20)
-#define SYNC_EARLY_COMMITS 256
-#define SYNC_EARLY_MAP_PART 8
-#define SYNC_FULL_POLL_MS 1
 
 void srv_syncer_poke(void)
 {
@@ -77,29 +69,6 @@ static st_durable *open_durable(st_env *env, int *failing)
     return d;
 }
 
-/*
- * Whether the durable snapshot's pin costs too much: while it holds, no
- * page freed since can be reused, so every page the commits since then
- * allocated is new (data.mdb grows, and the next flush must write them
- * all, where without the pin the same few pages would be rewritten in the
- * page cache). Past SYNC_EARLY_COMMITS commits or SYNC_EARLY_GROWTH_BYTES
- * of growth, a flush moves the pin early; under a steady load that keeps
- * the room taken to what about two flushes' worth of commits allocate. In
- * the last 1/SYNC_EARLY_MAP_PART of the map (maxdisk) every commit counts:
- * the pages the pin holds are all there is to reuse.
- */
-static int near_full(const st_env_stat *st)
-{
-    return st->used_bytes >= st->map_size - st->map_size / SYNC_EARLY_MAP_PART;
-}
-
-static int pin_costly(const st_env_stat *st, uint64_t used_at_pin,
-                      uint64_t txn_at_pin)
-{
-    return st->used_bytes > used_at_pin + SYNC_EARLY_GROWTH_BYTES ||
-           st->last_txn >= txn_at_pin + SYNC_EARLY_COMMITS || near_full(st);
-}
-
 void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
 {
     srv_stats *s = srv_her.stats;
@@ -107,23 +76,21 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
     int64_t next_no_flush = srv_util_monotonic_ms() + SYNC_NO_PERIOD_MS;
     int failing = 0;
     st_durable *d = open_durable(env, &failing);
-    uint64_t txn, used_at_pin = 0, txn_at_pin = 0;
-    st_env_stat st = { 0 };
+    uint64_t txn;
 
-    if (st_env_stat_get(env, &st) == 0) {
-        used_at_pin = st.used_bytes;
-        txn_at_pin = st.last_txn;
-    }
     while (!srv_child_stop) {
         struct pollfd pfd = { srv_her.sync_efd, POLLIN, 0 };
         uint64_t pokes;
+        st_env_stat st;
         int rc, beat, level = (int)srv_her.cfg->sync;
-        int64_t now = srv_util_monotonic_ms(), wait = next_flush - now;
+        unsigned look = SYNC_PERIOD_MS;
+        int64_t wait = next_flush - srv_util_monotonic_ms(), now;
 
-        /* Between beats, look at what the pin costs now and then (near a
-         * full map, writers wait for each flush: look often). */
-        int64_t look = near_full(&st) ? SYNC_FULL_POLL_MS : SYNC_EARLY_POLL_MS;
-        if (level != SRV_SYNC_ALWAYS && wait > look)
+        /* Between beats the pin may ask for an early flush: look again
+         * as soon as it says. */
+        if (level != SRV_SYNC_ALWAYS && d)
+            st_durable_due(d, &look);
+        if ((int64_t)look < wait)
             wait = look;
         /* everysec: flushes start on a fixed 1 s beat, not 1 s after the
          * last one ended, so the loss window stays near a second. */
@@ -139,17 +106,16 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
             srv_log(SRV_LOG_WARNING, errno, "read() of the sync eventfd");
         if (srv_child_stop || (!d && !(d = open_durable(env, &failing))))
             continue;
+        /* always: at once (a worker poked); everysec: on the beat; no:
+         * every SYNC_NO_PERIOD_MS; any level: when the pin says so. */
+        if (((level == SRV_SYNC_EVERYSEC && !beat) ||
+             (level == SRV_SYNC_NO && now < next_no_flush)) &&
+            !st_durable_due(d, &look))
+            continue;
         if (st_env_stat_get(env, &st))
             continue;
         atomic_store(&s->committed_txn, (int64_t)st.last_txn);
         if ((int64_t)st.last_txn <= atomic_load(&s->durable_txn))
-            continue;
-        /* always: at once (a worker poked); everysec: on the beat; no:
-         * every SYNC_NO_PERIOD_MS; any level: when the pin costs room. */
-        if (!(level == SRV_SYNC_ALWAYS ||
-              (level == SRV_SYNC_EVERYSEC && beat) ||
-              (level == SRV_SYNC_NO && now >= next_no_flush) ||
-              pin_costly(&st, used_at_pin, txn_at_pin)))
             continue;
         if (level == SRV_SYNC_NO)
             next_no_flush = now + SYNC_NO_PERIOD_MS;
@@ -160,8 +126,6 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
             continue;
         }
         int64_t t1 = srv_util_ustime();
-        used_at_pin = st.used_bytes;
-        txn_at_pin = txn;
         atomic_store(&s->durable_txn, (int64_t)txn);
         atomic_store(&s->last_sync_ms, t1 / US_PER_MS);
         atomic_store(&s->last_sync_us, t1 - t0);

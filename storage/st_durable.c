@@ -63,6 +63,7 @@ struct st_durable {
     MDB_txn *pin;               /* the read transaction on the durable snapshot */
     MDB_txn *spare;             /* a reset read transaction, renewed next */
     uint64_t pin_txn;
+    uint64_t pin_last_pg;       /* the pinned snapshot's last page */
     uint64_t seq;               /* of the last record written */
 };
 
@@ -314,6 +315,7 @@ static int rec_write(st_durable *d, st_durable_rec *rec)
 /* The cycle of st_durable_flush; `force` records even when nothing new. */
 static int flush(st_durable *d, int force, uint64_t *txnid)
 {
+    st_metapage m;
     st_durable_rec rec;
     MDB_txn *r = NULL;
     int rc;
@@ -336,6 +338,8 @@ static int flush(st_durable *d, int force, uint64_t *txnid)
         park(d, d->pin);
     d->pin = r;
     d->pin_txn = rec.txnid;
+    memcpy(m.b, rec.meta, sizeof m.b);
+    d->pin_last_pg = st_metapage_last_pg(&m);
     *txnid = rec.txnid;
     return 0;
 }
@@ -346,6 +350,35 @@ int st_durable_flush(st_durable *d, uint64_t *txnid)
 }
 
 uint64_t st_durable_txn(const st_durable *d) { return d->pin_txn; }
+
+/* In the map's last part, where the pin's pages are all there is to reuse? */
+static int in_last_part(const MDB_envinfo *info, unsigned psize)
+{
+    uint64_t map_pages = psize ? info->me_mapsize / psize : 0;
+
+    return map_pages &&
+           (uint64_t)info->me_last_pgno >= map_pages - map_pages / ST_DURABLE_MAP_PART;
+}
+
+int st_durable_due(st_durable *d, unsigned *poll_ms)
+{
+    MDB_envinfo info;
+    int full;
+
+    *poll_ms = ST_DURABLE_POLL_MS;
+    if (mdb_env_info(d->env->env, &info))
+        return 0;
+    full = in_last_part(&info, d->psize);
+    if (full)
+        *poll_ms = ST_DURABLE_FULL_POLL_MS;
+    if ((uint64_t)info.me_last_txnid <= d->pin_txn)
+        return 0;
+    return full ||
+           (uint64_t)info.me_last_txnid >= d->pin_txn + ST_DURABLE_EARLY_COMMITS ||
+           ((uint64_t)info.me_last_pgno > d->pin_last_pg &&
+            ((uint64_t)info.me_last_pgno - d->pin_last_pg) * d->psize >
+                ST_DURABLE_EARLY_BYTES);
+}
 
 int st_durable_open(st_env *env, st_durable **out)
 {
@@ -713,10 +746,7 @@ static void pin_room(st_env *env, const st_durable_rec *rec)
  */
 static int overdue(const st_env *env, const MDB_envinfo *info)
 {
-    uint64_t map_pages = env->psize ? info->me_mapsize / env->psize : 0;
-
-    if (map_pages &&
-        (uint64_t)info->me_last_pgno >= map_pages - map_pages / ST_DURABLE_MAP_PART)
+    if (in_last_part(info, env->psize))
         return env->pin_txn < (uint64_t)info->me_last_txnid;
     return (uint64_t)info->me_last_pgno > env->pin_last_pg + env->pin_room_pages;
 }

@@ -67,7 +67,7 @@
  *   few pages are rewritten in the page cache and written once), and
  *   data.mdb holds what about two flushes' worth of commits allocate. So
  *   between `everysec` beats the syncer flushes early after a number of
- *   commits or some growth (srv_syncer.c), and when the disk cannot keep
+ *   commits or some growth (st_durable_due), and when the disk cannot keep
  *   up, commits wait for the pin to move once the file has outgrown the
  *   durable snapshot by max(ST_DURABLE_ROOM_BYTES, 1/8 of it).
  * Everything here runs in the master at boot and in the syncer (a process,
@@ -159,6 +159,18 @@ int st_durable_open(st_env *env, st_durable **out);
  * recorded. 0, an errno (the flush's), or an error code.
  */
 int st_durable_flush(st_durable *d, uint64_t *txnid);
+
+/*
+ * Whether the pin costs too much to wait for the next beat (the design's
+ * "Cost"): ST_DURABLE_EARLY_COMMITS commits or ST_DURABLE_EARLY_BYTES of
+ * growth since it was taken, or, in the map's last 1/ST_DURABLE_MAP_PART,
+ * any commit since. *poll_ms gets how soon to ask again. No system call.
+ */
+int st_durable_due(st_durable *d, unsigned *poll_ms);
+#define ST_DURABLE_EARLY_COMMITS 256
+#define ST_DURABLE_EARLY_BYTES (4u << 20)
+#define ST_DURABLE_POLL_MS 10
+#define ST_DURABLE_FULL_POLL_MS 1
 
 /* The snapshot the last successful flush made durable. */
 uint64_t st_durable_txn(const st_durable *d);

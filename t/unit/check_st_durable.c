@@ -52,6 +52,13 @@
 #define P_LEAF 0x02
 #define PG_FLAGS 10
 #define CHILD_FAILED 3
+/* The record's layout (st_durable.c): slots a page apart, the sequence
+ * number after magic, version and page size. A tear overwrites part of
+ * the boot id and meta copy. */
+#define REC_SEQ_AT 16
+#define TEAR_AT 64
+#define TEAR_LEN 100
+#define TEAR_BYTE 0x5a
 #define BIG_VALUE (1u << 20)
 #define BIG_SLACK 4                 /* commits past the room */
 #define WAIT_SHARE 0.8              /* of ST_DURABLE_PRESSURE_MS */
@@ -411,10 +418,10 @@ START_TEST(test_torn_record_uses_other_slot)
     path_of(rpath, dir, ST_DURABLE_FILE);
     uint8_t *rec = read_file(rpath, &rlen);
     uint64_t seq0, seq1;
-    memcpy(&seq0, rec + 16, sizeof seq0);
-    memcpy(&seq1, rec + PAGE + 16, sizeof seq1);
+    memcpy(&seq0, rec + REC_SEQ_AT, sizeof seq0);
+    memcpy(&seq1, rec + PAGE + REC_SEQ_AT, sizeof seq1);
     size_t torn = seq1 > seq0 ? PAGE : 0;
-    memset(rec + torn + 64, 0x5a, 100);
+    memset(rec + torn + TEAR_AT, TEAR_BYTE, TEAR_LEN);
     write_file(rpath, rec, rlen);
     free(rec);
     boot(dir, BOOT_B, &r);
