@@ -151,6 +151,7 @@ class ImageBuilder:
         self.file = file
         self.buf = bytearray(initial)
         self.applied = 0
+        self.touched = False        # a record of the file was applied
 
     def image(self, idx):
         if idx < self.applied:
@@ -161,6 +162,7 @@ class ImageBuilder:
             typ, flags, pid, off, t, data = recs[i]
             if rec_file(flags) != self.file:
                 continue
+            self.touched = True
             if typ == WRITE:
                 end = off + len(data)
                 if end > len(buf):
@@ -264,42 +266,56 @@ def check_keys(keys, required):
     return out
 
 
+class TornImages:
+    """The reordered model at increasing times: images(p, rng) is every
+    file as a disk that does not keep write order may hold it after a
+    power cut at p: its durable image plus a random half of the pages
+    written to it since (writes through an O_DSYNC descriptor are durable
+    on return). Returns file name -> bytes. Calls must not go back in
+    time (the durable part is built incrementally)."""
+
+    def __init__(self, journal):
+        self.j = journal
+        self.builders = [ImageBuilder(journal, f) for f in range(len(FILES))]
+
+    def images(self, p, rng):
+        j = self.j
+        upto = j.index_at(p)
+        out = {}
+        for f, name in enumerate(FILES):
+            base = j.durable_idx(p, f)
+            buf = bytearray(self.builders[f].image(base))
+            seen = self.builders[f].touched
+            for i in range(base, upto):
+                typ, flags, pid, off, t, data = j.records[i]
+                if rec_file(flags) != f:
+                    continue
+                seen = True
+                if typ == TRUNCATE:
+                    # Sizes are file metadata: take them as they were set.
+                    if off < len(buf):
+                        del buf[off:]
+                    else:
+                        buf.extend(b'\0' * (off - len(buf)))
+                    continue
+                if typ != WRITE:
+                    continue
+                sure = flags & F_DSYNC
+                for q in range(0, len(data), PAGE):
+                    if sure or rng.random() < 0.5:
+                        chunk = data[q:q + PAGE]
+                        end = off + q + len(chunk)
+                        if end > len(buf):
+                            buf.extend(b'\0' * (end - len(buf)))
+                        buf[off + q:end] = chunk
+            if seen or f == DATA:
+                out[name] = bytes(buf)
+        return out
+
+
 def torn_images(journal, p, rng):
-    """Every file as a disk that does not keep write order may hold it
-    after a power cut at time p: its durable image plus a random half of
-    the pages written to it since (writes through an O_DSYNC descriptor
-    are durable on return). Returns file name -> bytes."""
-    upto = journal.index_at(p)
-    out = {}
-    for f, name in enumerate(FILES):
-        base = journal.durable_idx(p, f)
-        buf = bytearray()
-        seen = False
-        for i in range(upto):
-            typ, flags, pid, off, t, data = journal.records[i]
-            if rec_file(flags) != f:
-                continue
-            seen = True
-            if typ == TRUNCATE:
-                # Sizes are file metadata: take them as they were set.
-                if off < len(buf):
-                    del buf[off:]
-                else:
-                    buf.extend(b'\0' * (off - len(buf)))
-                continue
-            if typ != WRITE:
-                continue
-            sure = i < base or flags & F_DSYNC
-            for q in range(0, len(data), PAGE):
-                if sure or rng.random() < 0.5:
-                    chunk = data[q:q + PAGE]
-                    end = off + q + len(chunk)
-                    if end > len(buf):
-                        buf.extend(b'\0' * (end - len(buf)))
-                    buf[off + q:end] = chunk
-        if seen or f == DATA:
-            out[name] = bytes(buf)
-    return out
+    """TornImages(journal).images(p, rng), for one moment."""
+    return TornImages(journal).images(p, rng)
 
 
 def main(argv):

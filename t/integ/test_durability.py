@@ -236,10 +236,11 @@ def check_reordered(journal, acks, points, window, what, rng):
     open). Returns the number of images checked; fails on any bad one."""
     dump = build_file('t/fault/fault_dump', 'FAULT_DUMP')
     work = scratch_dir()
-    bad, restored = [], 0
+    bad = []
+    torn = powercut.TornImages(journal)
     try:
         for p in sorted(points):
-            imgs = powercut.torn_images(journal, p, rng)
+            imgs = torn.images(p, rng)
             ok, txnid, keys, err = powercut.dump_image(imgs, work, dump)
             problems = [] if ok else ['does not open: ' + err]
             if ok and window is not None:
@@ -418,6 +419,12 @@ def test_powercut_sync_everysec():
              distinct, nr, lost, served, served_r))
 
 
+# Each reordered cut boots an image: time for them beside the run itself.
+REORDER_TIMEOUT = 90 + REORDER_CUTS
+test_powercut_sync_always.timeout = REORDER_TIMEOUT
+test_powercut_sync_everysec.timeout = REORDER_TIMEOUT
+
+
 def test_powercut_sync_no():
     """sync no acknowledges nothing as durable, but the data directory
     still boots and opens after a power cut at any moment, with the
@@ -432,6 +439,9 @@ def test_powercut_sync_no():
     print('# no: %d acks, %d writes (%.1f MB), %d barriers; %d reordered '
           'images, all open' % (len(acks), j.writes, j.bytes_written / 1e6,
                                 len(j.complete_barriers(None)), nr))
+
+
+test_powercut_sync_no.timeout = REORDER_TIMEOUT
 
 
 # --------------------------------------------------------------------------
