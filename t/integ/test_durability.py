@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from larder_test import (Server, Client, ConnectionClosed, Skip,
+from larder_test import (Server, Client, ConnectionClosed,
                          assert_eq, assert_true, assert_error_prefix,
                          larder_only, main, server_binary, wait_until)
 
