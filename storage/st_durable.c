@@ -648,7 +648,7 @@ static int scan_reader(const char *line, void *arg)
     return 0;
 }
 
-/* Is rec->pid alive? As mdb_reader_check decides: it holds the byte at
+/* Is pid alive? As mdb_reader_check decides: it holds the byte at
  * offset pid of the lock file (LMDB locks it for as long as the process
  * has the environment open). */
 static int pinner_alive(st_env *env, pid_t pid)
@@ -671,24 +671,22 @@ static int pinner_alive(st_env *env, pid_t pid)
 
 /*
  * Does the recorded pinner hold a reader slot on a snapshot no newer than
- * the recorded one? this_boot: the record must be this boot's; alive: the
- * pinner must be alive too.
+ * the recorded one (the first-write gate: this boot's record, the pin in
+ * place, its holder alive or not)? A flush that swaps pins while the slots
+ * are listed can hide them: the gate asks again.
  */
-static int pinned(st_env *env, int this_boot, int alive)
+static int pinned(st_env *env)
 {
     st_durable_rec rec;
     pin_scan s;
 
-    if (rec_load_dir(env->dir, &rec))
-        return 0;
-    if (this_boot && strcmp(rec.boot_id, env->boot_id) != 0)
+    if (rec_load_dir(env->dir, &rec) ||
+        strcmp(rec.boot_id, env->boot_id) != 0)
         return 0;
     s.pid = (pid_t)rec.pid;
     s.max_txn = rec.txnid;
     s.found = 0;
-    if (mdb_reader_list(env->env, scan_reader, &s) < 0 || !s.found)
-        return 0;
-    return !alive || pinner_alive(env, s.pid);
+    return mdb_reader_list(env->env, scan_reader, &s) >= 0 && s.found;
 }
 
 int st_durable_gate(st_env *env)
@@ -697,7 +695,7 @@ int st_durable_gate(st_env *env)
                         (env->gate == ST_GATE_WAIT ? ST_DURABLE_GATE_MS : 0);
 
     for (;;) {
-        if (pinned(env, 1, 0)) {
+        if (pinned(env)) {
             env->gate = ST_GATE_OPEN;
             return 0;
         }
@@ -710,7 +708,25 @@ int st_durable_gate(st_env *env)
     }
 }
 
-int st_durable_pin_live(st_env *env) { return pinned(env, 0, 1); }
+/*
+ * The reader-check guard: is the recorded pinner alive, and holding some
+ * snapshot? (While it lives, the syncer always holds its pin; which
+ * snapshot it is does not matter here, and comparing it with the record
+ * would race with the flush that replaces both.)
+ */
+int st_durable_pin_live(st_env *env)
+{
+    st_durable_rec rec;
+    pin_scan s;
+
+    if (rec_load_dir(env->dir, &rec) ||
+        !pinner_alive(env, (pid_t)rec.pid))
+        return 0;
+    s.pid = (pid_t)rec.pid;
+    s.max_txn = UINT64_MAX;
+    s.found = 0;
+    return mdb_reader_list(env->env, scan_reader, &s) >= 0 && s.found;
+}
 
 /* Does the pinner still hold a snapshot older than its record's? */
 static int older_pin_held(st_env *env, const st_durable_rec *rec)
