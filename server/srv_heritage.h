@@ -41,6 +41,7 @@ typedef struct srv_heritage {
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];
+    char boot_id[ST_BOOT_ID_MAX];   /* "": no durable record (embedded) */
 } srv_heritage;
 
 /* The process's heritage (set by the master before forking). */
@@ -52,5 +53,14 @@ extern srv_heritage srv_her;
  * does it). st_env_open's codes.
  */
 int srv_heritage_env_open(int nosync, st_env **env);
+
+/*
+ * The master's storage step at boot (storage/st_durable.h): learn the
+ * boot id ($LARDER_BOOT_ID overrides the kernel's, so tests can play a
+ * reboot), restore the durable snapshot if the page cache was lost since
+ * the last flush, open and check the environment, record it, close it.
+ * Logs what it found. 0 or a storage code.
+ */
+int srv_heritage_boot(void);
 
 #endif

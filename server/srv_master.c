@@ -18,16 +18,16 @@
 #include "server/srv_aclconn.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
-#include "server/srv_reaper.h"
-#include "server/srv_syncer.h"
-#include "server/srv_tls.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_reaper.h"
 #include "server/srv_role.h"
-#include "server/srv_stats.h"
-#include "server/srv_util.h"
 #include "server/srv_services.h"
+#include "server/srv_stats.h"
+#include "server/srv_syncer.h"
+#include "server/srv_tls.h"
+#include "server/srv_util.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
 #include "shm/shm_error.h"
@@ -58,17 +58,16 @@
 #define NS_PER_MS 1000000
 #define MS_PER_S 1000
 
-
 static volatile sig_atomic_t got_term, got_chld, got_hup;
 
 typedef struct child {
-    srv_proc proc;              /* role, index, pid (0: not running), slot */
-    int64_t started_ms;         /* monotonic */
-    int64_t respawn_at_ms;      /* monotonic; when to fork again */
+    srv_proc proc;         /* role, index, pid (0: not running), slot */
+    int64_t started_ms;    /* monotonic */
+    int64_t respawn_at_ms; /* monotonic; when to fork again */
     int64_t backoff_ms;
 } child;
 
-static child *children;         /* by stats slot: workers, then the duties */
+static child *children; /* by stats slot: workers, then the duties */
 static int nchildren;
 
 static void on_signal(int sig)
@@ -83,13 +82,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
-            "       larder-server -v | --version\n"
-            "       larder-server -h | --help\n\n"
-            "Examples:\n"
-            "       larder-server --port 7777 --dir /var/lib/larder\n"
-            "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
+    fprintf(
+        out,
+        "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
+        "       larder-server -v | --version\n"
+        "       larder-server -h | --help\n\n"
+        "Examples:\n"
+        "       larder-server --port 7777 --dir /var/lib/larder\n"
+        "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
 }
 
 static void die(const char *fmt, const char *arg)
@@ -151,7 +151,8 @@ static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
                       int reuseport)
 {
     int one = 1;
-    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
 
     if (fd < 0)
         return -1;
@@ -183,7 +184,7 @@ static void open_tcp_listeners(long long port, int **fds, int *count)
     int n = 0;
 
     if (port == 0)
-        return;                         /* as Redis: port 0 = no TCP */
+        return; /* as Redis: port 0 = no TCP */
     snprintf(binds, sizeof binds, "%s", srv_her.cfg->bind);
     for (char *tok = strtok_r(binds, " ", &save); tok && n < SRV_MAX_BINDS;
          tok = strtok_r(NULL, " ", &save))
@@ -233,8 +234,7 @@ static void open_tls_listeners(void)
         srv_log(SRV_LOG_WARNING, 0, "%s", err);
         die("Failed to configure TLS: %s", err);
     }
-    open_tcp_listeners(srv_her.cfg->tls_port, &srv_her.tls_fds,
-                       &srv_her.ntls);
+    open_tcp_listeners(srv_her.cfg->tls_port, &srv_her.tls_fds, &srv_her.ntls);
     if (srv_her.ntls)
         srv_log(SRV_LOG_NOTICE, 0, "TLS on port %lld", srv_her.cfg->tls_port);
 }
@@ -273,15 +273,13 @@ static void open_unix_listener(void)
 /* Create or check the environment, then close it before any fork. */
 static void check_storage(void)
 {
-    st_env *env;
-    int rc = srv_heritage_env_open(0, &env);
+    int rc = srv_heritage_boot();
 
     if (rc) {
         fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
                 srv_her.cfg->dir, st_strerror(rc));
         exit(1);
     }
-    st_env_close(&env);
 }
 
 #define BYTES_PER_MB (1024 * 1024)
@@ -434,7 +432,7 @@ static void spawn_child(child *c)
     char name[SRV_CONN_NAME_MAX];
     pid_t pid;
 
-    srv_config_refresh();               /* the child starts from our copy */
+    srv_config_refresh(); /* the child starts from our copy */
     if ((pid = fork()) < 0) {
         srv_proc_name(&c->proc, name, sizeof name);
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
@@ -467,20 +465,22 @@ static void reap_children(void)
                 break;
             srv_proc_name(&w->proc, name, sizeof name);
             if (WIFSIGNALED(status))
-                srv_log(SRV_LOG_WARNING, 0, "%s[%d] killed by signal %d",
-                        name, (int)pid, WTERMSIG(status));
+                srv_log(SRV_LOG_WARNING, 0, "%s[%d] killed by signal %d", name,
+                        (int)pid, WTERMSIG(status));
             else
                 srv_log(SRV_LOG_WARNING, 0, "%s[%d] exited with status %d",
                         name, (int)pid, WEXITSTATUS(status));
             if (now - w->started_ms < YOUNG_DEATH_MS)
-                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : RESPAWN_MIN_MS;
+                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2
+                                              : RESPAWN_MIN_MS;
             else
                 w->backoff_ms = 0;
             if (w->backoff_ms > RESPAWN_MAX_MS)
                 w->backoff_ms = RESPAWN_MAX_MS;
             w->respawn_at_ms = now + w->backoff_ms;
-            srv_stats_slot *slot =
-                srv_stats_slot_of(srv_her.stats, w->proc.role, w->proc.index);
+            srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats,
+                                                     w->proc.role,
+                                                     w->proc.index);
             SRV_STAT_ADD(slot, respawns, 1);
             /* Its reader slot may pin a snapshot: have it cleared now. */
             child *reaper = find_child(SRV_ROLE_REAPER);
@@ -552,7 +552,8 @@ static void create_eventfds(void)
     if (srv_her.sync_efd < 0 || !srv_her.worker_efd)
         die("eventfd() failed: %s", strerror(errno));
     for (int i = 0; i < srv_her.nworkers; i++)
-        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) <
+            0)
             die("eventfd() failed: %s", strerror(errno));
 }
 
@@ -569,7 +570,7 @@ static void install_signals(sigset_t *waitmask)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);   /* inherited: only the reaper handles it */
+    signal(SIGUSR1, SIG_IGN); /* inherited: only the reaper handles it */
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
     sigaddset(&block, SIGTERM);
@@ -587,7 +588,8 @@ int srv_master_main(int argc, char **argv)
     sigset_t waitmask;
     int rc;
 
-    if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
+    if (argc == 2 &&
+        (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
         printf("larder-server v=%s redis_version=%s\n", SRV_VERSION,
                SRV_REDIS_VERSION);
         return 0;

@@ -109,6 +109,12 @@ t_unit_check_st_keyspace_model_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_st_keyspace_model_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_keyspace_model
 
+check_PROGRAMS += t/unit/check_st_durable
+t_unit_check_st_durable_SOURCES = t/unit/check_st_durable.c $(UNIT_TMP)
+t_unit_check_st_durable_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_durable_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_durable
+
 # larder-bench's RESP reply parser (bench/ has no library: link the module).
 check_PROGRAMS += t/unit/check_bench_resp
 t_unit_check_bench_resp_SOURCES = t/unit/check_bench_resp.c \
