@@ -44,7 +44,8 @@ int srv_heritage_boot(void)
         snprintf(srv_her.boot_id, sizeof srv_her.boot_id, "%s", forced);
     } else if ((rc = st_durable_boot_id(srv_her.boot_id,
                                         sizeof srv_her.boot_id))) {
-        srv_log(SRV_LOG_WARNING, rc, "can't read the boot id: a power cut "
+        srv_log(SRV_LOG_WARNING, rc,
+                "can't read the boot id: a power cut "
                 "will not be told from a restart");
         snprintf(srv_her.boot_id, sizeof srv_her.boot_id, "%s",
                  SRV_BOOT_ID_UNKNOWN);
@@ -59,15 +60,18 @@ int srv_heritage_boot(void)
     if ((rc = st_durable_boot(&o, &r)))
         return rc;
     if (r.state == ST_DURABLE_RESTORED)
-        srv_log(SRV_LOG_WARNING, 0, "the page cache was lost since the last "
+        srv_log(SRV_LOG_WARNING, 0,
+                "the page cache was lost since the last "
                 "flush (power cut or reboot): restored the durable snapshot, "
                 "transaction %llu (data.mdb's newest meta page named %llu)",
                 (unsigned long long)r.recorded_txn,
                 (unsigned long long)r.newest_txn);
     else if (r.state == ST_DURABLE_MISMATCH)
-        srv_log(SRV_LOG_WARNING, 0, "%s does not describe this data.mdb "
+        srv_log(SRV_LOG_WARNING, 0,
+                "%s does not describe this data.mdb "
                 "(transaction %llu; the file's newest is %llu): opened as it "
-                "is", ST_DURABLE_FILE, (unsigned long long)r.recorded_txn,
+                "is",
+                ST_DURABLE_FILE, (unsigned long long)r.recorded_txn,
                 (unsigned long long)r.newest_txn);
     else
         srv_log(SRV_LOG_VERBOSE, 0, "durable record: %s",

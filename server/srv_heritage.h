@@ -41,7 +41,7 @@ typedef struct srv_heritage {
     pid_t master_pid;
     int64_t start_ms;
     char executable[SRV_PATH_MAX];
-    char boot_id[ST_BOOT_ID_MAX];   /* "": no durable record (embedded) */
+    char boot_id[ST_BOOT_ID_MAX]; /* "": no durable record (embedded) */
 } srv_heritage;
 
 /* The process's heritage (set by the master before forking). */

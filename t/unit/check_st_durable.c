@@ -44,8 +44,8 @@
 #define DURABLE_KEYS 300
 #define EARLIER_VERSIONS 4
 #define LATER_COMMITS 50
-#define LATER_KEYS 20            /* per later commit */
-#define MIXES 40                 /* reordered images tried */
+#define LATER_KEYS 20 /* per later commit */
+#define MIXES 40      /* reordered images tried */
 #define VALUE_SIZE 200
 #define PAGE 4096
 #define P_BRANCH 0x01
@@ -60,13 +60,16 @@
 #define TEAR_LEN 100
 #define TEAR_BYTE 0x5a
 #define BIG_VALUE (1u << 20)
-#define BIG_SLACK 4                 /* commits past the room */
-#define WAIT_SHARE 0.8              /* of ST_DURABLE_PRESSURE_MS */
+#define BIG_SLACK 4    /* commits past the room */
+#define WAIT_SHARE 0.8 /* of ST_DURABLE_PRESSURE_MS */
 
 static char root[ROOT_SIZE];
 static char dir[DIR_SIZE];
 
-static void root_setup(void) { unit_tmp_make(root, sizeof root, "check_st_durable"); }
+static void root_setup(void)
+{
+    unit_tmp_make(root, sizeof root, "check_st_durable");
+}
 static void root_teardown(void) { unit_tmp_remove(root); }
 
 static void setup(void)
@@ -83,7 +86,10 @@ static void path_of(char *out, const char *d, const char *name)
 static st_env_opts opts_for(const char *d, const char *boot, int nosync)
 {
     st_env_opts o = {
-        .dir = d, .map_size = MAP_SIZE, .nosync = nosync, .boot_id = boot,
+        .dir = d,
+        .map_size = MAP_SIZE,
+        .nosync = nosync,
+        .boot_id = boot,
     };
     return o;
 }
@@ -243,7 +249,8 @@ START_TEST(test_metapage_matches_lmdb)
     /* The main root is a branch or leaf page that names itself. */
     uint64_t rootpg = st_metapage_main_root(&m[newest]);
     ck_assert_uint_ne(rootpg, ST_METAPAGE_NO_ROOT);
-    ck_assert_int_eq(pread(fd, page, sizeof page, (off_t)(rootpg * ms.ms_psize)),
+    ck_assert_int_eq(pread(fd, page, sizeof page,
+                           (off_t)(rootpg * ms.ms_psize)),
                      (ssize_t)sizeof page);
     uint64_t pgno;
     uint16_t flags;
@@ -386,8 +393,8 @@ START_TEST(test_reordered_pages_boot_to_durable)
         ck_assert_uint_eq(r.open_txn, txn);
         e = open_env(mix_dir, NULL);
         for (int i = 0; i < DURABLE_KEYS; i++)
-            ck_assert_msg(holds(e, i, "d"), "mix %d (seed %u): key %d", m,
-                          seed, i);
+            ck_assert_msg(holds(e, i, "d"), "mix %d (seed %u): key %d", m, seed,
+                          i);
         ck_assert(holds(e, DURABLE_KEYS, NULL));
         st_env_close(&e);
     }
