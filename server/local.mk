@@ -41,6 +41,8 @@ include server/cmd/local.mk
 include server/coll.mk
 
 # ==== issue 11 ====
+libserver_a_SOURCES += \
+	server/srv_link.c server/srv_link.h
 
 # ==== issue 12 ====
 

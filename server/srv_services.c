@@ -2,9 +2,12 @@
  * srv_services.c - the table of worker services.
  */
 #include "server/srv_services.h"
+#include "server/srv_link.h"
 #include "server/srv_pubsub.h"
 
+/* The link first: the features' services join it at their start. */
 const srv_service *const srv_services[] = {
+    &srv_link_service,
     &srv_pubsub_service,
     /* ==== issue 11 ==== */
     /* ==== issue 12 ==== */
