@@ -42,7 +42,10 @@ include server/coll.mk
 
 # ==== issue 11 ====
 libserver_a_SOURCES += \
-	server/srv_link.c server/srv_link.h
+	server/srv_link.c server/srv_link.h \
+	server/srv_block.c server/srv_block.h \
+	server/srv_bwait.c server/srv_bwait.h \
+	server/srv_keys.c server/srv_keys.h
 
 # ==== issue 12 ====
 

@@ -36,6 +36,7 @@
 #include "server/srv_broker.h"
 #include "server/srv_bproto.h"
 #include "server/srv_buf.h"
+#include "server/srv_bwait.h"
 #include "server/srv_config.h"
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
@@ -108,6 +109,11 @@ static struct epoll_event *events;
 static uint32_t events_cap;
 static srv_dict names[SRV_BP_NKINDS];
 static uint64_t epoch;
+static srv_bwait *waiters; /* blocked clients of every worker */
+/* a WAIT's keys, parsed (grown as needed) */
+static const char **wkeys;
+static size_t *wlens;
+static size_t wcap;
 
 static void on_term(int sig) { stop = 1; }
 
@@ -326,6 +332,7 @@ static void link_close(blink *l)
 {
     srv_log(SRV_LOG_VERBOSE, 0, "worker#%d disconnected", l->worker);
     drop_counts(l->id);
+    srv_bwait_drop_link(waiters, l->id);
     epoll_ctl(ep, EPOLL_CTL_DEL, l->fd, NULL);
     close(l->fd);
     srv_buf_free(&l->in);
@@ -516,6 +523,111 @@ nomem:
     l->dead = 1;
 }
 
+/* ---- blocked clients ---- */
+
+static void grant(void *ctx, uint32_t link, uint64_t token, const char *key,
+                  size_t len)
+{
+    if (links[link])
+        put(links[link], SRV_BP_GRANT, 0, token, key, len, NULL, 0);
+}
+
+static void bad_frame(blink *l, const char *what)
+{
+    srv_log(SRV_LOG_WARNING, 0, "bad %s frame from worker#%d", what, l->worker);
+    l->dead = 1;
+}
+
+/* Register a WAIT: u64 db, then its keys as fields. */
+static void apply_wait(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db;
+    size_t n = 0;
+    int rc;
+
+    srv_bproto_cursor(&cur, f);
+    if (srv_bproto_get_u64(&cur, &db) || db > UINT32_MAX) {
+        bad_frame(l, "WAIT");
+        return;
+    }
+    while (cur.p < cur.end) {
+        if (n == wcap) {
+            size_t cap = wcap ? wcap * 2 : LINKS_MIN;
+            const char **k = realloc(wkeys, cap * sizeof *k);
+            if (k)
+                wkeys = k;
+            size_t *ln = k ? realloc(wlens, cap * sizeof *ln) : NULL;
+            if (!ln) {
+                srv_log(SRV_LOG_WARNING, ENOMEM, "a blocked client");
+                l->dead = 1;
+                return;
+            }
+            wlens = ln;
+            wcap = cap;
+        }
+        if (srv_bproto_get_field(&cur, &wkeys[n], &wlens[n])) {
+            bad_frame(l, "WAIT");
+            return;
+        }
+        n++;
+    }
+    rc = srv_bwait_add(waiters, l->id, f->arg, (unsigned)db, (int)n, wkeys,
+                       wlens);
+    if (rc == ENOMEM) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a blocked client");
+        l->dead = 1; /* its worker registers everyone again */
+    } else if (rc == EINVAL) {
+        bad_frame(l, "WAIT");
+    }
+    /* EEXIST: applied ahead in an earlier round already */
+}
+
+/* SERVED: u64 db, u64 left, u64 txn, field key. */
+static void served(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db, left, txn;
+    const char *key;
+    size_t len;
+
+    srv_bproto_cursor(&cur, f);
+    if (srv_bproto_get_u64(&cur, &db) || srv_bproto_get_u64(&cur, &left) ||
+        srv_bproto_get_u64(&cur, &txn) ||
+        srv_bproto_get_field(&cur, &key, &len) || cur.p != cur.end ||
+        db > UINT32_MAX) {
+        bad_frame(l, "SERVED");
+        return;
+    }
+    srv_bwait_served(waiters, l->id, f->arg, f->kind == SRV_BP_DONE,
+                     (unsigned)db, key, len, left, txn);
+}
+
+/* COMMITTED: what came into being, as (u64 db, u64 n, field key); n 0
+ * with no name is a whole database. */
+static void committed(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db, n;
+    const char *key;
+    size_t len;
+
+    if (f->kind != SRV_BP_DONE)
+        return;
+    srv_bproto_cursor(&cur, f);
+    while (cur.p < cur.end) {
+        if (srv_bproto_get_u64(&cur, &db) || srv_bproto_get_u64(&cur, &n) ||
+            srv_bproto_get_field(&cur, &key, &len) || db > UINT32_MAX) {
+            bad_frame(l, "COMMITTED");
+            return;
+        }
+        if (n == 0 && len == 0)
+            srv_bwait_db_ready(waiters, (unsigned)db, f->arg);
+        else
+            srv_bwait_ready(waiters, (unsigned)db, key, len, n, f->arg);
+    }
+}
+
 static void handle_frame(blink *l, const srv_bframe *f)
 {
     switch (f->type) {
@@ -532,6 +644,10 @@ static void handle_frame(blink *l, const srv_bframe *f)
         put(l, SRV_BP_R_NUMPAT, 0, names[SRV_BP_PATTERN].count, NULL, 0, NULL,
             0);
         break;
+    case SRV_BP_WAIT: break; /* applied ahead (apply_ahead) */
+    case SRV_BP_UNWAIT: srv_bwait_remove(waiters, l->id, f->arg); break;
+    case SRV_BP_SERVED: served(l, f); break;
+    case SRV_BP_COMMITTED: committed(l, f); break;
     default:
         srv_log(SRV_LOG_WARNING, 0, "worker#%d sent a broker's frame (%d)",
                 l->worker, f->type);
@@ -539,18 +655,21 @@ static void handle_frame(blink *l, const srv_bframe *f)
     }
 }
 
-/* The link's COUNT frames, all of them, applied ahead of the other
- * frames (in order: the newest count of each name wins). */
-static void apply_counts(blink *l)
+/* The link's COUNT and WAIT frames, all of them, applied ahead of the
+ * other frames (in order: the newest count of each name wins; a WAIT
+ * applied in an earlier round is known already). */
+static void apply_ahead(blink *l)
 {
     size_t off = 0, size;
     srv_bframe f;
 
-    while (off < l->in.len &&
+    while (!l->dead && off < l->in.len &&
            srv_bproto_decode(l->in.data + off, l->in.len - off, max_body(), &f,
                              &size) == 0) {
         if (f.type == SRV_BP_COUNT)
             set_count(f.kind, f.body, (size_t)f.len, l->id, f.arg);
+        else if (f.type == SRV_BP_WAIT)
+            apply_wait(l, &f);
         off += size;
     }
 }
@@ -685,7 +804,7 @@ static int round_once(void)
     }
     for (uint32_t id = 0; id < links_cap; id++)
         if (links[id] && !links[id]->dead)
-            apply_counts(links[id]);
+            apply_ahead(links[id]);
     for (uint32_t id = 0; id < links_cap; id++)
         if (links[id])
             handle_frames(links[id]);
@@ -711,7 +830,8 @@ int srv_broker_main(void)
     /* Idle, it still wakes once a tick to apply configuration changes. */
     int tick_ms = (int)(MS_PER_S / srv_her.cfg->hz);
 
-    if (setup(&waitmask) || grow_links())
+    if (setup(&waitmask) || grow_links() ||
+        !(waiters = srv_bwait_create(grant, NULL)))
         return 1;
     srv_log(SRV_LOG_VERBOSE, 0, "serving pub/sub");
     while (!stop) {
@@ -748,5 +868,8 @@ int srv_broker_main(void)
             link_close(links[id]);
     for (int k = 0; k < SRV_BP_NKINDS; k++)
         srv_dict_clear(&names[k], entry_free);
+    srv_bwait_destroy(&waiters);
+    free(wkeys);
+    free(wlens);
     return 0;
 }

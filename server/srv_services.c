@@ -2,6 +2,8 @@
  * srv_services.c - the table of worker services.
  */
 #include "server/srv_services.h"
+#include "server/srv_block.h"
+#include "server/srv_keys.h"
 #include "server/srv_link.h"
 #include "server/srv_pubsub.h"
 
@@ -10,6 +12,8 @@ const srv_service *const srv_services[] = {
     &srv_link_service,
     &srv_pubsub_service,
     /* ==== issue 11 ==== */
+    &srv_keys_service,
+    &srv_block_service,
     /* ==== issue 12 ==== */
     /* ==== issue 13 ==== */
     NULL,

@@ -177,6 +177,12 @@ t_unit_check_cmd_table_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_cmd_table
 
 # ==== issue 11 ====
+# The broker's registry of blocked clients, driven directly.
+check_PROGRAMS += t/unit/check_bwait
+t_unit_check_bwait_SOURCES = t/unit/check_bwait.c
+t_unit_check_bwait_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_bwait_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_bwait
 
 # ==== issue 12 ====
 

@@ -1,0 +1,54 @@
+/*
+ * srv_keys.h - what a worker's write transactions did to keys, told to
+ * the features that care across workers: keys of the types clients wait
+ * for coming into being (the wake-ups of blocking commands, srv_block.h),
+ * and, later in this module, keyspace events and the keys tracking
+ * clients must forget.
+ *
+ * Records are gathered per write transaction, from storage's observer
+ * (st_env_observe: keys created, keys expired, commit and abort) and from
+ * the handlers, and leave with their transaction: after it commits, a
+ * COMMITTED frame carries the keys that came into being to the broker
+ * (srv_bproto.h), which passes them to the waiters' workers; while the
+ * link is down they go to this worker's own waiters instead. An aborted or
+ * failed transaction's records are dropped: its commands run again (a
+ * replay) and record again. Everything here runs on the worker's thread.
+ */
+#ifndef SRV_KEYS_H
+#define SRV_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/srv_worker.h"
+
+/*
+ * The worker service: start observes the worker's environment, stop lets
+ * go. Without it (the embedded worker) nothing is recorded.
+ */
+extern const srv_service srv_keys_service;
+
+/*
+ * A key of database `db` came into being in transaction `txn` with `n`
+ * elements (at least one), told to this worker's waiters because the
+ * broker could not be told. Runs after the commit.
+ */
+typedef void srv_keys_ready_fn(unsigned db, const uint8_t *name, size_t len,
+                               uint64_t n, uint64_t txn);
+
+/* Have `fn` hear of keys coming into being while the link is down (one
+ * listener: the blocking commands). */
+void srv_keys_on_ready(srv_keys_ready_fn *fn);
+
+/* Have keys of storage type `type` (ST_TYPE_*) reported as they come
+ * into being (the blocking commands ask for lists and sorted sets). */
+void srv_keys_want_created(int type);
+
+/*
+ * Every key of `db` may have changed in the open write transaction
+ * (SWAPDB): told as a key of that database with no name and no count
+ * (to srv_keys_ready_fn too).
+ */
+void srv_keys_db_changed(unsigned db);
+
+#endif
