@@ -19,6 +19,9 @@ libserver_a_SOURCES += \
 	server/cmd/srv_cmd_pubsub.c
 
 # ==== issue 11 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_blocking.def \
+	server/cmd/srv_cmd_ctl.c
 
 # ==== issue 12 ====
 

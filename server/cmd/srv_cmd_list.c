@@ -1,13 +1,16 @@
 /*
  * srv_cmd_list.c - list commands. Families share one generic function
- * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP), move (LMOVE
- * RPOPLPUSH). LRANGE streams from a storage cursor.
+ * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP, and BLPOP
+ * BRPOP), move (LMOVE RPOPLPUSH, and BLMOVE BRPOPLPUSH), multi-key pop
+ * (LMPOP BLMPOP). The blocking forms block through srv_block.h when
+ * every key is empty. LRANGE streams from a storage cursor.
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -131,6 +134,45 @@ static void pop_generic(srv_conn *c, int left)
 
 void srv_cmd_lpop(srv_conn *c) { pop_generic(c, 1); }
 void srv_cmd_rpop(srv_conn *c) { pop_generic(c, 0); }
+
+/* BLPOP / BRPOP key [key ...] timeout: pop from the first non-empty key,
+ * replying [key, element]; block when every key is empty. */
+static void bpop_generic(srv_conn *c, int left)
+{
+    struct st_txn *t;
+    int64_t timeout;
+
+    if (srv_block_timeout_or_reply(c, &c->argv[c->argc - 1], &timeout) ||
+        !(t = srv_txn_write_or_reply(c)))
+        return;
+    for (int j = 1; j < c->argc - 1; j++) {
+        st_keyref k;
+        st_obj o;
+        size_t mark = c->out.len;
+        int rc = open_or_reply(c, t, j, &k, &o);
+        if (rc < 0)
+            return;
+        if (rc == 0)
+            continue;
+        srv_reply_array(c, 2);
+        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
+        if ((rc = pop_into_reply(c, t, &o, left, 1))) {
+            c->out.len = mark;
+            srv_txn_error(c, rc);
+            return;
+        }
+        srv_block_served(c, j, o.c.card);
+        return;
+    }
+    srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_LIST,
+                                             .first_key = 1,
+                                             .nkeys = c->argc - 2,
+                                             .timeout_ms = timeout,
+                                             .null_array = 1 });
+}
+
+void srv_cmd_blpop(srv_conn *c) { bpop_generic(c, 1); }
+void srv_cmd_brpop(srv_conn *c) { bpop_generic(c, 0); }
 
 void srv_cmd_llen(srv_conn *c) { srv_coll_reply_card(c, ST_TYPE_LIST); }
 
@@ -435,19 +477,32 @@ static int hold_elem(void *ctx, const uint8_t *v, size_t len)
     return 0;
 }
 
-/* LMOVE / RPOPLPUSH: pop from argv[1] at `from_left`, push to argv[2]. */
-static void move_generic(srv_conn *c, int from_left, int to_left)
+/*
+ * LMOVE / RPOPLPUSH: pop from argv[1] at `from_left`, push to argv[2].
+ * An empty source replies a null, or with `block` (BLMOVE, BRPOPLPUSH:
+ * the timeout at argv[block]) blocks on it.
+ */
+static void move_generic(srv_conn *c, int from_left, int to_left, int block)
 {
-    struct st_txn *t = srv_txn_write_or_reply(c);
+    struct st_txn *t;
+    int64_t timeout = 0;
     st_keyref sk, dk;
     st_obj so, dobj, *dst = &dobj;
     held h = { NULL, 0 };
     int rc, drc;
 
-    if (!t)
+    if ((block && srv_block_timeout_or_reply(c, &c->argv[block], &timeout)) ||
+        !(t = srv_txn_write_or_reply(c)))
         return;
     srv_key_ref(c, 1, &sk);
     rc = st_coll_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(c), &so);
+    if (rc == ST_ENOTFOUND && block) {
+        srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_LIST,
+                                                 .first_key = 1,
+                                                 .nkeys = 1,
+                                                 .timeout_ms = timeout });
+        return;
+    }
     if (rc == ST_ENOTFOUND) {
         srv_reply_null(c);
         return;
@@ -476,11 +531,14 @@ static void move_generic(srv_conn *c, int from_left, int to_left)
         return;
     }
     srv_reply_bulk(c, h.p, h.len);
+    srv_block_served(c, 1, so.c.card);
 }
 
-void srv_cmd_rpoplpush(srv_conn *c) { move_generic(c, 0, 1); }
+void srv_cmd_rpoplpush(srv_conn *c) { move_generic(c, 0, 1, 0); }
+void srv_cmd_brpoplpush(srv_conn *c) { move_generic(c, 0, 1, 3); }
 
-void srv_cmd_lmove(srv_conn *c)
+/* LMOVE / BLMOVE: the ends are argv[3] and argv[4]. */
+static void lmove_generic(srv_conn *c, int block)
 {
     int from = parse_where(&c->argv[3]), to = parse_where(&c->argv[4]);
 
@@ -488,10 +546,31 @@ void srv_cmd_lmove(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    move_generic(c, from, to);
+    move_generic(c, from, to, block);
 }
+
+void srv_cmd_lmove(srv_conn *c) { lmove_generic(c, 0); }
+void srv_cmd_blmove(srv_conn *c) { lmove_generic(c, 5); }
 
 void srv_cmd_lmpop(srv_conn *c)
 {
-    srv_coll_mpop(c, ST_TYPE_LIST, "right", "left", pop_into_reply);
+    int numkeys;
+
+    if (srv_coll_mpop(c, 1, ST_TYPE_LIST, "right", "left", pop_into_reply,
+                      &numkeys, NULL))
+        srv_reply_null_array(c);
+}
+
+void srv_cmd_blmpop(srv_conn *c)
+{
+    int64_t timeout;
+    int numkeys;
+
+    if (srv_coll_mpop(c, 2, ST_TYPE_LIST, "right", "left", pop_into_reply,
+                      &numkeys, &timeout))
+        srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_LIST,
+                                                 .first_key = 3,
+                                                 .nkeys = numkeys,
+                                                 .timeout_ms = timeout,
+                                                 .null_array = 1 });
 }

@@ -2,7 +2,9 @@
  * srv_cmd_zset.c - sorted set commands. Families share one generic
  * function each: add (ZADD ZINCRBY), range (ZRANGE and its BYSCORE /
  * BYLEX / REV forms, ZRANGESTORE), remrange (ZREMRANGEBY*), pop (ZPOPMIN
- * ZPOPMAX ZMPOP), algebra (ZUNION ZINTER ZDIFF and their STORE forms).
+ * ZPOPMAX ZMPOP, and the blocking BZPOPMIN BZPOPMAX BZMPOP, which block
+ * through srv_block.h when every key is empty), algebra (ZUNION ZINTER
+ * ZDIFF and their STORE forms).
  * Every ordered reply streams from a storage walk.
  */
 #include "server/cmd/srv_args.h"
@@ -11,6 +13,7 @@
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -705,7 +708,64 @@ static int mpop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int max,
 
 void srv_cmd_zmpop(srv_conn *c)
 {
-    srv_coll_mpop(c, ST_TYPE_ZSET, "min", "max", mpop_into_reply);
+    int numkeys;
+
+    if (srv_coll_mpop(c, 1, ST_TYPE_ZSET, "min", "max", mpop_into_reply,
+                      &numkeys, NULL))
+        srv_reply_null_array(c);
+}
+
+/* BZPOPMIN / BZPOPMAX key [key ...] timeout: [key, member, score] of the
+ * first non-empty key; block when every key is empty. */
+static void bpop_generic(srv_conn *c, int max)
+{
+    struct st_txn *t;
+    int64_t timeout;
+
+    if (srv_block_timeout_or_reply(c, &c->argv[c->argc - 1], &timeout) ||
+        !(t = srv_txn_write_or_reply(c)))
+        return;
+    for (int j = 1; j < c->argc - 1; j++) {
+        st_keyref k;
+        st_obj o;
+        size_t mark = c->out.len;
+        int rc = open_or_reply(c, t, j, &k, &o);
+        if (rc < 0)
+            return;
+        if (rc == 0)
+            continue;
+        srv_reply_array(c, 3);
+        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
+        if ((rc = pop_into_reply(c, t, &o, max, 1, 0))) {
+            c->out.len = mark;
+            srv_txn_error(c, rc);
+            return;
+        }
+        srv_block_served(c, j, o.c.card);
+        return;
+    }
+    srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_ZSET,
+                                             .first_key = 1,
+                                             .nkeys = c->argc - 2,
+                                             .timeout_ms = timeout,
+                                             .null_array = 1 });
+}
+
+void srv_cmd_bzpopmin(srv_conn *c) { bpop_generic(c, 0); }
+void srv_cmd_bzpopmax(srv_conn *c) { bpop_generic(c, 1); }
+
+void srv_cmd_bzmpop(srv_conn *c)
+{
+    int64_t timeout;
+    int numkeys;
+
+    if (srv_coll_mpop(c, 2, ST_TYPE_ZSET, "min", "max", mpop_into_reply,
+                      &numkeys, &timeout))
+        srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_ZSET,
+                                                 .first_key = 3,
+                                                 .nkeys = numkeys,
+                                                 .timeout_ms = timeout,
+                                                 .null_array = 1 });
 }
 
 /* ---- ZRANDMEMBER ZSCAN ---- */
