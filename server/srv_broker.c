@@ -110,10 +110,31 @@ static uint32_t events_cap;
 static srv_dict names[SRV_BP_NKINDS];
 static uint64_t epoch;
 static srv_bwait *waiters; /* blocked clients of every worker */
+
+/* A question to every worker (ASK), waiting for their parts. */
+typedef struct bquery {
+    uint64_t qid;    /* 0: free */
+    uint32_t origin; /* link id of the asker; NO_LINK once it is gone */
+    uint64_t req;    /* the asker's request id */
+    int kind;
+    uint32_t pending; /* parts still to come */
+    uint32_t nwait;
+    uint8_t *wait; /* per link id: its part is due */
+    srv_buf acc;   /* parts so far (concatenated kinds) */
+    uint64_t sum;  /* summed kinds */
+} bquery;
+
+#define NO_LINK UINT32_MAX
+#define QUERIES_MIN 8
+static bquery *queries;
+static size_t nqueries;
+static uint64_t next_qid;
 /* a WAIT's keys, parsed (grown as needed) */
 static const char **wkeys;
 static size_t *wlens;
 static size_t wcap;
+
+static void queries_drop_link(uint32_t id);
 
 static void on_term(int sig) { stop = 1; }
 
@@ -333,6 +354,7 @@ static void link_close(blink *l)
     srv_log(SRV_LOG_VERBOSE, 0, "worker#%d disconnected", l->worker);
     drop_counts(l->id);
     srv_bwait_drop_link(waiters, l->id);
+    queries_drop_link(l->id);
     epoll_ctl(ep, EPOLL_CTL_DEL, l->fd, NULL);
     close(l->fd);
     srv_buf_free(&l->in);
@@ -538,6 +560,119 @@ static void bad_frame(blink *l, const char *what)
     l->dead = 1;
 }
 
+/* ---- questions to every worker ---- */
+
+static uint64_t get_le64(const char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | (unsigned char)p[i];
+    return v;
+}
+
+/* Every part is in: answer the asker (if it is still there). */
+static void query_finish(bquery *q)
+{
+    if (q->origin != NO_LINK && links[q->origin]) {
+        if (q->kind == SRV_BP_Q_LIST) {
+            put(links[q->origin], SRV_BP_REPLY, q->kind, q->req, q->acc.data,
+                q->acc.len, NULL, 0);
+        } else {
+            unsigned char b[8];
+            uint64_t v = q->sum;
+            for (int i = 0; i < 8; i++, v >>= 8)
+                b[i] = (unsigned char)v;
+            put(links[q->origin], SRV_BP_REPLY, q->kind, q->req, b, sizeof b,
+                NULL, 0);
+        }
+    }
+    q->qid = 0;
+    free(q->wait);
+    q->wait = NULL;
+    srv_buf_free(&q->acc);
+}
+
+/* Link `id`'s part of q (NULL: it is gone, an empty part). */
+static void query_part(bquery *q, uint32_t id, const char *p, size_t n)
+{
+    if (id >= q->nwait || !q->wait[id])
+        return;
+    q->wait[id] = 0;
+    if (p && q->kind == SRV_BP_Q_LIST) {
+        if (srv_buf_append(&q->acc, p, n))
+            srv_log(SRV_LOG_WARNING, ENOMEM, "a CLIENT LIST answer");
+    } else if (p && n >= 8) {
+        q->sum += get_le64(p);
+    }
+    if (--q->pending == 0)
+        query_finish(q);
+}
+
+static void ask(blink *l, const srv_bframe *f)
+{
+    bquery *q = NULL;
+
+    for (size_t i = 0; i < nqueries; i++)
+        if (!queries[i].qid)
+            q = &queries[i];
+    if (!q) {
+        bquery *n = realloc(queries, (nqueries + QUERIES_MIN) * sizeof *n);
+        if (!n) {
+            srv_log(SRV_LOG_WARNING, ENOMEM, "a question to the workers");
+            l->dead = 1; /* its worker answers the asker itself */
+            return;
+        }
+        memset(n + nqueries, 0, QUERIES_MIN * sizeof *n);
+        queries = n;
+        q = &queries[nqueries];
+        nqueries += QUERIES_MIN;
+    }
+    memset(q, 0, sizeof *q);
+    if (!(q->wait = calloc(links_cap, 1))) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a question to the workers");
+        l->dead = 1;
+        return;
+    }
+    q->qid = ++next_qid;
+    q->origin = l->id;
+    q->req = f->arg;
+    q->kind = f->kind;
+    q->nwait = links_cap;
+    for (uint32_t id = 0; id < links_cap; id++) {
+        blink *t = links[id];
+        if (!t || t->dead || t->worker < 0)
+            continue;
+        q->wait[id] = 1;
+        q->pending++;
+        put(t, SRV_BP_QUERY, f->kind, q->qid, f->body, (size_t)f->len, NULL, 0);
+    }
+    if (q->pending == 0)
+        query_finish(q);
+}
+
+static void answer(blink *l, const srv_bframe *f)
+{
+    for (size_t i = 0; i < nqueries; i++)
+        if (queries[i].qid == f->arg) {
+            query_part(&queries[i], l->id, f->body, (size_t)f->len);
+            return;
+        }
+}
+
+/* A link goes: its parts are empty, its questions have nobody to tell. */
+static void queries_drop_link(uint32_t id)
+{
+    for (size_t i = 0; i < nqueries; i++) {
+        bquery *q = &queries[i];
+        if (!q->qid)
+            continue;
+        if (q->origin == id)
+            q->origin = NO_LINK;
+        query_part(q, id, NULL, 0);
+    }
+}
+
 /* Register a WAIT: u64 db, then its keys as fields. */
 static void apply_wait(blink *l, const srv_bframe *f)
 {
@@ -648,6 +783,8 @@ static void handle_frame(blink *l, const srv_bframe *f)
     case SRV_BP_UNWAIT: srv_bwait_remove(waiters, l->id, f->arg); break;
     case SRV_BP_SERVED: served(l, f); break;
     case SRV_BP_COMMITTED: committed(l, f); break;
+    case SRV_BP_ASK: ask(l, f); break;
+    case SRV_BP_ANSWER: answer(l, f); break;
     default:
         srv_log(SRV_LOG_WARNING, 0, "worker#%d sent a broker's frame (%d)",
                 l->worker, f->type);
@@ -869,6 +1006,10 @@ int srv_broker_main(void)
     for (int k = 0; k < SRV_BP_NKINDS; k++)
         srv_dict_clear(&names[k], entry_free);
     srv_bwait_destroy(&waiters);
+    for (size_t i = 0; i < nqueries; i++)
+        if (queries[i].qid)
+            query_finish(&queries[i]);
+    free(queries);
     free(wkeys);
     free(wlens);
     return 0;

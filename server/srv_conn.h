@@ -29,6 +29,8 @@ struct srv_command;
 #define SRV_CONN_UNIX 0x04u
 #define SRV_CONN_SUBSCRIBED 0x08u /* has pub/sub subscriptions */
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
+#define SRV_CONN_NO_EVICT 0x20u   /* CLIENT NO-EVICT on */
+#define SRV_CONN_NO_TOUCH 0x40u   /* CLIENT NO-TOUCH on */
 
 typedef struct srv_conn {
     int fd;

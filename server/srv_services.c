@@ -2,7 +2,9 @@
  * srv_services.c - the table of worker services.
  */
 #include "server/srv_services.h"
+#include "server/srv_ask.h"
 #include "server/srv_block.h"
+#include "server/srv_clients.h"
 #include "server/srv_keys.h"
 #include "server/srv_link.h"
 #include "server/srv_pubsub.h"
@@ -14,6 +16,8 @@ const srv_service *const srv_services[] = {
     /* ==== issue 11 ==== */
     &srv_keys_service,
     &srv_block_service,
+    &srv_ask_service,
+    &srv_clients_service,
     /* ==== issue 12 ==== */
     /* ==== issue 13 ==== */
     NULL,

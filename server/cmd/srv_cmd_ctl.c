@@ -1,10 +1,12 @@
 /*
  * srv_cmd_ctl.c - commands that act on clients rather than keys: WAIT,
- * and (with srv_block.h) CLIENT UNBLOCK.
+ * and the CLIENT subcommands about the clients of every worker (LIST,
+ * INFO, KILL, UNBLOCK, NO-EVICT, NO-TOUCH), which srv_clients.h answers
+ * across workers.
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
-#include "server/srv_block.h"
+#include "server/srv_clients.h"
 #include "server/srv_conn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -59,5 +61,44 @@ void srv_cmd_client_unblock(srv_conn *c)
             return;
         }
     }
-    srv_reply_int(c, srv_block_unblock((uint64_t)id, error));
+    srv_clients_unblock(c, (uint64_t)id, error);
+}
+
+void srv_cmd_client_list(srv_conn *c) { srv_clients_list(c); }
+
+void srv_cmd_client_kill(srv_conn *c) { srv_clients_kill(c); }
+
+void srv_cmd_client_info(srv_conn *c)
+{
+    srv_buf line = { NULL, 0, 0 };
+
+    if (srv_clients_line(c, &line))
+        srv_reply_error(c, "ERR out of memory");
+    else
+        srv_reply_verbatim(c, line.data, line.len);
+    srv_buf_free(&line);
+}
+
+/*
+ * CLIENT NO-EVICT / NO-TOUCH on|off: the connection's flag (CLIENT
+ * LIST's e and T). larder evicts no clients and keeps no access time a
+ * client could see (no OBJECT IDLETIME), so neither changes what the
+ * commands do.
+ */
+void srv_cmd_client_onoff(srv_conn *c)
+{
+    const srv_slice *v = &c->argv[2];
+    unsigned flag = srv_util_streq(c->argv[1].ptr, c->argv[1].len, "no-evict")
+                        ? SRV_CONN_NO_EVICT
+                        : SRV_CONN_NO_TOUCH;
+
+    if (srv_util_streq(v->ptr, v->len, "on"))
+        c->flags |= flag;
+    else if (srv_util_streq(v->ptr, v->len, "off"))
+        c->flags &= ~flag;
+    else {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    srv_reply_ok(c);
 }

@@ -32,7 +32,8 @@ AM_TESTS_ENVIRONMENT = \
 
 # ==== issue 11 ====
 INTEG_TESTS_I11 = \
-	t/integ/test_blocking.py
+	t/integ/test_blocking.py \
+	t/integ/test_clients.py
 TESTS += $(INTEG_TESTS_I11)
 EXTRA_DIST += $(INTEG_TESTS_I11)
 
