@@ -90,10 +90,10 @@ typedef struct st_env_observer {
     void *ctx;
     /* created is called for keys of these types only: bit 1 << ST_TYPE_* */
     unsigned created_types;
-    /* a key came into being, or changed type, as `type` (st_codec.h),
-     * holding `n` elements (0: not known) */
+    /* a key came into being (`fresh`: it did not exist) or changed type,
+     * as `type` (st_codec.h), holding `n` elements (0: not known) */
     void (*created)(void *ctx, unsigned db, const uint8_t *name, size_t len,
-                    int type, uint64_t n);
+                    int type, uint64_t n, int fresh);
     /* a key is being deleted because its TTL passed (lazy or active
      * expiry) */
     void (*expired)(void *ctx, unsigned db, const uint8_t *name, size_t len);

@@ -101,10 +101,10 @@ static inline int st_internal_grow(uint8_t **buf, size_t *cap, size_t len)
 /* Tell the observer key `name` of `db` came into being as `type`. */
 static inline void st_internal_created(st_env *e, unsigned db,
                                        const uint8_t *name, size_t len,
-                                       int type, uint64_t n)
+                                       int type, uint64_t n, int fresh)
 {
     if (e->obs.created && (e->obs.created_types & (1u << type)))
-        e->obs.created(e->obs.ctx, db, name, len, type, n);
+        e->obs.created(e->obs.ctx, db, name, len, type, n, fresh);
 }
 
 /* Map an LMDB return code to 0, a positive errno or an ST_E* code. */

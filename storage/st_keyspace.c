@@ -389,7 +389,8 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
     *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags, st_txn_version(t),
                               expire_at);
     if (old_type != type)
-        st_internal_created(t->env, k->db, k->name, k->len, type, 0);
+        st_internal_created(t->env, k->db, k->name, k->len, type, 0,
+                            !existed);
     return 0;
 }
 

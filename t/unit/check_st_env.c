@@ -367,12 +367,13 @@ static void obs_named(obs_event *e, unsigned db, const uint8_t *name,
 }
 
 static void on_created(void *ctx, unsigned db, const uint8_t *name, size_t len,
-                       int type, uint64_t n)
+                       int type, uint64_t n, int fresh)
 {
     obs_event *e = obs_next('c');
     obs_named(e, db, name, len);
     e->type = type;
     e->n = n;
+    e->rc = fresh; /* the field is free in a created event */
 }
 
 static void on_expired(void *ctx, unsigned db, const uint8_t *name, size_t len)
@@ -481,6 +482,7 @@ START_TEST(test_observer_created)
     assert_event(0, 'c', 0, "q");
     ck_assert_int_eq(obs[0].type, ST_TYPE_LIST);
     ck_assert_uint_eq(obs[0].n, 3);
+    ck_assert_int_eq(obs[0].rc, 1); /* fresh */
     /* RENAME and COPY onto an absent key create it. */
     observe((1u << ST_TYPE_LIST) | (1u << ST_TYPE_STRING));
     ck_assert_int_eq(unit_st_rename(0, "q", "q2", 0), 0);
@@ -499,9 +501,15 @@ START_TEST(test_observer_created)
     assert_event(0, 'c', 0, "new");
     ck_assert_int_eq(obs[0].type, ST_TYPE_STRING);
     unit_st_commit(&t);
-    ck_assert_int_eq(unit_st_rename(0, "q2", "s", 0), 0);
-    assert_event(3, 'c', 0, "s");
-    ck_assert_int_eq(obs[3].type, ST_TYPE_LIST);
+    ck_assert_int_eq(obs[0].rc, 1);
+    /* SET over the list q2: a type change, not a new key. */
+    t = unit_st_wbegin();
+    nobs = 0;
+    ck_assert_int_eq(unit_st_put(t, 0, "q2", "w", 0), 0);
+    assert_event(0, 'c', 0, "q2");
+    ck_assert_int_eq(obs[0].type, ST_TYPE_STRING);
+    ck_assert_int_eq(obs[0].rc, 0);
+    unit_st_commit(&t);
 }
 END_TEST
 
