@@ -47,7 +47,8 @@ libserver_a_SOURCES += \
 	server/srv_bwait.c server/srv_bwait.h \
 	server/srv_keys.c server/srv_keys.h \
 	server/srv_ask.c server/srv_ask.h \
-	server/srv_clients.c server/srv_clients.h
+	server/srv_clients.c server/srv_clients.h \
+	server/srv_notify.c server/srv_notify.h
 
 # ==== issue 12 ====
 

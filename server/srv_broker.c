@@ -76,9 +76,10 @@ typedef struct blink {
     uint32_t id; /* index in links[] */
     int worker;  /* index from HELLO; -1 before */
     srv_buf in;
-    size_t need; /* bytes the incomplete frame needs */
-    size_t cut;  /* input read before this round's sweep */
-    int fresh;   /* this round's sweep read something */
+    size_t need;  /* bytes the incomplete frame needs */
+    size_t cut;   /* input read before this round's sweep */
+    size_t ahead; /* input whose frames were applied ahead already */
+    int fresh;    /* this round's sweep read something */
     srv_buf out;
     size_t out_sent;
     uint32_t events; /* epoll interest */
@@ -126,6 +127,25 @@ typedef struct bquery {
 
 #define NO_LINK UINT32_MAX
 #define QUERIES_MIN 8
+
+/* A write transaction's ordered records (TXN), waiting for its outcome
+ * (COMMITTED) and for every earlier transaction's (see the top). */
+typedef struct bbatch {
+    uint64_t txn;
+    uint32_t link;
+    int committed;
+    srv_buf body;
+} bbatch;
+
+#define BATCHES_MIN 16
+#define DB_FLAGS_SHIFT 32
+#define NOTIFY_KEYSPACE 1 /* the record's flags (srv_notify.h) */
+#define NOTIFY_KEYEVENT 2
+#define CHANNEL_HEAD_MAX 40
+static bbatch *batches; /* by txn id */
+static size_t nbatches, capbatches;
+static uint64_t txn_safe; /* newest txn of a TXN frame read before a cut */
+static srv_buf evbuf;     /* an event's channel and message */
 static bquery *queries;
 static size_t nqueries;
 static uint64_t next_qid;
@@ -135,6 +155,8 @@ static size_t *wlens;
 static size_t wcap;
 
 static void queries_drop_link(uint32_t id);
+static void batches_drop_link(uint32_t id);
+static uint64_t route(int kind, const char *body, size_t chlen, size_t len);
 
 static void on_term(int sig) { stop = 1; }
 
@@ -355,6 +377,7 @@ static void link_close(blink *l)
     drop_counts(l->id);
     srv_bwait_drop_link(waiters, l->id);
     queries_drop_link(l->id);
+    batches_drop_link(l->id);
     epoll_ctl(ep, EPOLL_CTL_DEL, l->fd, NULL);
     close(l->fd);
     srv_buf_free(&l->in);
@@ -465,21 +488,25 @@ static void target(const bentry *b, uint32_t *ntargets)
     }
 }
 
-static void route_publish(blink *l, const srv_bframe *f)
+/*
+ * A message on channel `ch` of `kind`: one DELIVER frame (body: the
+ * channel then the message) to each link with a subscriber on it or on
+ * a pattern matching it. Returns the receivers (Redis's count).
+ */
+static uint64_t route(int kind, const char *body, size_t chlen, size_t len)
 {
-    const char *ch = f->body;
-    size_t chlen = (size_t)f->arg;
+    const char *ch = body;
     uint64_t receivers = 0;
     uint32_t ntargets = 0;
     srv_dict_entry *de;
 
     epoch++;
-    if ((de = srv_dict_find(&names[f->kind], ch, chlen,
+    if ((de = srv_dict_find(&names[kind], ch, chlen,
                             srv_dict_hash(ch, chlen)))) {
         receivers += ((bentry *)de->val)->total;
         target(de->val, &ntargets);
     }
-    if (f->kind == SRV_BP_CHANNEL) {
+    if (kind == SRV_BP_CHANNEL) {
         srv_dict_iter it;
         srv_dict_iter_init(&it, &names[SRV_BP_PATTERN]);
         while ((de = srv_dict_iter_next(&it)))
@@ -489,8 +516,15 @@ static void route_publish(blink *l, const srv_bframe *f)
             }
     }
     for (uint32_t i = 0; i < ntargets; i++)
-        put(targets[i], SRV_BP_DELIVER, f->kind, f->arg, f->body,
-            (size_t)f->len, NULL, 0);
+        put(targets[i], SRV_BP_DELIVER, kind, chlen, body, len, NULL, 0);
+    return receivers;
+}
+
+static void route_publish(blink *l, const srv_bframe *f)
+{
+    uint64_t receivers = route(f->kind, f->body, (size_t)f->arg,
+                               (size_t)f->len);
+
     put(l, SRV_BP_PUBCOUNT, 0, receivers, NULL, 0, NULL, 0);
 }
 
@@ -673,6 +707,124 @@ static void queries_drop_link(uint32_t id)
     }
 }
 
+/* ---- keyspace events in commit order ---- */
+
+/* The link's oldest batch of `txn` still waiting for its outcome (a link
+ * tells outcomes in order; ids may repeat, see apply_ahead). */
+static bbatch *batch_find(uint32_t link, uint64_t txn, size_t *at)
+{
+    for (size_t i = 0; i < nbatches; i++)
+        if (batches[i].link == link && batches[i].txn == txn &&
+            !batches[i].committed) {
+            if (at)
+                *at = i;
+            return &batches[i];
+        }
+    return NULL;
+}
+
+static void batch_remove(size_t i)
+{
+    srv_buf_free(&batches[i].body);
+    memmove(batches + i, batches + i + 1, (nbatches - i - 1) * sizeof *batches);
+    nbatches--;
+}
+
+/* A TXN frame, applied ahead: staged in txn order (once). */
+static void stage_txn(blink *l, const srv_bframe *f)
+{
+    size_t i;
+
+    if (nbatches == capbatches) {
+        size_t cap = capbatches ? capbatches * 2 : BATCHES_MIN;
+        bbatch *b = realloc(batches, cap * sizeof *b);
+        if (!b) {
+            srv_log(SRV_LOG_WARNING, ENOMEM, "keyspace events lost");
+            return;
+        }
+        batches = b;
+        capbatches = cap;
+    }
+    for (i = nbatches; i > 0 && batches[i - 1].txn > f->arg; i--)
+        ;
+    memmove(batches + i + 1, batches + i, (nbatches - i) * sizeof *batches);
+    memset(&batches[i], 0, sizeof batches[i]);
+    batches[i].txn = f->arg;
+    batches[i].link = l->id;
+    nbatches++;
+    if (srv_buf_append(&batches[i].body, f->body, (size_t)f->len)) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "keyspace events lost");
+        batch_remove(i);
+    }
+}
+
+/* One event as its two messages (each when asked for). */
+static void publish_event(unsigned db, unsigned flags, const char *event,
+                          size_t elen, const char *key, size_t klen)
+{
+    char head[CHANNEL_HEAD_MAX];
+    int n;
+
+    if (flags & NOTIFY_KEYSPACE) {
+        n = snprintf(head, sizeof head, "__keyspace@%u__:", db);
+        evbuf.len = 0;
+        if (srv_buf_append(&evbuf, head, (size_t)n) ||
+            srv_buf_append(&evbuf, key, klen) ||
+            srv_buf_append(&evbuf, event, elen))
+            return;
+        route(SRV_BP_CHANNEL, evbuf.data, (size_t)n + klen, evbuf.len);
+    }
+    if (flags & NOTIFY_KEYEVENT) {
+        n = snprintf(head, sizeof head, "__keyevent@%u__:", db);
+        evbuf.len = 0;
+        if (srv_buf_append(&evbuf, head, (size_t)n) ||
+            srv_buf_append(&evbuf, event, elen) ||
+            srv_buf_append(&evbuf, key, klen))
+            return;
+        route(SRV_BP_CHANNEL, evbuf.data, (size_t)n + elen, evbuf.len);
+    }
+}
+
+static void deliver_batch(const bbatch *b)
+{
+    srv_bframe f = { .body = b->body.data, .len = b->body.len };
+    srv_bcursor cur;
+    uint64_t v;
+    const char *event, *key;
+    size_t elen, klen;
+
+    srv_bproto_cursor(&cur, &f);
+    while (cur.p < cur.end && srv_bproto_get_u64(&cur, &v) == 0 &&
+           srv_bproto_get_field(&cur, &event, &elen) == 0 &&
+           srv_bproto_get_field(&cur, &key, &klen) == 0)
+        publish_event((unsigned)(v & UINT32_MAX),
+                      (unsigned)(v >> DB_FLAGS_SHIFT), event, elen, key, klen);
+}
+
+/*
+ * Deliver, in txn order, the committed batches no earlier transaction
+ * can still come before: those up to txn_safe (every TXN frame of an
+ * earlier transaction was written before the one that set txn_safe, so
+ * it has been read and staged), stopping at one whose outcome is still
+ * to come.
+ */
+static void deliver_ready(void)
+{
+    while (nbatches && batches[0].txn <= txn_safe && batches[0].committed) {
+        deliver_batch(&batches[0]);
+        batch_remove(0);
+    }
+}
+
+static void batches_drop_link(uint32_t id)
+{
+    for (size_t i = 0; i < nbatches;)
+        if (batches[i].link == id)
+            batch_remove(i);
+        else
+            i++;
+}
+
 /* Register a WAIT: u64 db, then its keys as fields. */
 static void apply_wait(blink *l, const srv_bframe *f)
 {
@@ -747,6 +899,15 @@ static void committed(blink *l, const srv_bframe *f)
     const char *key;
     size_t len;
 
+    bbatch *b;
+    size_t at;
+
+    if ((b = batch_find(l->id, f->arg, &at))) {
+        if (f->kind == SRV_BP_DONE)
+            b->committed = 1;
+        else
+            batch_remove(at); /* it did not happen */
+    }
     if (f->kind != SRV_BP_DONE)
         return;
     srv_bproto_cursor(&cur, f);
@@ -780,6 +941,10 @@ static void handle_frame(blink *l, const srv_bframe *f)
             0);
         break;
     case SRV_BP_WAIT: break; /* applied ahead (apply_ahead) */
+    case SRV_BP_TXN:         /* staged ahead; read before the cut: */
+        if (f->arg > txn_safe)
+            txn_safe = f->arg;
+        break;
     case SRV_BP_UNWAIT: srv_bwait_remove(waiters, l->id, f->arg); break;
     case SRV_BP_SERVED: served(l, f); break;
     case SRV_BP_COMMITTED: committed(l, f); break;
@@ -797,9 +962,12 @@ static void handle_frame(blink *l, const srv_bframe *f)
  * applied in an earlier round is known already). */
 static void apply_ahead(blink *l)
 {
-    size_t off = 0, size;
+    size_t off = l->ahead, size;
     srv_bframe f;
 
+    /* Each frame once: what an earlier round applied is skipped (a TXN's
+     * id alone does not name it: LMDB gives the id of a transaction that
+     * wrote nothing, or failed, to the next one too). */
     while (!l->dead && off < l->in.len &&
            srv_bproto_decode(l->in.data + off, l->in.len - off, max_body(), &f,
                              &size) == 0) {
@@ -807,8 +975,11 @@ static void apply_ahead(blink *l)
             set_count(f.kind, f.body, (size_t)f.len, l->id, f.arg);
         else if (f.type == SRV_BP_WAIT)
             apply_wait(l, &f);
+        else if (f.type == SRV_BP_TXN)
+            stage_txn(l, &f);
         off += size;
     }
+    l->ahead = off;
 }
 
 /* The complete frames before the cut, in order; consume them. */
@@ -842,6 +1013,7 @@ static void handle_frames(blink *l)
                           &size) == SRV_BP_MORE)
         l->need = size;
     srv_buf_consume(&l->in, off);
+    l->ahead = l->ahead > off ? l->ahead - off : 0;
     if (l->in.len == 0) {
         l->need = 0;
         srv_buf_trim(&l->in, BUF_KEEP);
@@ -947,14 +1119,18 @@ static int round_once(void)
             handle_frames(links[id]);
     for (uint32_t id = 0; id < links_cap; id++) {
         blink *l = links[id];
-        if (!l)
-            continue;
         /* At EOF, close once every frame it sent was before a cut. */
-        if (l->eof && !l->fresh)
+        if (l && l->eof && !l->fresh)
             l->dead = 1;
-        if (!l->dead && l->out_sent < l->out.len)
+        if (l && l->dead)
+            link_close(l); /* a pending batch of it blocks no more */
+    }
+    deliver_ready();
+    for (uint32_t id = 0; id < links_cap; id++) {
+        blink *l = links[id];
+        if (l && l->out_sent < l->out.len)
             link_flush(l);
-        if (l->dead)
+        if (l && l->dead)
             link_close(l);
     }
     return more;
@@ -1006,6 +1182,10 @@ int srv_broker_main(void)
     for (int k = 0; k < SRV_BP_NKINDS; k++)
         srv_dict_clear(&names[k], entry_free);
     srv_bwait_destroy(&waiters);
+    while (nbatches)
+        batch_remove(nbatches - 1);
+    free(batches);
+    srv_buf_free(&evbuf);
     for (size_t i = 0; i < nqueries; i++)
         if (queries[i].qid)
             query_finish(&queries[i]);

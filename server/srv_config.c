@@ -7,6 +7,7 @@
 #include "server/srv_cfgshm.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_notify.h"
 #include "server/srv_resp.h"
 #include "server/srv_util.h"
 #include "shm/shm_error.h"
@@ -173,6 +174,15 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         snprintf(err, errlen, "'%s' must be no, yes or local, got '%s'",
                  d->name, args[0]);
         return -1;
+    case SRV_CFG_NOTIFY:
+        if (srv_notify_parse(args[0], &v)) {
+            snprintf(err, errlen,
+                     "Invalid event class character. Use "
+                     "'Ag$lshzxeKEtmdn'.");
+            return -1;
+        }
+        *num = v;
+        return 0;
     case SRV_CFG_YESNO:
         if (strcasecmp(args[0], "yes") && strcasecmp(args[0], "no")) {
             snprintf(err, errlen, "'%s' must be yes or no, got '%s'", d->name,
@@ -343,6 +353,7 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
     case SRV_CFG_SYNC: snprintf(out, size, "%s", sync_names[v]); break;
     case SRV_CFG_YESNO: snprintf(out, size, "%s", v ? "yes" : "no"); break;
     case SRV_CFG_DEBUGMODE: snprintf(out, size, "%s", debug_names[v]); break;
+    case SRV_CFG_NOTIFY: srv_notify_format(v, out, size); break;
     default: snprintf(out, size, "%lld", v); break;
     }
 }

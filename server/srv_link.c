@@ -49,6 +49,9 @@ static struct {
     srv_buf out;
     size_t out_sent;
     int64_t backoff_ms;
+    int plain;              /* no event loop (srv_link_open_plain) */
+    uint64_t plain_who;     /* its HELLO */
+    int64_t plain_retry_ms; /* when it may connect again */
 } lk = { .fd = -1 };
 
 static void link_connect(void);
@@ -81,6 +84,8 @@ static void nomem(const char *what)
     link_lost();
 }
 
+static int write_some(void);
+
 int srv_link_put(int type, int kind, uint64_t arg, const void *p1, size_t n1,
                  const void *p2, size_t n2)
 {
@@ -90,6 +95,8 @@ int srv_link_put(int type, int kind, uint64_t arg, const void *p1, size_t n1,
         nomem("a frame");
         return -1;
     }
+    if (lk.plain)
+        write_some(); /* no loop will flush it */
     return 0;
 }
 
@@ -122,7 +129,12 @@ int srv_link_u64(size_t off, uint64_t v)
     return srv_bproto_put_u64(&lk.out, v) ? piece_failed(off) : 0;
 }
 
-void srv_link_end(size_t off) { srv_bproto_end(&lk.out, off); }
+void srv_link_end(size_t off)
+{
+    srv_bproto_end(&lk.out, off);
+    if (lk.plain)
+        write_some(); /* no loop will flush it */
+}
 
 void srv_link_set_arg(size_t off, uint64_t arg)
 {
@@ -158,7 +170,7 @@ void srv_link_flush(void)
 {
     int done = write_some();
 
-    if (lk.fd < 0 || lk.lost)
+    if (lk.fd < 0 || lk.lost || lk.plain)
         return;
     if (done && lk.writing) {
         event_del(lk.ev_write);
@@ -356,8 +368,7 @@ static void link_connect(void)
         return;
     }
     lk.fd = fd;
-    lk.ev_read = event_new(lk.w->base, fd, EV_READ | EV_PERSIST, on_read,
-                           NULL);
+    lk.ev_read = event_new(lk.w->base, fd, EV_READ | EV_PERSIST, on_read, NULL);
     lk.ev_write = event_new(lk.w->base, fd, EV_WRITE | EV_PERSIST, on_write,
                             NULL);
     /*
@@ -408,6 +419,70 @@ int srv_link_register(const srv_link_feature *f)
     return 0;
 }
 
+/* ---- plain mode ---- */
+
+#define PLAIN_RETRY_MS 1000
+#define PLAIN_CONNECT_MS 1000
+
+int srv_link_open_plain(uint64_t who)
+{
+    struct pollfd p;
+    int fd;
+
+    lk.plain = 1;
+    lk.plain_who = who;
+    lk.plain_retry_ms = srv_util_monotonic_ms() + PLAIN_RETRY_MS;
+    if (lk.fd >= 0)
+        return 0;
+    if ((fd = srv_broker_connect()) < 0)
+        return -1;
+    p = (struct pollfd){ fd, POLLOUT, 0 };
+    if (poll(&p, 1, PLAIN_CONNECT_MS) != 1 ||
+        (p.revents & (POLLERR | POLLHUP))) {
+        close(fd);
+        return -1;
+    }
+    lk.fd = fd;
+    lk.lost = 0;
+    lk.state = SRV_LINK_HELLO; /* frames may be put; no WELCOME is read */
+    lk.generation++;
+    srv_link_put(SRV_BP_HELLO, 0, who, NULL, 0, NULL, 0);
+    return srv_link_flush_wait(PLAIN_CONNECT_MS);
+}
+
+void srv_link_pump(void)
+{
+    char drop[READ_CHUNK];
+
+    if (!lk.plain)
+        return;
+    write_some(); /* what a full socket left */
+    while (lk.fd >= 0 && !lk.lost) {
+        ssize_t n = read(lk.fd, drop, sizeof drop);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        lk.lost = 1; /* EOF or an error */
+    }
+    if (lk.lost || lk.fd < 0) {
+        link_close();
+        lk.state = SRV_LINK_DOWN;
+        lk.lost = 0;
+        if (srv_util_monotonic_ms() >= lk.plain_retry_ms)
+            srv_link_open_plain(lk.plain_who);
+    }
+}
+
+void srv_link_close_plain(void)
+{
+    link_close();
+    lk.state = SRV_LINK_DOWN;
+    lk.plain = 0;
+}
+
 /* ---- the service ---- */
 
 static int service_settled(srv_worker *w)
@@ -437,7 +512,8 @@ static void service_start(srv_worker *w)
     lk.w = w;
     lk.stopped = 0;
     lk.ev_retry = event_new(w->base, -1, 0, on_retry, NULL);
-    if (!lk.ev_retry || event_priority_set(lk.ev_retry, SRV_WORKER_PRIORITY_IO)) {
+    if (!lk.ev_retry ||
+        event_priority_set(lk.ev_retry, SRV_WORKER_PRIORITY_IO)) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "broker retry timer");
         return;
     }

@@ -118,4 +118,20 @@ int srv_link_flush_wait(int timeout_ms);
  * can tell a frame it queued on an earlier connection). */
 uint64_t srv_link_generation(void);
 
+/* HELLO's argument of a process that is not a worker (the broker asks it
+ * nothing). */
+#define SRV_LINK_NOT_A_WORKER UINT64_MAX
+
+/*
+ * For a process without an event loop (the reaper, which sends keyspace
+ * events): open the link in plain mode and say HELLO as `who`. Frames are
+ * put as above and written by srv_link_flush_wait; nothing is read but
+ * by srv_link_pump, which drops what the broker sent and connects again
+ * (at most once a second) when the link was lost. 0, or -1 (the link
+ * stays down until a pump connects it).
+ */
+int srv_link_open_plain(uint64_t who);
+void srv_link_pump(void);
+void srv_link_close_plain(void);
+
 #endif

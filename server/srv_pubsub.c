@@ -209,6 +209,12 @@ static long long deliver_local(int kind, const char *ch, size_t chlen,
     return n;
 }
 
+long long srv_pubsub_deliver(const char *ch, size_t chlen, const char *msg,
+                             size_t mlen)
+{
+    return deliver_local(SRV_PS_CHANNEL, ch, chlen, msg, mlen);
+}
+
 static unsigned local_count(int kind, const char *name, size_t len)
 {
     srv_dict_entry *de = srv_dict_find(&ps.local[kind], name, len,

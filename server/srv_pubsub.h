@@ -84,6 +84,14 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
 void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
                       const srv_slice *args);
 
+/*
+ * Deliver `msg` on channel `ch` to this worker's subscribers (its channel
+ * and the patterns that match it) as a PUBLISH would, without the broker
+ * (keyspace events while it is away). Returns how many received it.
+ */
+long long srv_pubsub_deliver(const char *ch, size_t chlen, const char *msg,
+                             size_t mlen);
+
 /* The header of a push (RESP3 '>') or, in RESP2, an array of n. */
 void srv_pubsub_reply_push(srv_conn *c, long long n);
 
