@@ -12,6 +12,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_block.h"
 #include "server/srv_conn.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -66,8 +67,10 @@ static void push_generic(srv_conn *c, int left, int only_existing)
             return;
         }
     }
-    if (srv_coll_save_or_reply(c, t, &o) == 0)
+    if (srv_coll_save_or_reply(c, t, &o) == 0) {
+        srv_notify_arg(c, SRV_NOTIFY_LIST, left ? "lpush" : "rpush", 1);
         srv_reply_int(c, (long long)o.c.card);
+    }
 }
 
 void srv_cmd_lpush(srv_conn *c) { push_generic(c, 1, 0); }
@@ -81,6 +84,14 @@ static int emit_elem(void *ctx, const uint8_t *v, size_t len)
     return 0;
 }
 
+/* A list that lost elements: its event, and "del" if it is gone. */
+static void notify_removed(srv_conn *c, const st_obj *o, const char *event)
+{
+    srv_notify(c, SRV_NOTIFY_LIST, event, o->k->name, o->k->len);
+    if (o->c.card == 0)
+        srv_notify(c, SRV_NOTIFY_GENERIC, "del", o->k->name, o->k->len);
+}
+
 /* Pop up to `count` elements of `o` from one end into the reply. */
 static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
                           uint64_t count)
@@ -89,7 +100,11 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
 
     for (uint64_t i = 0; i < count && !rc; i++)
         rc = st_list_pop(t, o, left, emit_elem, c);
-    return rc ? rc : st_coll_save(t, o, srv_cmd_now(c));
+    if (!rc)
+        rc = st_coll_save(t, o, srv_cmd_now(c));
+    if (!rc && count)
+        notify_removed(c, o, left ? "lpop" : "rpop");
+    return rc;
 }
 
 static void pop_generic(srv_conn *c, int left)
@@ -230,10 +245,12 @@ void srv_cmd_lset(srv_conn *c)
     }
     if ((rc = st_list_set(t, &o, (uint64_t)i, c->argv[3].ptr,
                           c->argv[3].len)) ||
-        (rc = st_coll_save(t, &o, srv_cmd_now(c))))
+        (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
-    else
-        srv_reply_ok(c);
+        return;
+    }
+    srv_notify_arg(c, SRV_NOTIFY_LIST, "lset", 1);
+    srv_reply_ok(c);
 }
 
 void srv_cmd_lrange(srv_conn *c)
@@ -281,14 +298,18 @@ void srv_cmd_ltrim(srv_conn *c)
         srv_reply_ok(c);
         return;
     }
-    if (!srv_args_clamp_range(start, stop, o.c.card, &s, &e))
+    if (!srv_args_clamp_range(start, stop, o.c.card, &s, &e)) {
         rc = st_keyspace_delete(t, &k, srv_cmd_now(c)); /* O(1): lazy free */
-    else if (!(rc = st_list_trim(t, &o, s, e)))
+        o.c.card = 0;
+    } else if (!(rc = st_list_trim(t, &o, s, e))) {
         rc = st_coll_save(t, &o, srv_cmd_now(c));
-    if (rc)
+    }
+    if (rc) {
         srv_txn_error(c, rc);
-    else
-        srv_reply_ok(c);
+        return;
+    }
+    notify_removed(c, &o, "ltrim");
+    srv_reply_ok(c);
 }
 
 void srv_cmd_lrem(srv_conn *c)
@@ -313,6 +334,8 @@ void srv_cmd_lrem(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    if (removed)
+        notify_removed(c, &o, "lrem");
     srv_reply_int(c, removed);
 }
 
@@ -348,6 +371,7 @@ void srv_cmd_linsert(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_LIST, "linsert", 1);
     srv_reply_int(c, (long long)o.c.card);
 }
 
@@ -530,6 +554,10 @@ static void move_generic(srv_conn *c, int from_left, int to_left, int block)
         srv_txn_error(c, rc);
         return;
     }
+    /* Redis's order: the push, the pop, the source gone. */
+    srv_notify(c, SRV_NOTIFY_LIST, to_left ? "lpush" : "rpush", dst->k->name,
+               dst->k->len);
+    notify_removed(c, &so, from_left ? "lpop" : "rpop");
     srv_reply_bulk(c, h.p, h.len);
     srv_block_served(c, 1, so.c.card);
 }

@@ -12,6 +12,7 @@
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_block.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_coll.h"
@@ -69,6 +70,19 @@ void srv_coll_remove_members(srv_conn *c, int type, srv_coll_remove_fn *remove)
     }
     if (n && srv_coll_save_or_reply(c, t, &o))
         return;
+    if (n) {
+        static const struct {
+            int type, cls;
+            const char *event;
+        } ev[] = { { ST_TYPE_HASH, SRV_NOTIFY_HASH, "hdel" },
+                   { ST_TYPE_SET, SRV_NOTIFY_SET, "srem" },
+                   { ST_TYPE_ZSET, SRV_NOTIFY_ZSET, "zrem" } };
+        for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+            if (ev[i].type == type)
+                srv_notify_arg(c, ev[i].cls, ev[i].event, 1);
+        if (o.c.card == 0)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
+    }
     srv_reply_int(c, n);
 }
 
