@@ -92,6 +92,7 @@ enum {
     OPT_RATIO,
     OPT_BATCH,
     OPT_SUBSCRIBERS,
+    OPT_CROSS_WORKER,
     OPT_MEMBERS,
     OPT_RANGE,
     OPT_TTL_MS,
@@ -130,6 +131,8 @@ static const struct option long_options[] = {
     { "ratio", required_argument, NULL, OPT_RATIO },
     { "batch", required_argument, NULL, OPT_BATCH },
     { "subscribers", required_argument, NULL, OPT_SUBSCRIBERS },
+    { "waiters", required_argument, NULL, OPT_SUBSCRIBERS },
+    { "cross-worker", no_argument, NULL, OPT_CROSS_WORKER },
     { "members", required_argument, NULL, OPT_MEMBERS },
     { "range", required_argument, NULL, OPT_RANGE },
     { "ttl-ms", required_argument, NULL, OPT_TTL_MS },
@@ -247,6 +250,15 @@ void bench_opts_usage(FILE *f)
         "adds\n"
         "                     delivered messages/s and delivery latency "
         "(default %d)\n"
+        "  --waiters N        wake, jobs: clients blocked in BLPOP / BRPOP "
+        "(the same\n"
+        "                     setting as --subscribers); the report adds "
+        "elements\n"
+        "                     delivered/s and push-to-wake latency\n"
+        "  --cross-worker     wake, against larder: push only to waiters on "
+        "another\n"
+        "                     worker than the pusher (CLIENT INFO's "
+        "worker=)\n"
         "  --ttl-ms N         expire: PX of each SET (default %d)\n"
         "  --command \"CMD ARGS\"  send this command (implies --workload "
         "command);\n"
@@ -433,6 +445,12 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "publish needs --subscribers >= 1");
         return BENCH_OPTS_ERROR;
     }
+    if ((o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) &&
+        o->subscribers == 0) {
+        snprintf(err, errlen, "%s needs --waiters >= 1",
+                 bench_workload_name(o->workload));
+        return BENCH_OPTS_ERROR;
+    }
     if (o->requests == 0 && !(o->duration_s > 0.0)) {
         snprintf(err, errlen, "--duration must be > 0 (or give --requests)");
         return BENCH_OPTS_ERROR;
@@ -516,6 +534,7 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv, char *err,
         case OPT_JSON: o->json = true; break;
         case OPT_PRELOAD: o->preload = true; break;
         case OPT_QUIET: o->quiet = true; break;
+        case OPT_CROSS_WORKER: o->cross_worker = true; break;
         case OPT_COMMAND:
             o->command = optarg;
             o->workload = BENCH_WL_COMMAND;

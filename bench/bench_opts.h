@@ -34,6 +34,10 @@
     X(ZADD, "zadd", "zset:", "ZADD zset score member")                       \
     X(ZRANGE, "zrange", "zset:", "ZRANGE zset 0 --range-1")                  \
     X(PUBLISH, "publish", "", "PUBLISH to --subscribers subscribers")        \
+    X(WAKE, "wake",                                                          \
+      "wake:", "LPUSH to one of --waiters clients blocked in BLPOP")         \
+    X(JOBS, "jobs", "jobs",                                                  \
+      "LPUSH jobs that --waiters consumers take with BRPOP")                 \
     X(EXPIRE, "expire", "ttl:", "SET key value PX --ttl-ms, GET by --ratio") \
     X(TRANSFER, "transfer",                                                  \
       "acct:", "WATCH/MULTI/EXEC moves between accounts")                    \
@@ -76,7 +80,9 @@ typedef struct bench_opts {
     uint64_t seed;
     double ratio;            /* read share of mixed and expire */
     unsigned batch;          /* keys per MSET/MGET */
-    unsigned subscribers;    /* publish */
+    unsigned subscribers;    /* publish; wake, jobs: the waiters */
+    bool cross_worker;       /* wake: push only to waiters of another
+                              * larder worker (CLIENT INFO's worker=) */
     unsigned members;        /* fields/members per collection */
     unsigned range;          /* elements per LRANGE/ZRANGE */
     unsigned ttl_ms;         /* expire */

@@ -500,6 +500,15 @@ static void json_workload_extras(bench_json *j, const bench_report *r, int run)
         json_figs(j, r, run, FIG_DELIVERED_PER_SEC, FIG_D_MAX);
         bench_json_object_end(j);
     }
+    if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) {
+        /* Elements handed to blocked clients: jobs/s and push-to-wake
+         * latency. */
+        bench_json_object_begin(j, "blocking");
+        bench_json_u64(j, "waiters", o->subscribers);
+        bench_json_str(j, "cross_worker", o->cross_worker ? "yes" : "no");
+        json_figs(j, r, run, FIG_DELIVERED_PER_SEC, FIG_D_MAX);
+        bench_json_object_end(j);
+    }
 }
 
 void bench_report_json(const bench_report *r, FILE *f)
@@ -700,6 +709,14 @@ void bench_report_table(const bench_report *r, FILE *f)
                 o->subscribers, median_fig(r, FIG_DELIVERED_PER_SEC),
                 median_fig(r, FIG_D_P50), median_fig(r, FIG_D_P99),
                 median_fig(r, FIG_D_P999), median_fig(r, FIG_D_MAX));
+    if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS)
+        fprintf(f,
+                "\nblocking: %u waiters%s, %.1f elements/s delivered, "
+                "push-to-wake p50 %.1f p99 %.1f p99.9 %.1f max %.1f us\n",
+                o->subscribers, o->cross_worker ? " (other worker)" : "",
+                median_fig(r, FIG_DELIVERED_PER_SEC), median_fig(r, FIG_D_P50),
+                median_fig(r, FIG_D_P99), median_fig(r, FIG_D_P999),
+                median_fig(r, FIG_D_MAX));
     if (o->rate > 0.0)
         fprintf(f,
                 "\nopen loop: requests left %.1f us late at p50, %.1f at "

@@ -15,6 +15,7 @@
 #include "bench/bench_work.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,8 +175,10 @@ static void cmd_key(bench_buf *out, const char *cmd, unsigned argc,
     bench_cmd_arg_key(out, prefix, key);
 }
 
-static void start_publish(const bench_work *w, bench_work_conn *c,
-                          bench_buf *out, uint64_t stamp_ns)
+/* A value of the configured size whose head is the send time stamp_ns
+ * in BENCH_STAMP_DIGITS digits (a published message, a pushed job). */
+static void arg_stamped(const bench_work *w, bench_work_conn *c, bench_buf *out,
+                        uint64_t stamp_ns)
 {
     char stamp[BENCH_STAMP_DIGITS];
     uint64_t size = value_size(w, &c->rng), v = stamp_ns, pad;
@@ -186,10 +189,29 @@ static void start_publish(const bench_work *w, bench_work_conn *c,
         v /= DECIMAL;
     }
     pad = size > BENCH_STAMP_DIGITS ? size - BENCH_STAMP_DIGITS : 0;
+    bench_cmd_arg2(out, stamp, sizeof(stamp), w->pool, pad);
+}
+
+static void start_publish(const bench_work *w, bench_work_conn *c,
+                          bench_buf *out, uint64_t stamp_ns)
+{
     bench_cmd_begin(out, 3);
     bench_cmd_arg_str(out, "PUBLISH");
     bench_cmd_arg_str(out, BENCH_CHANNEL);
-    bench_cmd_arg2(out, stamp, sizeof(stamp), w->pool, pad);
+    arg_stamped(w, c, out, stamp_ns);
+}
+
+/* wake: LPUSH wake:<target> stamped; jobs: LPUSH jobs stamped. */
+static void start_push(const bench_work *w, bench_work_conn *c, bench_buf *out,
+                       uint64_t stamp_ns)
+{
+    bench_cmd_begin(out, 3);
+    bench_cmd_arg_str(out, "LPUSH");
+    if (w->opts->workload == BENCH_WL_WAKE)
+        bench_cmd_arg_key(out, w->prefix, c->target);
+    else
+        bench_cmd_arg_str(out, w->prefix);
+    arg_stamped(w, c, out, stamp_ns);
 }
 
 static unsigned start_transfer(const bench_work *w, bench_work_conn *c,
@@ -314,6 +336,8 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         break;
     }
     case BENCH_WL_PUBLISH: start_publish(w, c, out, stamp_ns); break;
+    case BENCH_WL_WAKE:
+    case BENCH_WL_JOBS: start_push(w, c, out, stamp_ns); break;
     case BENCH_WL_EXPIRE:
         if (bench_rng_double(&c->rng) < o->ratio) {
             cmd_key(out, "GET", 2, p, next_key(w, c));
@@ -468,29 +492,102 @@ static bool elem_is(const bench_reply *r, unsigned i, const char *word)
            e.len == n && strncasecmp(e.str, word, n) == 0;
 }
 
+static int stamp_of(const bench_reply *b, uint64_t *stamp_ns);
+
 int bench_work_message_stamp(const bench_reply *r, uint64_t *stamp_ns)
 {
     bench_reply payload;
-    uint64_t v = 0;
-    size_t i;
 
-    if (!elem_is(r, 0, "message") || array_elem(r, 2, &payload) != 0 ||
-        payload.type != BENCH_REPLY_BULK || payload.len < BENCH_STAMP_DIGITS)
+    if (!elem_is(r, 0, "message") || array_elem(r, 2, &payload) != 0)
         return 0;
-    for (i = 0; i < BENCH_STAMP_DIGITS; i++) {
-        char ch = payload.str[i];
-
-        if (ch < '0' || ch > '9')
-            return 0;
-        v = v * DECIMAL + (uint64_t)(ch - '0');
-    }
-    *stamp_ns = v;
-    return 1;
+    return stamp_of(&payload, stamp_ns) == 0;
 }
 
 bool bench_work_is_subscribed(const bench_reply *r)
 {
     return elem_is(r, 0, "subscribe");
+}
+
+void bench_work_listen(const bench_work *w, unsigned listener, bench_buf *out)
+{
+    switch (w->opts->workload) {
+    case BENCH_WL_WAKE:
+        cmd_key(out, "BLPOP", 3, w->prefix, listener);
+        bench_cmd_arg_str(out, "0");
+        break;
+    case BENCH_WL_JOBS:
+        bench_cmd_begin(out, 3);
+        bench_cmd_arg_str(out, "BRPOP");
+        bench_cmd_arg_str(out, w->prefix);
+        bench_cmd_arg_str(out, "0");
+        break;
+    default:
+        bench_cmd_begin(out, 2);
+        bench_cmd_arg_str(out, "SUBSCRIBE");
+        bench_cmd_arg_str(out, BENCH_CHANNEL);
+        break;
+    }
+}
+
+bool bench_work_listens_again(const bench_work *w)
+{
+    return w->opts->workload == BENCH_WL_WAKE ||
+           w->opts->workload == BENCH_WL_JOBS;
+}
+
+/* The send time at the head of a bulk: 0 or -1. */
+static int stamp_of(const bench_reply *b, uint64_t *stamp_ns)
+{
+    uint64_t v = 0;
+
+    if (b->type != BENCH_REPLY_BULK || b->len < BENCH_STAMP_DIGITS)
+        return -1;
+    for (size_t i = 0; i < BENCH_STAMP_DIGITS; i++) {
+        char ch = b->str[i];
+
+        if (ch < '0' || ch > '9')
+            return -1;
+        v = v * DECIMAL + (uint64_t)(ch - '0');
+    }
+    *stamp_ns = v;
+    return 0;
+}
+
+int bench_work_delivery_stamp(const bench_work *w, const bench_reply *r,
+                              uint64_t *stamp_ns)
+{
+    bench_reply elem;
+
+    if (!bench_work_listens_again(w))
+        return bench_work_message_stamp(r, stamp_ns);
+    /* [key, element] */
+    if (r->type != BENCH_REPLY_ARRAY || r->integer != 2 ||
+        array_elem(r, 1, &elem) != 0)
+        return 0;
+    return stamp_of(&elem, stamp_ns) == 0;
+}
+
+int bench_work_client_worker(const bench_reply *r)
+{
+    static const char field[] = "worker=";
+    const size_t flen = sizeof field - 1;
+
+    if (r->type != BENCH_REPLY_BULK)
+        return -1;
+    for (size_t i = 0; i + flen < r->len; i++) {
+        if ((i == 0 || r->str[i - 1] == ' ') &&
+            memcmp(r->str + i, field, flen) == 0) {
+            int v = 0;
+            size_t j = i + flen;
+            if (j >= r->len || r->str[j] < '0' || r->str[j] > '9')
+                return -1;
+            for (; j < r->len && r->str[j] >= '0' && r->str[j] <= '9'; j++)
+                if ((v = v * (int)DECIMAL + (r->str[j] - '0')) > INT_MAX / 16)
+                    return -1;
+            return v;
+        }
+    }
+    return -1;
 }
 
 /*
@@ -624,6 +721,8 @@ bool bench_work_has_preload(const bench_work *w)
     switch (w->opts->workload) {
     case BENCH_WL_PING:
     case BENCH_WL_PUBLISH: return false;
+    case BENCH_WL_WAKE:
+    case BENCH_WL_JOBS:
     case BENCH_WL_TRANSFER: return true;
     default: return w->opts->preload;
     }
@@ -659,6 +758,18 @@ int bench_work_preload(const bench_work *w, bench_sync *c, uint64_t begin,
         return 0;
     if (o->workload == BENCH_WL_TRANSFER)
         return transfer_init(w, &l, begin, end);
+    if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) {
+        /* A clean start: no element of an earlier run is left waiting.
+         * Once, by the first range. */
+        if (begin != 0)
+            return 0;
+        bench_cmd_begin(&c->out, 2 + o->subscribers);
+        bench_cmd_arg_str(&c->out, "DEL");
+        bench_cmd_arg_str(&c->out, "jobs");
+        for (k = 0; k < o->subscribers; k++)
+            bench_cmd_arg_key(&c->out, "wake:", k);
+        return loader_queued(&l, true);
+    }
     /* Values depend on the range's first key, not on the split. */
     bench_rng_seed(&r, o->seed, UINT64_MAX - 1 - begin);
     for (k = begin; k < end; k++) {

@@ -61,6 +61,8 @@ typedef struct bench_work_conn {
     uint64_t acct[2];
     int64_t balance[2];
     int64_t amount;
+    /* wake: the waiter the next push goes to (the engine picks it) */
+    unsigned target;
 } bench_work_conn;
 
 /* What the engine does after a reply (see bench_work_reply()). */
@@ -103,6 +105,28 @@ int bench_work_message_stamp(const bench_reply *r, uint64_t *stamp_ns);
 
 /* True when r confirms a SUBSCRIBE. */
 bool bench_work_is_subscribed(const bench_reply *r);
+
+/*
+ * Append the command listener connection `listener` sends: SUBSCRIBE
+ * (publish), BLPOP on its own key (wake), BRPOP on the job queue (jobs),
+ * all blocking for ever.
+ */
+void bench_work_listen(const bench_work *w, unsigned listener, bench_buf *out);
+
+/* True when a listener sends its command again after each element it
+ * receives (wake, jobs). */
+bool bench_work_listens_again(const bench_work *w);
+
+/*
+ * If r hands a listener an element (a published message, a BLPOP or
+ * BRPOP reply), store the send time embedded in it in *stamp_ns and
+ * return 1; 0 for any other reply.
+ */
+int bench_work_delivery_stamp(const bench_work *w, const bench_reply *r,
+                              uint64_t *stamp_ns);
+
+/* The worker= field of a CLIENT INFO reply (larder's), or -1. */
+int bench_work_client_worker(const bench_reply *r);
 
 /*
  * Fill keys [begin, end) of the keyspace for the workload (see --preload)

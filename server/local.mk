@@ -9,6 +9,7 @@ libserver_a_SOURCES = \
 	server/srv_broker.c server/srv_broker.h \
 	server/srv_cfgshm.c server/srv_cfgshm.h \
 	server/srv_child.c server/srv_child.h \
+	server/srv_cinfo.c server/srv_cinfo.h \
 	server/srv_config.c server/srv_config.h \
 	server/srv_conn.c server/srv_conn.h \
 	server/srv_dict.c server/srv_dict.h \
@@ -41,6 +42,14 @@ include server/cmd/local.mk
 include server/coll.mk
 
 # ==== issue 11 ====
+libserver_a_SOURCES += \
+	server/srv_link.c server/srv_link.h \
+	server/srv_block.c server/srv_block.h \
+	server/srv_bwait.c server/srv_bwait.h \
+	server/srv_keys.c server/srv_keys.h \
+	server/srv_ask.c server/srv_ask.h \
+	server/srv_clients.c server/srv_clients.h \
+	server/srv_notify.c server/srv_notify.h
 
 # ==== issue 12 ====
 

@@ -13,9 +13,10 @@
  */
 #include "server/srv_aclconn.h"
 #include "server/cmd/srv_cmd.h"
-#include "server/cmd/srv_cmd_conn.h"
 #include "server/cmd/srv_multi.h"
 #include "server/srv_aclshm.h"
+#include "server/srv_cinfo.h"
+#include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_pubsub.h"
@@ -30,7 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define CLIENT_INFO_MAX 1024
+#define CLIENT_INFO_MAX 1024 /* ACL LOG keeps this much of client-info */
 #define MS_PER_S 1000
 #define US_PER_MS 1000
 /* Bytes read at a time from an aclfile. */
@@ -284,7 +285,7 @@ void srv_aclconn_log(srv_conn *c, int reason, int context, int argpos,
                      const srv_slice *user, const srv_slice *object)
 {
     struct srv_aclshm *h = srv_aclconn_region();
-    char info[CLIENT_INFO_MAX];
+    srv_buf info = { NULL, 0, 0 };
     const char *uname, *obj;
     size_t ulen, olen;
 
@@ -311,16 +312,18 @@ void srv_aclconn_log(srv_conn *c, int reason, int context, int argpos,
     }
     /* The command shown is the one the client sent: EXEC for what EXEC's
      * re-check denies. */
-    srv_cmd_conn_info(c,
-                      c->flags & SRV_CONN_IN_EXEC ? "exec"
-                      : c->cmd                    ? c->cmd->name
-                                                  : NULL,
-                      info, sizeof info);
-    size_t ilen = strlen(info);
-    if (ilen && info[ilen - 1] == '\n')
+    srv_cinfo_line(c, srv_aclconn_user_name(c),
+                   c->flags & SRV_CONN_IN_EXEC ? "exec"
+                   : c->cmd                    ? c->cmd->name
+                                               : NULL,
+                   &info);
+    size_t ilen = info.len < CLIENT_INFO_MAX ? info.len : CLIENT_INFO_MAX;
+    if (ilen && info.data[ilen - 1] == '\n')
         ilen--;
-    srv_aclshm_log_add(h, reason, context, obj, olen, uname, ulen, info, ilen,
-                       srv_util_mstime(), srv_her.cfg->acllog_max_len);
+    srv_aclshm_log_add(h, reason, context, obj, olen, uname, ulen,
+                       info.data ? info.data : "", ilen, srv_util_mstime(),
+                       srv_her.cfg->acllog_max_len);
+    srv_buf_free(&info);
 }
 
 /* ---- the check ---- */
@@ -664,12 +667,10 @@ static void on_kill(evutil_socket_t fd, short what, void *arg)
         next = x->next;
         if (!s || !s->dead)
             continue;
-        if (x->in_group) {
-            x->flags |= SRV_CONN_CLOSE_ASAP;
-            event_del(x->ev_read);
-        } else {
-            srv_conn_close(x);
-        }
+        /* Closed by the worker at the end of this group turn. */
+        x->flags |= SRV_CONN_CLOSE_ASAP;
+        event_del(x->ev_read);
+        srv_group_join(&w->group, x);
     }
 }
 
@@ -722,7 +723,7 @@ static int service_accepted(srv_worker *w, srv_conn *c)
         srv_reply_error(c, SRV_ACLCONN_DENIED);
         c->flags |= SRV_CONN_CLOSE_AFTER_REPLY;
         event_del(c->ev_read);
-        srv_conn_flush(c);
+        srv_group_join(&w->group, c); /* written, then closed */
         return 1;
     }
     return 0;

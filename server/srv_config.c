@@ -7,6 +7,7 @@
 #include "server/srv_cfgshm.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_notify.h"
 #include "server/srv_resp.h"
 #include "server/srv_util.h"
 #include "shm/shm_error.h"
@@ -208,6 +209,15 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         }
         *num = v;
         return 0;
+    case SRV_CFG_NOTIFY:
+        if (srv_notify_parse(args[0], &v)) {
+            snprintf(err, errlen,
+                     "Invalid event class character. Use "
+                     "'Ag$lshzxeKEtmdn'.");
+            return -1;
+        }
+        *num = v;
+        return 0;
     case SRV_CFG_YESNO:
         if (strcasecmp(args[0], "yes") && strcasecmp(args[0], "no")) {
             snprintf(err, errlen, "'%s' must be yes or no, got '%s'", d->name,
@@ -381,6 +391,7 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
     case SRV_CFG_YESNO: snprintf(out, size, "%s", v ? "yes" : "no"); break;
     case SRV_CFG_DEBUGMODE: snprintf(out, size, "%s", debug_names[v]); break;
     case SRV_CFG_CHOICE: choice_name(d->def, v, out, size); break;
+    case SRV_CFG_NOTIFY: srv_notify_format(v, out, size); break;
     default: snprintf(out, size, "%lld", v); break;
     }
 }

@@ -30,6 +30,7 @@ enum srv_cfg_kind {
     SRV_CFG_DEBUGMODE, /* no | yes | local */
     SRV_CFG_CHOICE,    /* one word of the default's "first|second|...",
                         * kept as its index (the first is the default) */
+    SRV_CFG_NOTIFY,    /* keyspace event letters (srv_notify.h) */
 };
 
 enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
@@ -82,6 +83,8 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
       0x7fffffffffffffffll, 0)                                                 \
     X("compress-level", compress_level, SRV_CFG_INT, "1", -7, 19, 0)           \
     /* ==== issue 11 ==== */                                                   \
+    X("notify-keyspace-events", notify_keyspace_events, SRV_CFG_NOTIFY, "", 0, \
+      0, SRV_CFG_RUNTIME)                                                      \
     /* ==== issue 12 ==== */                                                   \
     /* ==== issue 13 ==== */                                                   \
     /* ==== issue 14 ==== */                                                   \
@@ -150,6 +153,7 @@ typedef struct srv_config {
     long long compress_threshold;
     long long compress_level;
     /* ==== issue 11 ==== */
+    long long notify_keyspace_events; /* SRV_NOTIFY_* flags */
     /* ==== issue 12 ==== */
     /* ==== issue 13 ==== */
     /* ==== issue 14 ==== */

@@ -95,6 +95,7 @@ srv_conn *srv_conn_create(srv_worker *w, int fd, int is_unix)
     c->fd = fd;
     c->worker = w;
     c->resp = 2;
+    c->multi_queued = -1;
     c->flags = is_unix ? SRV_CONN_UNIX : 0;
     c->authed = srv_her.cfg->requirepass[0] == '\0';
     c->id = atomic_fetch_add(&srv_her.stats->next_client_id, 1);

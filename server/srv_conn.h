@@ -30,6 +30,8 @@ struct srv_command;
 #define SRV_CONN_UNIX 0x04u
 #define SRV_CONN_SUBSCRIBED 0x08u /* has pub/sub subscriptions */
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
+#define SRV_CONN_NO_EVICT 0x20u   /* CLIENT NO-EVICT on */
+#define SRV_CONN_NO_TOUCH 0x40u   /* CLIENT NO-TOUCH on */
 
 /* What a transport waits for (srv_conn.tr_want). */
 #define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
@@ -85,6 +87,7 @@ typedef struct srv_conn {
     size_t replay_until; /* input offset where the replay ends */
     int64_t hold_ver;    /* sync always: output waits until this
                           * transaction id is durable (0: none) */
+    int multi_queued;    /* MULTI: commands queued; -1 outside */
     int blocked;         /* waits for the broker (PUBLISH's count):
                           * its next commands do not run yet */
     /* the command being executed */

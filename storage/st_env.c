@@ -227,6 +227,14 @@ int st_env_reader_check(st_env *env, int *dead)
 
 unsigned st_env_databases(const st_env *env) { return env->databases; }
 
+void st_env_observe(st_env *env, const st_env_observer *obs)
+{
+    if (obs)
+        env->obs = *obs;
+    else
+        memset(&env->obs, 0, sizeof env->obs);
+}
+
 int st_env_stat_get(st_env *env, st_env_stat *out)
 {
     MDB_envinfo info;

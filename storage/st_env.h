@@ -94,4 +94,35 @@ int st_env_stat_get(st_env *env, st_env_stat *out);
 
 unsigned st_env_databases(const st_env *env);
 
+/*
+ * What the environment tells its user about the writes of its write
+ * transactions, for what the user builds on them (wake-ups of waiting
+ * clients, keyspace events, cache invalidation of its clients). Every
+ * callback runs on the thread of the transaction, inside the storage
+ * call, and must not call storage; names are valid during the call only.
+ * Any function may be NULL.
+ */
+typedef struct st_env_observer {
+    void *ctx;
+    /* created is called for keys of these types only: bit 1 << ST_TYPE_* */
+    unsigned created_types;
+    /* a key came into being (`fresh`: it did not exist) or changed type,
+     * as `type` (st_codec.h), holding `n` elements (0: not known) */
+    void (*created)(void *ctx, unsigned db, const uint8_t *name, size_t len,
+                    int type, uint64_t n, int fresh);
+    /* a key is being deleted because its TTL passed (lazy or active
+     * expiry) */
+    void (*expired)(void *ctx, unsigned db, const uint8_t *name, size_t len);
+    /* the write transaction `txn` is about to commit; its writes are all
+     * done and it still holds the write lock */
+    void (*committing)(void *ctx, uint64_t txn);
+    /* ... and has committed (rc 0) or failed to (rc: the storage code) */
+    void (*committed)(void *ctx, uint64_t txn, int rc);
+    /* the write transaction `txn` was aborted: nothing of it happened */
+    void (*aborted)(void *ctx, uint64_t txn);
+} st_env_observer;
+
+/* Install `obs` (copied; NULL removes it). One observer per environment. */
+void st_env_observe(st_env *env, const st_env_observer *obs);
+
 #endif

@@ -88,6 +88,7 @@ struct st_env {
     int compress_level;
     struct ZSTD_CCtx_s *zc; /* reused contexts: no allocation per value */
     struct ZSTD_DCtx_s *zd;
+    st_env_observer obs; /* all NULL: nobody observes */
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.
@@ -108,6 +109,15 @@ static inline int st_internal_grow(uint8_t **buf, size_t *cap, size_t len)
         *cap = len;
     }
     return 0;
+}
+
+/* Tell the observer key `name` of `db` came into being as `type`. */
+static inline void st_internal_created(st_env *e, unsigned db,
+                                       const uint8_t *name, size_t len,
+                                       int type, uint64_t n, int fresh)
+{
+    if (e->obs.created && (e->obs.created_types & (1u << type)))
+        e->obs.created(e->obs.ctx, db, name, len, type, n, fresh);
 }
 
 /* Map an LMDB return code to 0, a positive errno or an ST_E* code. */

@@ -232,6 +232,8 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
         note_seen(t->env, k);
         return ST_ENOTFOUND;
     }
+    if (t->env->obs.expired)
+        t->env->obs.expired(t->env->obs.ctx, k->db, k->name, k->len);
     rc = del_found(t, k, out);
     return rc ? rc : ST_ENOTFOUND;
 }
@@ -358,13 +360,14 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
     MDB_val key, v;
     st_rec old;
     int rc = raw_get(t, k, &v);
-    int existed = 0;
+    int existed = 0, old_type = ST_TYPE_NONE;
     int64_t old_at = 0;
 
     if (rc == 0) {
         if ((rc = st_codec_rec_decode(v.mv_data, v.mv_size, &old)))
             return rc;
         existed = 1;
+        old_type = old.type;
         old_at = old.expire_at;
         if (old.type != ST_TYPE_STRING && !same_value &&
             (rc = st_coll_detach(t, &old)))
@@ -389,6 +392,8 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
         return st_err_map(rc);
     *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags,
                                     st_txn_version(t), expire_at);
+    if (old_type != type)
+        st_internal_created(t->env, k->db, k->name, k->len, type, 0, !existed);
     return 0;
 }
 
@@ -561,6 +566,18 @@ static void rec_name(const MDB_val *key, const st_rec *r, const uint8_t **name,
 static int key_db(const MDB_val *key)
 {
     return st_codec_get_be16(key->mv_data);
+}
+
+/* Tell the observer the key under `key` (record r) expires now. */
+static void note_expired(st_txn *t, const MDB_val *key, const st_rec *r)
+{
+    const uint8_t *name;
+    size_t len;
+
+    if (!t->env->obs.expired)
+        return;
+    rec_name(key, r, &name, &len);
+    t->env->obs.expired(t->env->obs.ctx, (unsigned)key_db(key), name, len);
 }
 
 static uint64_t key_hash(const MDB_val *key)
@@ -882,6 +899,7 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
         MDB_val ekc = *ek;
         return st_err_map(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
     }
+    note_expired(t, &key, &r);
     return del_found(t, &k, &r);
 }
 
@@ -948,6 +966,7 @@ int st_keyspace_reap_seen(st_env *env, int64_t now, size_t *done)
         if (!is_expired(&r, now))
             continue;
         keyref_from_enc(&k, env->seen[i].enc, env->seen[i].len);
+        note_expired(t, &key, &r);
         if ((rc = del_found(t, &k, &r)) == 0)
             (*done)++;
     }

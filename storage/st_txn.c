@@ -139,6 +139,8 @@ void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
 int st_txn_commit(st_txn **tp)
 {
     st_txn *t = *tp;
+    st_env_observer *obs = &t->env->obs;
+    uint64_t id;
     int rc = 0;
 
     *tp = NULL;
@@ -154,9 +156,14 @@ int st_txn_commit(st_txn **tp)
         st_txn_abort(&self);
         return rc;
     }
-    rc = mdb_txn_commit(t->txn);
+    id = mdb_txn_id(t->txn);
+    if (obs->committing)
+        obs->committing(obs->ctx, id);
+    rc = st_err_map(mdb_txn_commit(t->txn));
     t->active = 0;
-    return st_err_map(rc);
+    if (obs->committed)
+        obs->committed(obs->ctx, id, rc);
+    return rc;
 }
 
 void st_txn_abort(st_txn **tp)
@@ -169,9 +176,12 @@ void st_txn_abort(st_txn **tp)
         mdb_txn_reset(t->txn);
         t->env->rtxn_parked = t->txn;
     } else {
+        uint64_t id = mdb_txn_id(t->txn);
         mdb_txn_abort(t->txn);
         for (unsigned db = 0; db < t->env->databases; db++)
             t->dkeys[db] = t->dexpires[db] = 0;
+        if (t->env->obs.aborted)
+            t->env->obs.aborted(t->env->obs.ctx, id);
     }
     t->active = 0;
 }

@@ -19,6 +19,9 @@ libserver_a_SOURCES += \
 	server/cmd/srv_cmd_pubsub.c
 
 # ==== issue 11 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_blocking.def \
+	server/cmd/srv_cmd_ctl.c
 
 # ==== issue 12 ====
 
@@ -30,7 +33,6 @@ libserver_a_SOURCES += \
 
 # ==== issue 16 ====
 libserver_a_SOURCES += \
-	server/cmd/srv_commands_acl.def server/cmd/srv_cmd_acl.c \
-	server/cmd/srv_cmd_conn.h
+	server/cmd/srv_commands_acl.def server/cmd/srv_cmd_acl.c
 
 # ==== issue 17 ====

@@ -38,6 +38,7 @@ struct st_txn;
 #define F_NO_MULTI 0x01000u
 #define F_ALLOW_BUSY 0x02000u
 #define F_MOVABLEKEYS 0x04000u /* set by srv_cmd_init from the key specs */
+#define F_BLOCKING 0x08000u    /* may block its client (srv_block.h) */
 
 /* The worker ends the open batch before it runs (a container gets it
  * from its subcommands: the worker reads it before the subcommand is

@@ -28,6 +28,7 @@ static const struct {
     { F_ADMIN, "admin" },
     { F_PUBSUB, "pubsub" },
     { F_NOSCRIPT, "noscript" },
+    { F_BLOCKING, "blocking" },
     { F_LOADING, "loading" },
     { F_STALE, "stale" },
     { F_SKIP_SLOWLOG, "skip_slowlog" },

@@ -1,15 +1,13 @@
 /*
  * srv_cmd_conn.c - connection commands: PING ECHO QUIT HELLO AUTH SELECT
- * CLIENT RESET.
+ * RESET and CLIENT's own-connection subcommands (the subcommands about
+ * every client are srv_cmd_ctl.c's).
  */
-#include "server/cmd/srv_cmd_conn.h"
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
-#include "server/cmd/srv_multi.h"
 #include "server/srv_aclconn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -19,8 +17,6 @@
 #include <string.h>
 
 #define HELLO_FIELDS 7
-#define CLIENT_INFO_MAX 1024
-#define MS_PER_S 1000
 
 static const char ERR_WRONGPASS[] =
     "WRONGPASS invalid username-password pair or user is disabled.";
@@ -190,41 +186,6 @@ void srv_cmd_reset(srv_conn *c)
     srv_reply_simple(c, "RESET");
 }
 
-void srv_cmd_conn_info(srv_conn *x, const char *cmd, char *buf, size_t size)
-{
-    int64_t now = srv_util_mstime();
-
-    snprintf(buf, size,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
-             "flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%zu "
-             "qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu "
-             "events=r cmd=%s user=%s lib-name=%s lib-ver=%s redir=-1 "
-             "resp=%d worker=%d\n",
-             (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
-             (long long)((now - x->created_ms) / MS_PER_S),
-             (long long)((now - x->last_ms) / MS_PER_S),
-             srv_multi_queued(x) >= 0 ? "x" : "N", x->db, srv_multi_queued(x),
-             x->in.len, x->in.cap - x->in.len, x->out.len,
-             cmd           ? cmd
-             : x->last_cmd ? x->last_cmd
-                           : "NULL",
-             srv_aclconn_user_name(x), x->lib_name, x->lib_ver, x->resp,
-             x->worker->index);
-}
-
-typedef struct list_ctx {
-    srv_buf text;
-} list_ctx;
-
-static void list_one(srv_conn *x, void *arg)
-{
-    list_ctx *l = arg;
-    char line[CLIENT_INFO_MAX];
-
-    srv_cmd_conn_info(x, NULL, line, sizeof line);
-    srv_buf_append(&l->text, line, strlen(line));
-}
-
 void srv_cmd_client_setinfo(srv_conn *c)
 {
     const srv_slice *attr = &c->argv[2], *val = &c->argv[3];
@@ -273,38 +234,6 @@ void srv_cmd_client_setname(srv_conn *c)
     }
     set_name(c, &c->argv[2]);
     srv_reply_ok(c);
-}
-
-void srv_cmd_client_info(srv_conn *c)
-{
-    char line[CLIENT_INFO_MAX];
-
-    srv_cmd_conn_info(c, NULL, line, sizeof line);
-    srv_reply_verbatim(c, line, strlen(line));
-}
-
-void srv_cmd_client_list(srv_conn *c)
-{
-    /* This worker's connections: a connection lives on one worker. */
-    list_ctx l = { { NULL, 0, 0 } };
-
-    for (srv_conn *x = c->worker->clients; x; x = x->next)
-        list_one(x, &l);
-    srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
-    srv_buf_free(&l.text);
-}
-
-/* CLIENT NO-EVICT / NO-TOUCH on|off: accepted, and nothing to change (no
- * client eviction, no LRU that a read would touch). */
-void srv_cmd_client_onoff(srv_conn *c)
-{
-    const srv_slice *v = &c->argv[2];
-
-    if (srv_util_streq(v->ptr, v->len, "on") ||
-        srv_util_streq(v->ptr, v->len, "off"))
-        srv_reply_ok(c);
-    else
-        srv_reply_error(c, SRV_ERR_SYNTAX);
 }
 
 void srv_cmd_client_help(srv_conn *c)

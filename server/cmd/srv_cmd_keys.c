@@ -9,6 +9,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -51,6 +52,8 @@ static void count_keys_generic(srv_conn *c, int del)
         srv_key_ref(c, i, &k);
         int rc = del ? st_keyspace_delete(t, &k, srv_cmd_now(c))
                      : st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
+        if (rc == 0 && del)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", i);
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
@@ -174,6 +177,8 @@ static void expire_generic(srv_conn *c, int unit, int absolute)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_GENERIC,
+                   at <= srv_cmd_now(c) ? "del" : "expire", 1);
     srv_reply_int(c, 1);
 }
 
@@ -232,6 +237,7 @@ void srv_cmd_persist(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_GENERIC, "persist", 1);
     srv_reply_int(c, 1);
 }
 
@@ -332,6 +338,11 @@ static void rename_generic(srv_conn *c, int nx)
     srv_key_ref(c, 1, &src);
     srv_key_ref(c, 2, &dst);
     rc = st_keyspace_rename(t, &src, &dst, srv_cmd_now(c), nx);
+    if (rc == 0 &&
+        (src.len != dst.len || memcmp(src.name, dst.name, src.len))) {
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "rename_from", 1);
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "rename_to", 2);
+    }
     if (rc == ST_ENOTFOUND)
         srv_reply_error(c, SRV_ERR_NO_KEY);
     else if (rc == ST_EEXISTS)
@@ -408,6 +419,9 @@ void srv_cmd_copy(srv_conn *c)
         srv_reply_int(c, 0);
     else if (rc)
         srv_txn_error(c, rc);
-    else
+    else {
+        srv_notify_db(dst.db, SRV_NOTIFY_GENERIC, "copy_to", c->argv[2].ptr,
+                      c->argv[2].len);
         srv_reply_int(c, 1);
+    }
 }

@@ -282,7 +282,8 @@ static void info_clients(srv_buf *b)
     add(b, "connected_clients:%lld\r\n",
         (long long)SRV_STATS_SUM(srv_her.stats, connected));
     add(b, "maxclients:%lld\r\n", srv_her.cfg->maxclients);
-    add(b, "blocked_clients:0\r\n");
+    add(b, "blocked_clients:%lld\r\n",
+        (long long)SRV_STATS_SUM(srv_her.stats, blocked_clients));
 }
 
 static void info_memory(const srv_conn *c, srv_buf *b)

@@ -9,6 +9,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -162,6 +163,9 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "set", 1);
+    if (at && !(flags & SET_KEEPTTL))
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "expire", 1);
     if (reply_int)
         srv_reply_int(c, 1);
     else if (!(flags & SET_GET))
@@ -228,10 +232,17 @@ static void get_generic(srv_conn *c, int then, unsigned flags,
     srv_reply_bulk(c, r.payload, r.payload_len);
     rc = 0;
     if (then == GET_DELETE ||
-        (then == GET_EXPIRE && at && at <= srv_cmd_now(c)))
+        (then == GET_EXPIRE && at && at <= srv_cmd_now(c))) {
         rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
-    else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST)))
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
+    } else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST))) {
+        int had_ttl = r.expire_at != 0;
         rc = st_keyspace_expire_set(t, &k, srv_cmd_now(c), at);
+        if (at)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "expire", 1);
+        else if (had_ttl)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "persist", 1);
+    }
     if (rc)
         srv_txn_error(c, rc); /* poisons: the group is replayed */
 }
@@ -305,6 +316,7 @@ static void mset_generic(srv_conn *c, int nx)
             srv_txn_error(c, rc);
             return;
         }
+        srv_notify_arg(c, SRV_NOTIFY_STRING, "set", i);
     }
     if (nx)
         srv_reply_int(c, 1);
@@ -370,8 +382,10 @@ static void incr_generic(srv_conn *c, long long by)
         return;
     }
     v += by;
-    if (store_number_or_reply(c, t, &k, buf, srv_util_ll2str(buf, v), at) == 0)
-        srv_reply_int(c, v);
+    if (store_number_or_reply(c, t, &k, buf, srv_util_ll2str(buf, v), at))
+        return;
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "incrby", 1);
+    srv_reply_int(c, v);
 }
 
 void srv_cmd_incr(srv_conn *c) { incr_generic(c, 1); }
@@ -422,8 +436,10 @@ void srv_cmd_incrbyfloat(srv_conn *c)
         return;
     }
     n = srv_util_ld2str(buf, sizeof buf, v);
-    if (store_number_or_reply(c, t, &k, buf, n, at) == 0)
-        srv_reply_bulk(c, buf, (size_t)n);
+    if (store_number_or_reply(c, t, &k, buf, n, at))
+        return;
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "incrbyfloat", 1);
+    srv_reply_bulk(c, buf, (size_t)n);
 }
 
 /*
@@ -475,6 +491,7 @@ static void splice_generic(srv_conn *c, int append, long long offset,
     if ((size_t)offset > old)
         memset(dst + old, 0, (size_t)offset - old);
     memcpy(dst + offset, val->ptr, val->len);
+    srv_notify_arg(c, SRV_NOTIFY_STRING, append ? "append" : "setrange", 1);
     srv_reply_int(c, (long long)len);
 }
 

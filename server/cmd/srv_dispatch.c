@@ -43,6 +43,7 @@ void srv_dispatch_execute(srv_conn *c)
 {
     const srv_command *cmd = c->cmd;
 
+    c->last_cmd = NULL; /* CLIENT LIST's cmd, as Redis sets it */
     if (!cmd) {
         reply_unknown(c);
         SRV_HOOKS_EACH(&c->hooks, c, refused);
@@ -58,6 +59,7 @@ void srv_dispatch_execute(srv_conn *c)
         }
         c->cmd = cmd = sub;
     }
+    c->last_cmd = cmd->name; /* also when queued or refused below */
     if ((cmd->arity > 0 && c->argc != cmd->arity) ||
         (cmd->arity < 0 && c->argc < -cmd->arity)) {
         srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
@@ -102,6 +104,5 @@ void srv_dispatch_run(srv_conn *c)
         srv_group_commit_after(&c->worker->group); /* never replayed */
     cmd->calls++;
     c->commands++;
-    c->last_cmd = cmd->name;
     SRV_STAT_ADD(c->worker->stats, total_commands, 1);
 }

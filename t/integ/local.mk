@@ -31,6 +31,13 @@ AM_TESTS_ENVIRONMENT = \
 	PYTHONDONTWRITEBYTECODE=1; export PYTHONDONTWRITEBYTECODE;
 
 # ==== issue 11 ====
+INTEG_TESTS_I11 = \
+	t/integ/test_blocking.py \
+	t/integ/test_clients.py \
+	t/integ/test_notify.py \
+	t/integ/test_jobqueue.py
+TESTS += $(INTEG_TESTS_I11)
+EXTRA_DIST += $(INTEG_TESTS_I11)
 
 # ==== issue 12 ====
 

@@ -183,6 +183,23 @@ t_unit_check_cmd_table_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_cmd_table
 
 # ==== issue 11 ====
+# The broker's registry of blocked clients, driven directly.
+check_PROGRAMS += t/unit/check_bwait
+t_unit_check_bwait_SOURCES = t/unit/check_bwait.c
+t_unit_check_bwait_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_bwait_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_bwait
+
+# larder-bench's blocking workloads (wake, jobs): their modules linked in.
+check_PROGRAMS += t/unit/check_bench_work
+t_unit_check_bench_work_SOURCES = t/unit/check_bench_work.c \
+	bench/bench_work.c bench/bench_work.h bench/bench_opts.c \
+	bench/bench_opts.h bench/bench_rand.c bench/bench_rand.h \
+	bench/bench_resp.c bench/bench_resp.h bench/bench_sync.c \
+	bench/bench_sync.h
+t_unit_check_bench_work_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_work_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_work
 
 # ==== issue 12 ====
 
