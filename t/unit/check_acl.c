@@ -391,8 +391,10 @@ START_TEST(test_set_text_reads_back_exactly)
     ck_assert_ptr_null(srv_aclset_find(t, "x", 1));
     ck_assert_int_eq(srv_aclset_remove(t, "u", 1), 1);
     ck_assert_int_eq(srv_aclset_remove(t, "u", 1), 0);
+    srv_aclset_destroy(&t);
     ck_assert_int_eq(srv_aclset_read("2\n1 user nodefault on\n", 22, &t),
                      SRV_ACL_ESYNTAX);
+    ck_assert_ptr_null(t);
     srv_buf_free(&b);
     srv_buf_free(&c);
     srv_aclset_destroy(&s);
