@@ -43,6 +43,8 @@ include server/coll.mk
 # ==== issue 11 ====
 
 # ==== issue 12 ====
+libserver_a_SOURCES += server/srv_scriptshm.c server/srv_scriptshm.h
+SERVER_LIBS += $(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS)
 
 # ==== issue 13 ====
 

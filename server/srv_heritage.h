@@ -30,6 +30,8 @@ typedef struct srv_heritage {
     int unix_fd;  /* shared by all workers; -1 if none */
     srv_stats *stats;
     struct shm_cache *cache; /* shared cache; NULL when cache-mb is 0 */
+    struct srv_scriptshm_sh *scripts; /* scripting region (srv_scriptshm.h);
+                                       * NULL when embedded */
     int sync_efd;            /* eventfd: workers poke the syncer */
     int *worker_efd;         /* eventfd per worker: the syncer wakes it */
     int broker_fd;           /* pub/sub broker's listening socket */

@@ -14,6 +14,7 @@
  * log level), so children forked later start from the current settings.
  */
 #include "server/srv_master.h"
+#include "server/cmd/srv_script.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
 #include "server/srv_reaper.h"
@@ -261,6 +262,11 @@ static void check_storage(void)
     if (rc) {
         fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
                 srv_her.cfg->dir, st_strerror(rc));
+        exit(1);
+    }
+    if ((rc = srv_script_master_init(env, (unsigned)srv_her.nworkers))) {
+        fprintf(stderr, "larder-server: can't set scripting up: %s\n",
+                rc > 0 ? strerror(rc) : st_strerror(rc));
         exit(1);
     }
     st_env_close(&env);

@@ -2,6 +2,7 @@
  * srv_cmd_server.c - server commands: DBSIZE FLUSHDB FLUSHALL TIME INFO
  * CONFIG SHUTDOWN ROLE LASTSAVE.
  */
+#include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_multi.h"
@@ -669,6 +670,7 @@ void srv_cmd_shutdown(srv_conn *c)
         return; /* an embedded worker: no master */
     }
     srv_log(SRV_LOG_NOTICE, 0, "SHUTDOWN requested by client %s", c->addr);
+    srv_script_stop_all(); /* a busy script would hold its worker */
     kill(srv_her.master_pid, SIGTERM);
     /* As Redis: no reply; the connection closes with the server. */
     c->flags |= SRV_CONN_CLOSE_ASAP;
