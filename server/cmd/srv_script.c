@@ -609,13 +609,10 @@ void srv_script_flush(srv_conn *c)
     conn_state *s;
     int rc;
 
-    if (c->argc > 3) {
-        srv_reply_error(c, SRV_ERR_SYNTAX);
-        return;
-    }
-    if (c->argc == 3 && !srv_util_streq(c->argv[2].ptr, c->argv[2].len,
+    if (c->argc > 3 || (c->argc == 3 && !srv_util_streq(c->argv[2].ptr, c->argv[2].len,
                                         "async") &&
-        !srv_util_streq(c->argv[2].ptr, c->argv[2].len, "sync")) {
+                          !srv_util_streq(c->argv[2].ptr, c->argv[2].len,
+                                          "sync"))) {
         srv_reply_error(c, "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
         return;
     }

@@ -180,9 +180,9 @@ static int on_register(void *ctx, const srv_lua_fn *f, char *err,
     size_t n = strlen(f->name);
     fn *x, **grown;
 
-    if (!name_valid(f->name, n)) {
+    if (!name_valid(f->name, n)) { /* (Redis's text says "Library") */
         snprintf(err, errlen,
-                 "Function names can only contain letters, numbers, or "
+                 "Library names can only contain letters, numbers, or "
                  "underscores(_) and must be at least one character long");
         return -1;
     }
@@ -191,11 +191,6 @@ static int on_register(void *ctx, const srv_lua_fn *f, char *err,
             snprintf(err, errlen, "Function already exists in the library");
             return -1;
         }
-    if ((x = find_fn(f->name, n)) &&
-        (!ld->replacing || strcmp(x->lib->name, ld->replacing) != 0)) {
-        snprintf(err, errlen, "Function %s already exists", f->name);
-        return -1;
-    }
     if (!(x = calloc(1, sizeof *x)) ||
         !(grown = realloc(l->fns, (size_t)(l->nfns + 1) * sizeof *grown))) {
         free(x);
@@ -243,8 +238,8 @@ static lib *find_lib(const char *name)
  * library of the same name when `replace`): the new library, or NULL with
  * err filled.
  */
-static lib *compile_lib(const char *code, size_t len, int replace, char *err,
-                        size_t errlen)
+static lib *compile_lib(const char *code, size_t len, int replace,
+                        int restoring, char *err, size_t errlen)
 {
     char name[ST_FUNC_NAME_MAX + 1];
     loading ld = { 0 };
@@ -253,7 +248,10 @@ static lib *compile_lib(const char *code, size_t len, int replace, char *err,
     if (parse_meta(code, len, name, sizeof name, err, errlen))
         return NULL;
     if ((old = find_lib(name)) && !replace) {
-        snprintf(err, errlen, "ERR Library '%s' already exists", name);
+        snprintf(err, errlen,
+                 restoring ? "ERR Library %s already exists"
+                           : "ERR Library '%s' already exists",
+                 name);
         return NULL;
     }
     if (!fx.engine && !(fx.engine = srv_lua_create(SRV_LUA_FUNCTIONS))) {
@@ -282,6 +280,18 @@ static lib *compile_lib(const char *code, size_t len, int replace, char *err,
         free_lib(l);
         return NULL;
     }
+    /* A name another library has (not the one replaced) is refused. */
+    for (int i = 0; i < l->nfns; i++) {
+        fn *x = find_fn(l->fns[i]->f.name, strlen(l->fns[i]->f.name));
+        if (x && x->lib != old) {
+            snprintf(err, errlen, "ERR Function %s already exists",
+                     l->fns[i]->f.name);
+            for (int j = 0; j < l->nfns; j++)
+                srv_lua_unref(fx.engine, l->fns[j]->f.ref);
+            free_lib(l);
+            return NULL;
+        }
+    }
     if (old) {
         unlink_lib(old);
         free_lib(old);
@@ -309,7 +319,7 @@ static int load_one(void *ctx, const char *name, size_t nlen,
 {
     char err[ERR_MAX];
 
-    if (!compile_lib((const char *)code, clen, 1, err, sizeof err))
+    if (!compile_lib((const char *)code, clen, 1, 0, err, sizeof err))
         srv_log(SRV_LOG_WARNING, 0, "function library '%.*s' not loaded: %s",
                 (int)nlen, name, err);
     return 0;
@@ -353,14 +363,14 @@ void srv_script_fcall(srv_conn *c, int ro)
     long long nkeys;
     fn *f;
 
-    if (srv_script_numkeys_or_reply(c, 1, &nkeys))
-        return;
     if (!synced_or_reply(c, 0))
         return;
     if (!(f = find_fn(c->argv[1].ptr, c->argv[1].len))) {
         srv_reply_error(c, "ERR Function not found");
         return;
     }
+    if (srv_script_numkeys_or_reply(c, 1, &nkeys))
+        return;
     srv_script_run(c, fx.engine, f->f.ref, f->f.name,
                    f->f.flags | SRV_LUA_FLAG_SHEBANG, 1, ro, (int)nkeys,
                    c->argv + 3, c->argc - 3 - (int)nkeys,
@@ -395,7 +405,7 @@ void srv_script_function_load(srv_conn *c)
     if (!(t = synced_or_reply(c, 1)))
         return;
     const srv_slice *code = &c->argv[c->argc - 1];
-    if (!(l = compile_lib(code->ptr, code->len, replace, err, sizeof err))) {
+    if (!(l = compile_lib(code->ptr, code->len, replace, 0, err, sizeof err))) {
         srv_reply_error(c, err);
         return;
     }
@@ -477,18 +487,10 @@ void srv_script_function_list(srv_conn *c)
 
     for (int i = 2; i < c->argc; i++) {
         const srv_slice *a = &c->argv[i];
-        if (srv_util_streq(a->ptr, a->len, "withcode")) {
-            if (withcode) {
-                srv_reply_error(c, "ERR Unknown argument withcode");
-                return;
-            }
+        if (srv_util_streq(a->ptr, a->len, "withcode") && !withcode) {
             withcode = 1;
-        } else if (srv_util_streq(a->ptr, a->len, "libraryname")) {
-            if (pattern) {
-                srv_reply_error(c, "ERR library pattern can be given only "
-                                   "once");
-                return;
-            }
+        } else if (srv_util_streq(a->ptr, a->len, "libraryname") &&
+                   !pattern) {
             if (i + 1 >= c->argc) {
                 srv_reply_error(c, "ERR library name argument was not given");
                 return;
@@ -767,7 +769,7 @@ void srv_script_function_restore(srv_conn *c)
         }
     }
     if (pl->len < RDB_FOOTER) {
-        srv_reply_error(c, "ERR payload version or checksum are wrong");
+        srv_reply_error(c, "ERR DUMP payload version or checksum are wrong");
         return;
     }
     for (int i = 0; i < 8; i++)
@@ -775,7 +777,7 @@ void srv_script_function_restore(srv_conn *c)
     unsigned ver = p[pl->len - RDB_FOOTER] |
                    (unsigned)p[pl->len - RDB_FOOTER + 1] << 8;
     if (ver > RDB_VERSION || crc64(0, p, pl->len - 8) != crc) {
-        srv_reply_error(c, "ERR payload version or checksum are wrong");
+        srv_reply_error(c, "ERR DUMP payload version or checksum are wrong");
         return;
     }
     if (!(t = synced_or_reply(c, 1)))
@@ -802,11 +804,12 @@ void srv_script_function_restore(srv_conn *c)
             goto fail;
         }
         if (get_string(&r, &code, &clen)) {
-            snprintf(err, sizeof err, "ERR payload version or checksum are "
-                                      "wrong");
+            snprintf(err, sizeof err, "ERR DUMP payload version or checksum "
+                                      "are wrong");
             goto fail;
         }
-        l = compile_lib(code, clen, policy != RESTORE_APPEND, err, sizeof err);
+        l = compile_lib(code, clen, policy != RESTORE_APPEND, 1, err,
+                        sizeof err);
         if (l && (rc = st_func_put(t, l->name, strlen(l->name), code, clen))) {
             free(code);
             fx.gen = GEN_STALE;

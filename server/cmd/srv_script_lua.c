@@ -29,6 +29,7 @@
 
 #define ERR_MAX 1024
 #define ARGV_STATIC 16
+#define NUM_MAX 32
 #define MSG_READONLY "Attempt to modify a readonly table"
 #define MSG_NOGLOBAL "Script attempted to access nonexistent global variable"
 #define MSG_BADARGS "ERR wrong number or type of arguments"
@@ -366,10 +367,15 @@ static int redis_generic_call(lua_State *L, int raise)
         push_error_table(L, m, strlen(m));
         return 1;
     }
+    if (l->loading) /* a library's redis table has no call at load */
+        return raise_at(L, 1, raise ? MSG_NOGLOBAL " 'call'"
+                                    : MSG_NOGLOBAL " 'pcall'");
     if (!l->host || !l->host->call) {
         const char *m = "ERR redis.call is not allowed from this context";
         return raise_redis(L, m, strlen(m));
     }
+    if (!lua_checkstack(L, argc + 2)) /* numbers' strings, the vector */
+        return raise_plain(L, "ERR too many arguments for redis.call");
     if (argc > ARGV_STATIC)
         argv = lua_newuserdata(L, (size_t)argc * sizeof *argv);
     for (int i = 0; i < argc; i++) {
@@ -380,8 +386,15 @@ static int redis_generic_call(lua_State *L, int raise)
             push_error_table(L, MSG_ARGTYPE, strlen(MSG_ARGTYPE));
             return 1;
         }
-        /* numbers become their Lua string (%.14g) in place */
-        argv[i].ptr = (char *)lua_tolstring(L, i + 1, &argv[i].len);
+        if (t == LUA_TNUMBER) {
+            /* as Redis: %.17g, not Lua's %.14g (kept on the stack) */
+            char num[NUM_MAX];
+            snprintf(num, sizeof num, "%.17g", lua_tonumber(L, i + 1));
+            lua_pushstring(L, num);
+            argv[i].ptr = (char *)lua_tolstring(L, -1, &argv[i].len);
+        } else {
+            argv[i].ptr = (char *)lua_tolstring(L, i + 1, &argv[i].len);
+        }
     }
     err = l->host->call(l->ctx, argc, argv, l->resp, &reply, &len, &abort);
     if (err) {
@@ -522,7 +535,7 @@ static int redis_true(lua_State *L)
 static int redis_set_repl(lua_State *L)
 {
     if (lua_gettop(L) != 1)
-        return raise_plain(L, "redis.set_repl() requires one argument.");
+        return raise_plain(L, "redis.set_repl() requires two arguments.");
     int flags = (int)lua_tonumber(L, 1);
     if (flags & ~3) /* REPL_AOF | REPL_SLAVE */
         return raise_plain(L, "Invalid replication flags. Use REPL_AOF, "
@@ -575,9 +588,11 @@ static int flag_bit(const char *s, size_t n, unsigned *bit)
     return -1;
 }
 
+/* A refused registration: "ERR <msg>", no position (Redis's). */
 static int reg_fail(lua_State *L, const char *msg)
 {
-    return luaL_error(L, "%s", msg);
+    lua_pushfstring(L, "ERR %s", msg);
+    return lua_error(L);
 }
 
 static int redis_register_function(lua_State *L)
@@ -677,7 +692,7 @@ static int redis_register_function(lua_State *L)
     if (l->reg(l->reg_ctx, &fn, l->reg_err, sizeof l->reg_err)) {
         luaL_unref(L, LUA_REGISTRYINDEX, fn.ref);
         l->reg_failed = 1;
-        return luaL_error(L, "%s", l->reg_err);
+        return reg_fail(L, l->reg_err);
     }
     return 0;
 }
@@ -1160,11 +1175,10 @@ int srv_lua_load_library(srv_lua *l, const char *code, size_t len,
     l->running = 0;
     if (rc) {
         const char *s = lua_tostring(L, -1);
-        if (l->reg_failed)
-            snprintf(err, errlen, "ERR %s", l->reg_err);
-        else
-            snprintf(err, errlen, "ERR Error registering functions: %s",
-                     s ? s : "?");
+        if (!s)
+            s = "?";
+        snprintf(err, errlen, "ERR Error registering functions: %s%s",
+                 strncmp(s, "ERR ", 4) == 0 ? "" : "ERR ", s);
         lua_settop(L, 0);
         return -1;
     }

@@ -33,6 +33,11 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 11 ====
 
 # ==== issue 12 ====
+SCRIPT_INTEG_TESTS = \
+	t/integ/test_script.py \
+	t/integ/test_script_redis.py
+TESTS += $(SCRIPT_INTEG_TESTS)
+EXTRA_DIST += $(SCRIPT_INTEG_TESTS)
 
 # ==== issue 13 ====
 
