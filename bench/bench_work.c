@@ -225,9 +225,9 @@ static void lua_cmd(const bench_work *w, const bench_work_conn *c,
 
     bench_cmd_begin(out, transfer ? 6 : 4);
     bench_cmd_arg_str(out, body ? "EVAL" : "EVALSHA");
-    bench_cmd_arg_str(out, body ? body
-                                : transfer ? BENCH_LUA_TRANSFER_SHA
-                                           : BENCH_LUA_GET_SHA);
+    bench_cmd_arg_str(out, body       ? body
+                           : transfer ? BENCH_LUA_TRANSFER_SHA
+                                      : BENCH_LUA_GET_SHA);
     bench_cmd_arg_str(out, transfer ? "2" : "1");
     bench_cmd_arg_key(out, w->prefix, c->acct[0]);
     if (transfer) {

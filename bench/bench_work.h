@@ -32,13 +32,13 @@
  * total. lua-get: EVALSHA of a script that GETs its key. On NOSCRIPT a
  * connection sends the body with EVAL once (as client libraries do).
  */
-#define BENCH_LUA_TRANSFER                                            \
-    "local a = tonumber(redis.call('GET', KEYS[1]) or '0') "          \
-    "local x = tonumber(ARGV[1]) "                                    \
-    "if a < x then return 0 end "                                     \
-    "local b = tonumber(redis.call('GET', KEYS[2]) or '0') "          \
-    "redis.call('SET', KEYS[1], a - x) "                              \
-    "redis.call('SET', KEYS[2], b + x) "                              \
+#define BENCH_LUA_TRANSFER                                   \
+    "local a = tonumber(redis.call('GET', KEYS[1]) or '0') " \
+    "local x = tonumber(ARGV[1]) "                           \
+    "if a < x then return 0 end "                            \
+    "local b = tonumber(redis.call('GET', KEYS[2]) or '0') " \
+    "redis.call('SET', KEYS[1], a - x) "                     \
+    "redis.call('SET', KEYS[2], b + x) "                     \
     "return 1"
 #define BENCH_LUA_TRANSFER_SHA "a54a14134842f860a376921373375c84873cc060"
 #define BENCH_LUA_GET "return redis.call('GET', KEYS[1])"

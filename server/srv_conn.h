@@ -29,8 +29,8 @@ struct srv_command;
 #define SRV_CONN_UNIX 0x04u
 #define SRV_CONN_SUBSCRIBED 0x08u /* has pub/sub subscriptions */
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
-#define SRV_CONN_IN_SCRIPT 0x20u  /* a script is running its commands:
-                                   * one clock, nothing blocks */
+/* A script is running its commands: one clock, nothing blocks. */
+#define SRV_CONN_IN_SCRIPT 0x20u
 
 typedef struct srv_conn {
     int fd;

@@ -31,7 +31,10 @@ srv_scriptshm_sh *srv_scriptshm_create(unsigned nslots)
     sh->version = SRV_SCRIPTSHM_VERSION;
     sh->nslots = nslots;
     sh->size = size;
-    atomic_store(&sh->next_run, 1);
+    if (shm_lock_init(&sh->gate)) {
+        munmap(sh, size);
+        return NULL;
+    }
     return sh;
 }
 
@@ -59,7 +62,7 @@ uint64_t srv_scriptshm_begin(srv_scriptshm_sh *sh, int slot, unsigned flags,
 {
     srv_scriptshm_slot_sh *s = &sh->slot[slot];
     uint64_t words[SRV_SCRIPTSHM_NAME_MAX / 8] = { 0 };
-    uint64_t run = atomic_fetch_add(&sh->next_run, 1);
+    uint64_t run = ++s->seq;
 
     strncpy((char *)words, name, sizeof words - 1);
     for (size_t i = 0; i < SRV_SCRIPTSHM_NAME_MAX / 8; i++)
@@ -86,7 +89,10 @@ int srv_scriptshm_killed(const srv_scriptshm_sh *sh, int slot, uint64_t run)
            run;
 }
 
-static int alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+static int alive(int32_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+}
 
 /* Snapshot slot i: 1 if a run was stable across the copy. */
 static int snapshot(const srv_scriptshm_sh *sh, int i, srv_scriptshm_run *r)
@@ -125,6 +131,19 @@ int srv_scriptshm_find(const srv_scriptshm_sh *sh, int self,
         found = 1;
     }
     return found;
+}
+
+/* A dead holder's transaction was aborted by LMDB: nothing to repair. */
+static void gate_repair(void *arg) {}
+
+int srv_scriptshm_gate_acquire(srv_scriptshm_sh *sh, int64_t timeout_ms)
+{
+    return shm_lock_acquire_timed(&sh->gate, gate_repair, NULL, timeout_ms);
+}
+
+void srv_scriptshm_gate_release(srv_scriptshm_sh *sh)
+{
+    shm_lock_release(&sh->gate);
 }
 
 int srv_scriptshm_kill(srv_scriptshm_sh *sh, const srv_scriptshm_run *r)

@@ -11,8 +11,7 @@
 
 #define ST_META_FUNC_GEN "func-gen"
 
-int st_script_get(st_txn *t, const char *sha, const uint8_t **body,
-                  size_t *len)
+int st_script_get(st_txn *t, const char *sha, const uint8_t **body, size_t *len)
 {
     MDB_val k = { ST_SCRIPT_SHA_LEN, (void *)sha }, v;
     int rc = mdb_get(t->txn, t->env->dbi[ST_DBI_SCRIPTS], &k, &v);
@@ -86,8 +85,8 @@ static int bump_generation(st_txn *t)
 
 static int name_ok(size_t nlen) { return nlen > 0 && nlen <= ST_FUNC_NAME_MAX; }
 
-int st_func_get(st_txn *t, const char *name, size_t nlen,
-                const uint8_t **code, size_t *clen)
+int st_func_get(st_txn *t, const char *name, size_t nlen, const uint8_t **code,
+                size_t *clen)
 {
     MDB_val k = { nlen, (void *)name }, v;
     int rc;

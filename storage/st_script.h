@@ -35,8 +35,8 @@ int st_script_flush(st_txn *t);
 int st_script_count(st_txn *t, uint64_t *n);
 
 /* The code of library `name`: 0, or ST_ENOTFOUND. */
-int st_func_get(st_txn *t, const char *name, size_t nlen,
-                const uint8_t **code, size_t *clen);
+int st_func_get(st_txn *t, const char *name, size_t nlen, const uint8_t **code,
+                size_t *clen);
 
 /* Create or replace library `name` (bumps the generation). Write txn. */
 int st_func_put(st_txn *t, const char *name, size_t nlen, const void *code,

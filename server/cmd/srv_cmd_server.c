@@ -2,10 +2,10 @@
  * srv_cmd_server.c - server commands: DBSIZE FLUSHDB FLUSHALL TIME INFO
  * CONFIG SHUTDOWN ROLE LASTSAVE.
  */
-#include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_multi.h"
+#include "server/cmd/srv_script.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"

@@ -51,7 +51,9 @@
 #include <time.h>
 
 #define ERR_MAX 1024
-#define BUSY_POLL_NS 1000000 /* 1 ms between looks at a busy writer */
+/* A writer waits for the write gate this long at a time, then looks at
+ * the script that may hold it. */
+#define GATE_SLICE_MS 5
 #define SCRATCH_KEEP (64 * 1024)
 
 static const char MSG_BUSY_EVAL[] =
@@ -67,19 +69,23 @@ static const char MSG_NOSCRIPT[] = "NOSCRIPT No matching script. Please use "
 /* A compiled script of this worker. */
 typedef struct script {
     int ref;
-    unsigned flags;  /* SRV_LUA_FLAG_* of its shebang */
-    int in_lmdb;     /* seen in LMDB (no need to store it) */
+    unsigned flags;   /* SRV_LUA_FLAG_* of its shebang */
+    unsigned learned; /* SRV_SCRIPT_LEARNED_* */
+    int in_lmdb;      /* seen in LMDB (no need to store it) */
 } script;
 
 /* The running script's context (one at a time per worker). */
 typedef struct run {
     srv_conn *c;
-    int ro;        /* read-only: write commands refused */
+    int ro;            /* read-only: write commands refused */
+    int upgradable;    /* read-first: a write command restarts the run */
+    int restart;       /* ... and one did */
+    unsigned *learned; /* the script's memory (SRV_SCRIPT_LEARNED_*) */
     int function;
-    int killed;    /* the interrupt fired */
-    uint64_t id;   /* in the region */
+    int killed;  /* the interrupt fired */
+    uint64_t id; /* in the region */
     int64_t started;
-    int warned;    /* the slow-script warning was logged */
+    int warned; /* the slow-script warning was logged */
     const char *name;
 } run;
 
@@ -94,8 +100,8 @@ static struct {
 /* ---- the connection's hooks ---- */
 
 typedef struct conn_state {
-    int killed_valid;  /* the command at killed_at was killed */
-    size_t killed_at;  /* its input offset */
+    int killed_valid; /* the command at killed_at was killed */
+    size_t killed_at; /* its input offset */
     char killed_err[ERR_MAX];
     int flush_pending; /* SCRIPT FLUSH commits with the group */
 } conn_state;
@@ -128,7 +134,8 @@ static int on_intercept(srv_conn *c, void *state)
 {
     conn_state *s = state;
 
-    if (!s->killed_valid || s->killed_at != c->in_done || !is_script_cmd(c->cmd))
+    if (!s->killed_valid || s->killed_at != c->in_done ||
+        !is_script_cmd(c->cmd))
         return 0;
     s->killed_valid = 0;
     srv_reply_error(c, s->killed_err);
@@ -255,8 +262,8 @@ static script *add_script(srv_conn *c, const char *sha, const char *body,
 
 /* Make sure LMDB has the body (so other workers find it): in a write
  * transaction store it, else look. 0, or a storage code. */
-static int store_body(srv_conn *c, struct st_txn *t, script *s,
-                      const char *sha, const char *body, size_t len)
+static int store_body(srv_conn *c, struct st_txn *t, script *s, const char *sha,
+                      const char *body, size_t len)
 {
     const uint8_t *b;
     size_t n;
@@ -328,6 +335,16 @@ static const char *script_call(void *ctx, int argc, const srv_slice *argv,
         return "ERR This Redis command is not allowed from script";
     if (r->ro && (cmd->flags & F_WRITE))
         return "ERR Write commands are not allowed from read-only scripts.";
+    if (r->upgradable && (cmd->flags & (F_WRITE | F_WRITE_TXN | F_NOREPLAY))) {
+        /* stop the read-first attempt before anything happens */
+        static const char restart[] = "-ERR the script runs again\r\n";
+        *r->learned |= SRV_SCRIPT_LEARNED_WRITES;
+        r->restart = 1;
+        *reply = restart;
+        *len = sizeof restart - 1;
+        *abort = 1;
+        return NULL;
+    }
 
     /* Run it as EXEC runs its queue: the connection's argument vector,
      * protocol and output swapped for the script's. */
@@ -407,44 +424,32 @@ static const srv_lua_host host = {
 
 /* ---- running ---- */
 
-void srv_script_run(srv_conn *c, srv_lua *engine, int ref, const char *name,
-                    unsigned flags, int function, int ro, int nkeys,
-                    const srv_slice *keys, int nargs, const srv_slice *args)
+/* One run of the script in transaction t; 1 if it must run again in the
+ * write transaction (a read-first attempt met a write command). */
+static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
+                  int function, int ro, int upgradable, unsigned *learned,
+                  struct st_txn *t, int nkeys, const srv_slice *keys,
+                  int nargs, const srv_slice *args)
 {
-    struct st_txn *t;
     run r = { 0 };
     srv_group *g = &c->worker->group;
     unsigned db0 = c->db;
     size_t mark = c->out.len;
     int stopped;
 
-    if ((flags & SRV_LUA_FLAG_SHEBANG) || function) {
-        if (!(flags & SRV_LUA_FLAG_NO_WRITES) && ro) {
-            srv_reply_error(c, "ERR Can not execute a script with write flag "
-                               "using *_ro command.");
-            return;
-        }
-        if (flags & SRV_LUA_FLAG_NO_WRITES)
-            ro = 1;
-    }
-    if (sc.cur) { /* a script calling EVAL: refused before, never here */
-        srv_reply_error(c, "ERR This Redis command is not allowed from script");
-        return;
-    }
-    t = ro ? srv_txn_read_or_reply(c) : srv_txn_write_or_reply(c);
-    if (!t)
-        return;
     r.c = c;
     r.ro = ro;
+    r.upgradable = upgradable;
+    r.learned = learned;
     r.function = function;
     r.name = name;
     r.started = srv_util_monotonic_ms();
     if (in_slot())
-        r.id = srv_scriptshm_begin(
-            srv_her.scripts, c->worker->index,
-            (function ? SRV_SCRIPTSHM_FUNCTION : 0) |
-                (st_txn_is_write(t) ? SRV_SCRIPTSHM_WRITE : 0),
-            name, r.started);
+        r.id = srv_scriptshm_begin(srv_her.scripts, c->worker->index,
+                                   (function ? SRV_SCRIPTSHM_FUNCTION : 0) |
+                                       (st_txn_is_write(t) ? SRV_SCRIPTSHM_WRITE
+                                                           : 0),
+                                   name, r.started);
     sc.cur = &r;
     stopped = srv_lua_run(engine, ref, name, nkeys, keys, nargs, args,
                           (size_t)srv_her.cfg->lua_memory_limit, &host, &r, c);
@@ -453,6 +458,10 @@ void srv_script_run(srv_conn *c, srv_lua *engine, int ref, const char *name,
         srv_scriptshm_end(srv_her.scripts, c->worker->index);
     c->db = db0; /* SELECT inside a script is the script's own */
     srv_buf_trim(&sc.scratch, SCRATCH_KEEP);
+    if (r.restart) {
+        c->out.len = mark; /* the attempt's reply goes; it wrote nothing */
+        return 1;
+    }
     if (stopped && r.killed) {
         /* Nothing it did may remain: abort the transaction it wrote in
          * (the group replays the others it carried), and answer the kill
@@ -470,6 +479,49 @@ void srv_script_run(srv_conn *c, srv_lua *engine, int ref, const char *name,
         if (g->wtxn)
             srv_group_poison(g);
     }
+    return 0;
+}
+
+void srv_script_run(srv_conn *c, srv_lua *engine, int ref, const char *name,
+                    unsigned flags, unsigned *learned, int function, int ro,
+                    int nkeys, const srv_slice *keys, int nargs,
+                    const srv_slice *args)
+{
+    struct st_txn *t;
+
+    if ((flags & SRV_LUA_FLAG_SHEBANG) || function) {
+        if (!(flags & SRV_LUA_FLAG_NO_WRITES) && ro) {
+            srv_reply_error(c, "ERR Can not execute a script with write flag "
+                               "using *_ro command.");
+            return;
+        }
+        if (flags & SRV_LUA_FLAG_NO_WRITES)
+            ro = 1;
+    }
+    if (sc.cur) { /* a script calling EVAL: refused before, never here */
+        srv_reply_error(c, "ERR This Redis command is not allowed from script");
+        return;
+    }
+    /*
+     * A script that may write but has not written yet runs first in the
+     * read snapshot, where it takes no write lock: scripts that only read
+     * then run on every worker at once, from the cache. At its first
+     * write command the attempt stops (it changed nothing) and the script
+     * runs again from the start in the write transaction; the script
+     * remembers that it writes and starts there from then on.
+     */
+    if (!ro && learned && !(*learned & SRV_SCRIPT_LEARNED_WRITES)) {
+        if (!(t = srv_txn_read_or_reply(c)))
+            return;
+        if (!run_in(c, engine, ref, name, function, 0,
+                    !st_txn_is_write(t), learned, t, nkeys, keys, nargs,
+                    args))
+            return;
+    }
+    t = ro ? srv_txn_read_or_reply(c) : srv_txn_write_or_reply(c);
+    if (t)
+        run_in(c, engine, ref, name, function, ro, 0, learned, t, nkeys, keys,
+               nargs, args);
 }
 
 /* ---- EVAL and EVALSHA ---- */
@@ -550,9 +602,9 @@ void srv_script_eval(srv_conn *c, int by_sha, int ro)
             return;
         }
     }
-    srv_script_run(c, sc.eval, s->ref, sha, s->flags, 0, ro, (int)nkeys,
-                   c->argv + 3, c->argc - 3 - (int)nkeys,
-                   c->argv + 3 + nkeys);
+    srv_script_run(c, sc.eval, s->ref, sha, s->flags, &s->learned, 0, ro,
+                   (int)nkeys,
+                   c->argv + 3, c->argc - 3 - (int)nkeys, c->argv + 3 + nkeys);
 }
 
 /* ---- SCRIPT ---- */
@@ -609,10 +661,10 @@ void srv_script_flush(srv_conn *c)
     conn_state *s;
     int rc;
 
-    if (c->argc > 3 || (c->argc == 3 && !srv_util_streq(c->argv[2].ptr, c->argv[2].len,
-                                        "async") &&
-                          !srv_util_streq(c->argv[2].ptr, c->argv[2].len,
-                                          "sync"))) {
+    if (c->argc > 3 ||
+        (c->argc == 3 &&
+         !srv_util_streq(c->argv[2].ptr, c->argv[2].len, "async") &&
+         !srv_util_streq(c->argv[2].ptr, c->argv[2].len, "sync"))) {
         srv_reply_error(c, "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
         return;
     }
@@ -636,8 +688,8 @@ void srv_script_kill(srv_conn *c, int function)
 {
     srv_scriptshm_run r;
 
-    if (!in_slot() || !srv_scriptshm_find(srv_her.scripts, c->worker->index,
-                                          &r)) {
+    if (!in_slot() ||
+        !srv_scriptshm_find(srv_her.scripts, c->worker->index, &r)) {
         srv_reply_error(c, "NOTBUSY No scripts in execution right now.");
         return;
     }
@@ -680,26 +732,39 @@ int srv_script_running(char *name, size_t size, long long *ms, int *function)
 
 /* ---- BUSY across workers ---- */
 
+static void gate_release(void *arg)
+{
+    srv_scriptshm_gate_release(srv_her.scripts);
+}
+
 int srv_script_busy_or_reply(srv_conn *c)
 {
     srv_scriptshm_run r;
+    int rc;
 
     if (!in_slot())
         return 0;
     for (;;) {
-        if (!srv_scriptshm_find(srv_her.scripts, c->worker->index, &r) ||
-            !(r.flags & SRV_SCRIPTSHM_WRITE))
+        /* Wait for the gate a slice at a time: a writer behind a script
+         * that passed the threshold answers BUSY instead of waiting on. */
+        rc = srv_scriptshm_gate_acquire(srv_her.scripts, GATE_SLICE_MS);
+        if (rc == 0) {
+            srv_group_on_wtxn_end(&c->worker->group, gate_release, NULL);
             return 0;
-        if (srv_util_monotonic_ms() - r.started_ms >= threshold_ms()) {
+        }
+        if (rc != ETIMEDOUT) {
+            srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0,
+                    "the scripting write gate failed: writing without it");
+            return 0;
+        }
+        if (srv_scriptshm_find(srv_her.scripts, c->worker->index, &r) &&
+            (r.flags & SRV_SCRIPTSHM_WRITE) &&
+            srv_util_monotonic_ms() - r.started_ms >= threshold_ms()) {
             srv_reply_error(c, r.flags & SRV_SCRIPTSHM_FUNCTION
                                    ? MSG_BUSY_FUNCTION
                                    : MSG_BUSY_EVAL);
             return -1;
         }
-        /* Below the threshold a writer waits, as LMDB's lock would make
-         * it, but looking again each millisecond. */
-        struct timespec ts = { 0, BUSY_POLL_NS };
-        nanosleep(&ts, NULL);
     }
 }
 

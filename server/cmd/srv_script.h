@@ -39,21 +39,27 @@ void srv_script_function_stats(srv_conn *c);
 void srv_script_function_dump(srv_conn *c);
 void srv_script_function_restore(srv_conn *c);
 
-/*
- * Run a compiled function of `engine` for c: `flags` are its
- * SRV_LUA_FLAG_*, `function` says FCALL (else EVAL), `ro` the _RO form.
- * Checks the flags against the form, opens the transaction, replies.
- */
-void srv_script_run(srv_conn *c, struct srv_lua *engine, int ref,
-                    const char *name, unsigned flags, int function, int ro,
-                    int nkeys, const srv_slice *keys, int nargs,
-                    const srv_slice *args);
+/* What a script's runs taught: it has run a write command. */
+#define SRV_SCRIPT_LEARNED_WRITES 0x1u
 
 /*
- * Before the group's write transaction begins for c: if a script on
- * another worker holds the write transaction, wait for it up to
- * busy-reply-threshold from its start, then reply BUSY. 0 to go on, -1
- * after replying.
+ * Run a compiled function of `engine` for c: `flags` are its
+ * SRV_LUA_FLAG_*, `function` says FCALL (else EVAL), `ro` the _RO form;
+ * `learned` (the script's, kept by the caller; may be NULL) lets a script
+ * that never wrote run read-first (see srv_script.c). Checks the flags
+ * against the form, opens the transaction, replies.
+ */
+void srv_script_run(srv_conn *c, struct srv_lua *engine, int ref,
+                    const char *name, unsigned flags, unsigned *learned,
+                    int function, int ro, int nkeys, const srv_slice *keys,
+                    int nargs, const srv_slice *args);
+
+/*
+ * Before the group's write transaction begins for c: take the write gate
+ * (srv_scriptshm.h), released when the transaction ends. A writing script
+ * on another worker holds it: wait for it, up to busy-reply-threshold
+ * from the script's start, then reply BUSY. 0 to go on (the gate held,
+ * or no region), -1 after replying.
  */
 int srv_script_busy_or_reply(srv_conn *c);
 
@@ -66,8 +72,7 @@ void srv_script_stop_all(void);
 
 /* The name and age of a script running on any worker, for FUNCTION
  * STATS: 1 and *name / *ms, or 0. */
-int srv_script_running(char *name, size_t size, long long *ms,
-                       int *function);
+int srv_script_running(char *name, size_t size, long long *ms, int *function);
 
 /*
  * The master at boot, before forking: empty the script cache (volatile,

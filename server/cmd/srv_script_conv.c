@@ -49,8 +49,8 @@ static void set_field_string(lua_State *L, const char *field, const char *s,
 static size_t parse_value(lua_State *L, const char *p, size_t len);
 
 /* An aggregate of n elements (map: n pairs) into the table at the top. */
-static size_t parse_elems(lua_State *L, const char *p, size_t len,
-                          long long n, int kind)
+static size_t parse_elems(lua_State *L, const char *p, size_t len, long long n,
+                          int kind)
 {
     size_t used = 0;
 
@@ -99,12 +99,8 @@ static size_t parse_value(lua_State *L, const char *p, size_t len)
         lua_newtable(L);
         set_field_string(L, "err", p + 1, n);
         return next;
-    case '_':
-        lua_pushnil(L);
-        return next;
-    case '#':
-        lua_pushboolean(L, p[1] == 't');
-        return next;
+    case '_': lua_pushnil(L); return next;
+    case '#': lua_pushboolean(L, p[1] == 't'); return next;
     case ',': {
         char buf[64];
         size_t m = n < sizeof buf - 1 ? n : sizeof buf - 1;

@@ -36,7 +36,6 @@ size_t srv_script_resp_to_lua(lua_State *L, const char *p, size_t len);
  * elements up to the first nil. Nested tables deeper than the Lua stack
  * allows become "ERR reached lua stack limit" in place.
  */
-void srv_script_lua_reply(lua_State *L, int idx, srv_conn *c,
-                          int script_resp);
+void srv_script_lua_reply(lua_State *L, int idx, srv_conn *c, int script_resp);
 
 #endif

@@ -12,8 +12,8 @@
  * RDB version (10) and a CRC-64 (Jones), so payloads move between Redis
  * and larder either way (RESTORE also reads LZF-compressed strings).
  */
-#include "server/cmd/srv_script.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_script.h"
 #include "server/cmd/srv_script_lua.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_dict.h"
@@ -42,7 +42,8 @@
 #define RUNNING_NAME_MAX 128
 
 typedef struct fn {
-    srv_lua_fn f; /* name, desc (owned), flags, ref */
+    srv_lua_fn f;     /* name, desc (owned), flags, ref */
+    unsigned learned; /* SRV_SCRIPT_LEARNED_* */
     struct lib *lib;
 } fn;
 
@@ -172,8 +173,7 @@ static fn *find_fn(const char *name, size_t n)
     return e ? e->val : NULL;
 }
 
-static int on_register(void *ctx, const srv_lua_fn *f, char *err,
-                       size_t errlen)
+static int on_register(void *ctx, const srv_lua_fn *f, char *err, size_t errlen)
 {
     loading *ld = ctx;
     lib *l = ld->l;
@@ -372,9 +372,9 @@ void srv_script_fcall(srv_conn *c, int ro)
     if (srv_script_numkeys_or_reply(c, 1, &nkeys))
         return;
     srv_script_run(c, fx.engine, f->f.ref, f->f.name,
-                   f->f.flags | SRV_LUA_FLAG_SHEBANG, 1, ro, (int)nkeys,
-                   c->argv + 3, c->argc - 3 - (int)nkeys,
-                   c->argv + 3 + nkeys);
+                   f->f.flags | SRV_LUA_FLAG_SHEBANG, &f->learned, 1, ro,
+                   (int)nkeys,
+                   c->argv + 3, c->argc - 3 - (int)nkeys, c->argv + 3 + nkeys);
 }
 
 /* ---- FUNCTION LOAD / DELETE / FLUSH ---- */
@@ -394,9 +394,9 @@ void srv_script_function_load(srv_conn *c)
     struct st_txn *t;
     lib *l;
 
-    if (c->argc > 4 || (c->argc == 4 && !srv_util_streq(c->argv[2].ptr,
-                                                         c->argv[2].len,
-                                                         "replace"))) {
+    if (c->argc > 4 ||
+        (c->argc == 4 &&
+         !srv_util_streq(c->argv[2].ptr, c->argv[2].len, "replace"))) {
         srv_reply_errorf(c, "ERR Unknown option given: %.*s",
                          (int)c->argv[2].len, c->argv[2].ptr);
         return;
@@ -409,8 +409,7 @@ void srv_script_function_load(srv_conn *c)
         srv_reply_error(c, err);
         return;
     }
-    if ((rc = st_func_put(t, l->name, strlen(l->name), code->ptr,
-                          code->len))) {
+    if ((rc = st_func_put(t, l->name, strlen(l->name), code->ptr, code->len))) {
         fx.gen = GEN_STALE;
         srv_txn_error(c, rc);
         return;
@@ -489,8 +488,7 @@ void srv_script_function_list(srv_conn *c)
         const srv_slice *a = &c->argv[i];
         if (srv_util_streq(a->ptr, a->len, "withcode") && !withcode) {
             withcode = 1;
-        } else if (srv_util_streq(a->ptr, a->len, "libraryname") &&
-                   !pattern) {
+        } else if (srv_util_streq(a->ptr, a->len, "libraryname") && !pattern) {
             if (i + 1 >= c->argc) {
                 srv_reply_error(c, "ERR library name argument was not given");
                 return;
@@ -509,8 +507,8 @@ void srv_script_function_list(srv_conn *c)
                                              l->name, strlen(l->name), 0);
     srv_reply_array(c, n);
     for (lib *l = fx.libs; l; l = l->next) {
-        if (pattern && !srv_util_glob_match(pattern->ptr, pattern->len,
-                                            l->name, strlen(l->name), 0))
+        if (pattern && !srv_util_glob_match(pattern->ptr, pattern->len, l->name,
+                                            strlen(l->name), 0))
             continue;
         srv_reply_map(c, withcode ? 4 : 3);
         srv_reply_bulk_cstr(c, "library_name");
@@ -795,8 +793,9 @@ void srv_script_function_restore(srv_conn *c)
         size_t clen;
         lib *l;
         if (r.p[r.at] == RDB_OPCODE_FUNCTION_PRE_GA) {
-            snprintf(err, sizeof err, "ERR Pre-GA function format not "
-                                      "supported");
+            snprintf(err, sizeof err,
+                     "ERR Pre-GA function format not "
+                     "supported");
             goto fail;
         }
         if (r.p[r.at++] != RDB_OPCODE_FUNCTION2) {
@@ -804,8 +803,9 @@ void srv_script_function_restore(srv_conn *c)
             goto fail;
         }
         if (get_string(&r, &code, &clen)) {
-            snprintf(err, sizeof err, "ERR DUMP payload version or checksum "
-                                      "are wrong");
+            snprintf(err, sizeof err,
+                     "ERR DUMP payload version or checksum "
+                     "are wrong");
             goto fail;
         }
         l = compile_lib(code, clen, policy != RESTORE_APPEND, 1, err,

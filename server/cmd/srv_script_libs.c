@@ -142,15 +142,25 @@ static int st_pack(lua_State *L)
             continue;
         int size = opt == 's' ? 0 : opt_size(L, opt, &f, &h);
         if (size == 0 && opt != 's' && opt != 'c')
-            luaL_argerror(L, 1, lua_pushfstring(L, "invalid format option "
-                                                   "'%c'", opt));
+            luaL_argerror(L, 1,
+                          lua_pushfstring(L,
+                                          "invalid format option "
+                                          "'%c'",
+                                          opt));
         size_t pad = pad_for(pos, &h, opt, size);
         for (size_t i = 0; i < pad; i++)
             luaL_addchar(&b, '\0');
         pos += pad;
         switch (opt) {
-        case 'b': case 'B': case 'h': case 'H': case 'l': case 'L':
-        case 'T': case 'i': case 'I':
+        case 'b':
+        case 'B':
+        case 'h':
+        case 'H':
+        case 'l':
+        case 'L':
+        case 'T':
+        case 'i':
+        case 'I':
             put_int(&b, luaL_checknumber(L, arg++), h.little, size);
             break;
         case 'x': luaL_addchar(&b, '\0'); break;
@@ -188,8 +198,8 @@ static int st_pack(lua_State *L)
     return 1;
 }
 
-static lua_Number get_int(lua_State *L, const char *p, int little, int is_signed,
-                          int size)
+static lua_Number get_int(lua_State *L, const char *p, int little,
+                          int is_signed, int size)
 {
     uint64_t v = 0;
 
@@ -229,13 +239,23 @@ static int st_unpack(lua_State *L)
             continue;
         int size = opt == 's' ? 0 : opt_size(L, opt, &f, &h);
         if (size == 0 && opt != 's' && opt != 'c')
-            luaL_argerror(L, 1, lua_pushfstring(L, "invalid format option "
-                                                   "'%c'", opt));
+            luaL_argerror(L, 1,
+                          lua_pushfstring(L,
+                                          "invalid format option "
+                                          "'%c'",
+                                          opt));
         pos += pad_for(pos, &h, opt, size);
         luaL_checkstack(L, 2, "too many results");
         switch (opt) {
-        case 'b': case 'B': case 'h': case 'H': case 'l': case 'L':
-        case 'T': case 'i': case 'I':
+        case 'b':
+        case 'B':
+        case 'h':
+        case 'H':
+        case 'l':
+        case 'L':
+        case 'T':
+        case 'i':
+        case 'I':
             luaL_argcheck(L, pos + (size_t)size <= ld, 2,
                           "data string too short");
             lua_pushnumber(L, get_int(L, data + pos, h.little,
@@ -304,11 +324,17 @@ static int st_size(lua_State *L)
             continue;
         int size = opt == 's' ? 0 : opt_size(L, opt, &f, &h);
         if (opt == 's' || (opt == 'c' && size == 0))
-            luaL_argerror(L, 1, lua_pushfstring(L, "option '%c' has no fixed "
-                                                   "size", opt));
+            luaL_argerror(L, 1,
+                          lua_pushfstring(L,
+                                          "option '%c' has no fixed "
+                                          "size",
+                                          opt));
         if (size == 0)
-            luaL_argerror(L, 1, lua_pushfstring(L, "invalid format option "
-                                                   "'%c'", opt));
+            luaL_argerror(L, 1,
+                          lua_pushfstring(L,
+                                          "invalid format option "
+                                          "'%c'",
+                                          opt));
         pos += pad_for(pos, &h, opt, size) + (size_t)size;
     }
     lua_pushinteger(L, (lua_Integer)pos);
@@ -614,15 +640,18 @@ static void mp_decode(lua_State *L, mp_cur *c)
         case 0xc0: lua_pushnil(L); return;
         case 0xc2: lua_pushboolean(L, 0); return;
         case 0xc3: lua_pushboolean(L, 1); return;
-        case 0xc4: case 0xd9:
+        case 0xc4:
+        case 0xd9:
             v = mp_read_be(c, 1);
             mp_decode_str(L, c, (size_t)v);
             return;
-        case 0xc5: case 0xda:
+        case 0xc5:
+        case 0xda:
             v = mp_read_be(c, 2);
             mp_decode_str(L, c, (size_t)v);
             return;
-        case 0xc6: case 0xdb:
+        case 0xc6:
+        case 0xdb:
             v = mp_read_be(c, 4);
             mp_decode_str(L, c, (size_t)v);
             return;
@@ -642,19 +671,50 @@ static void mp_decode(lua_State *L, mp_cur *c)
                 lua_pushnumber(L, d);
             return;
         }
-        case 0xcc: case 0xcd: case 0xce: case 0xcf:
+        case 0xcc:
+        case 0xcd:
+        case 0xce:
+        case 0xcf:
             v = mp_read_be(c, 1 << (t - 0xcc));
             if (!c->err)
                 lua_pushnumber(L, (lua_Number)v);
             return;
-        case 0xd0: v = mp_read_be(c, 1); if (!c->err) lua_pushnumber(L, (int8_t)v); return;
-        case 0xd1: v = mp_read_be(c, 2); if (!c->err) lua_pushnumber(L, (int16_t)v); return;
-        case 0xd2: v = mp_read_be(c, 4); if (!c->err) lua_pushnumber(L, (int32_t)v); return;
-        case 0xd3: v = mp_read_be(c, 8); if (!c->err) lua_pushnumber(L, (lua_Number)(int64_t)v); return;
-        case 0xdc: v = mp_read_be(c, 2); mp_decode_array(L, c, (size_t)v); return;
-        case 0xdd: v = mp_read_be(c, 4); mp_decode_array(L, c, (size_t)v); return;
-        case 0xde: v = mp_read_be(c, 2); mp_decode_map(L, c, (size_t)v); return;
-        case 0xdf: v = mp_read_be(c, 4); mp_decode_map(L, c, (size_t)v); return;
+        case 0xd0:
+            v = mp_read_be(c, 1);
+            if (!c->err)
+                lua_pushnumber(L, (int8_t)v);
+            return;
+        case 0xd1:
+            v = mp_read_be(c, 2);
+            if (!c->err)
+                lua_pushnumber(L, (int16_t)v);
+            return;
+        case 0xd2:
+            v = mp_read_be(c, 4);
+            if (!c->err)
+                lua_pushnumber(L, (int32_t)v);
+            return;
+        case 0xd3:
+            v = mp_read_be(c, 8);
+            if (!c->err)
+                lua_pushnumber(L, (lua_Number)(int64_t)v);
+            return;
+        case 0xdc:
+            v = mp_read_be(c, 2);
+            mp_decode_array(L, c, (size_t)v);
+            return;
+        case 0xdd:
+            v = mp_read_be(c, 4);
+            mp_decode_array(L, c, (size_t)v);
+            return;
+        case 0xde:
+            v = mp_read_be(c, 2);
+            mp_decode_map(L, c, (size_t)v);
+            return;
+        case 0xdf:
+            v = mp_read_be(c, 4);
+            mp_decode_map(L, c, (size_t)v);
+            return;
         default: c->err = 2; return;
         }
     }

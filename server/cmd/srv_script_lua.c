@@ -17,12 +17,14 @@
 #include "server/cmd/srv_sha1.h"
 #include "server/srv_heritage.h"
 #include "server/srv_reply.h"
+#include "server/srv_util.h"
 
 #include <lauxlib.h>
 #include <lua-bitop.h>
 #include <lua-cjson.h>
 #include <lua.h>
 #include <lualib.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,26 +32,28 @@
 #define ERR_MAX 1024
 #define ARGV_STATIC 16
 #define NUM_MAX 32
+#define EXACT_INT_MAX 9007199254740992.0 /* 2^53 */
 #define MSG_READONLY "Attempt to modify a readonly table"
 #define MSG_NOGLOBAL "Script attempted to access nonexistent global variable"
 #define MSG_BADARGS "ERR wrong number or type of arguments"
-#define MSG_ARGTYPE "ERR Lua redis lib command arguments must be strings or integers"
+#define MSG_ARGTYPE \
+    "ERR Lua redis lib command arguments must be strings or integers"
 #define CHUNK_SCRIPT "@user_script"
 #define CHUNK_FUNCTION "@user_function"
 /* Registry keys. */
-#define REG_PROXIES "larder.proxies"   /* proxy -> real table (weak keys) */
-#define REG_GLOBALS "larder.globals"   /* the real globals table */
+#define REG_PROXIES "larder.proxies" /* proxy -> real table (weak keys) */
+#define REG_GLOBALS "larder.globals" /* the real globals table */
 #define REG_ENGINE "larder.engine"
 #define LUA_BYTECODE_MARK '\033'
 
 struct srv_lua {
     lua_State *L;
     enum srv_lua_kind kind;
-    size_t used;   /* bytes allocated */
-    size_t limit;  /* refuse growth past this during a run (0: none) */
+    size_t used;  /* bytes allocated */
+    size_t limit; /* refuse growth past this during a run (0: none) */
     int running;
-    int resp;      /* redis.setresp of the running script */
-    int stopped;   /* interrupt or abort: raise again on every hook */
+    int resp;    /* redis.setresp of the running script */
+    int stopped; /* interrupt or abort: raise again on every hook */
     char stop_msg[ERR_MAX];
     const char *name;
     const srv_lua_host *host;
@@ -368,8 +372,9 @@ static int redis_generic_call(lua_State *L, int raise)
         return 1;
     }
     if (l->loading) /* a library's redis table has no call at load */
-        return raise_at(L, 1, raise ? MSG_NOGLOBAL " 'call'"
-                                    : MSG_NOGLOBAL " 'pcall'");
+        return raise_at(L, 1,
+                        raise ? MSG_NOGLOBAL " 'call'"
+                              : MSG_NOGLOBAL " 'pcall'");
     if (!l->host || !l->host->call) {
         const char *m = "ERR redis.call is not allowed from this context";
         return raise_redis(L, m, strlen(m));
@@ -387,10 +392,18 @@ static int redis_generic_call(lua_State *L, int raise)
             return 1;
         }
         if (t == LUA_TNUMBER) {
-            /* as Redis: %.17g, not Lua's %.14g (kept on the stack) */
+            /* as Redis: %.17g, not Lua's %.14g (kept on the stack); a
+             * whole number below 2^53 prints the same as an integer */
             char num[NUM_MAX];
-            snprintf(num, sizeof num, "%.17g", lua_tonumber(L, i + 1));
-            lua_pushstring(L, num);
+            lua_Number d = lua_tonumber(L, i + 1);
+            if (d < EXACT_INT_MAX && d > -EXACT_INT_MAX &&
+                d == (lua_Number)(long long)d && !(d == 0 && signbit(d)))
+                lua_pushlstring(L, num,
+                                (size_t)srv_util_ll2str(num, (long long)d));
+            else {
+                snprintf(num, sizeof num, "%.17g", d);
+                lua_pushstring(L, num);
+            }
             argv[i].ptr = (char *)lua_tolstring(L, -1, &argv[i].len);
         } else {
             argv[i].ptr = (char *)lua_tolstring(L, i + 1, &argv[i].len);
@@ -539,7 +552,7 @@ static int redis_set_repl(lua_State *L)
     int flags = (int)lua_tonumber(L, 1);
     if (flags & ~3) /* REPL_AOF | REPL_SLAVE */
         return raise_plain(L, "Invalid replication flags. Use REPL_AOF, "
-                             "REPL_REPLICA, REPL_ALL or REPL_NONE.");
+                              "REPL_REPLICA, REPL_ALL or REPL_NONE.");
     return 0;
 }
 
@@ -549,7 +562,7 @@ static int redis_acl_check_cmd(lua_State *L)
 
     if (lua_gettop(L) < 1)
         return raise_plain(L, "ERR Please specify at least one argument for "
-                             "this redis lib call");
+                              "this redis lib call");
     (void)l;
     lua_pushboolean(L, 1); /* no ACL users yet: the default user may */
     return 1;
@@ -622,9 +635,8 @@ static int redis_register_function(lua_State *L)
         lua_pushnil(L); /* callback */
         lua_pushnil(L);
         while (lua_next(L, 1)) {
-            const char *k = lua_type(L, -2) == LUA_TSTRING
-                                ? lua_tostring(L, -2)
-                                : NULL;
+            const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
+                                                           : NULL;
             if (!k)
                 return reg_fail(L, "named argument key given to "
                                    "redis.register_function is not a string");
@@ -758,8 +770,8 @@ static void open_lib(lua_State *L, int g, const char *name, lua_CFunction open)
 }
 
 static const char *const base_removed[] = {
-    "dofile", "loadfile", "print", "getfenv", "setfenv", "module",
-    "require", "newproxy", NULL,
+    "dofile", "loadfile", "print",    "getfenv", "setfenv",
+    "module", "require",  "newproxy", NULL,
 };
 
 static int setup(lua_State *L)
@@ -875,8 +887,8 @@ void srv_lua_unref(srv_lua *l, int ref)
 
 /* ---- shebang ---- */
 
-int srv_lua_shebang(const char *body, size_t len, unsigned *flags,
-                    size_t *skip, char *err, size_t errlen)
+int srv_lua_shebang(const char *body, size_t len, unsigned *flags, size_t *skip,
+                    char *err, size_t errlen)
 {
     const char *nl, *p, *end;
 
@@ -920,8 +932,8 @@ int srv_lua_shebang(const char *body, size_t len, unsigned *flags,
             unsigned bit;
             if (n > 0 && flag_bit(f, n, &bit)) {
                 snprintf(err, errlen,
-                         "ERR Unexpected flag in script shebang: %.*s",
-                         (int)n, f);
+                         "ERR Unexpected flag in script shebang: %.*s", (int)n,
+                         f);
                 return -1;
             }
             if (n > 0)

@@ -27,8 +27,12 @@ enum srv_lua_kind { SRV_LUA_EVAL, SRV_LUA_FUNCTIONS };
 #define SRV_LUA_HOOK_EVERY 100000
 
 /* redis.log levels (Redis's LL_*). */
-enum { SRV_LUA_LOG_DEBUG, SRV_LUA_LOG_VERBOSE, SRV_LUA_LOG_NOTICE,
-       SRV_LUA_LOG_WARNING };
+enum {
+    SRV_LUA_LOG_DEBUG,
+    SRV_LUA_LOG_VERBOSE,
+    SRV_LUA_LOG_NOTICE,
+    SRV_LUA_LOG_WARNING
+};
 
 /* What the engine asks of its caller during a run. */
 typedef struct srv_lua_host {
@@ -83,8 +87,8 @@ size_t srv_lua_memory(const srv_lua *l);
  * the length of the line, or 0 and 0 for a body without one. -1 with err
  * filled (Redis's text) for a bad shebang.
  */
-int srv_lua_shebang(const char *body, size_t len, unsigned *flags,
-                    size_t *skip, char *err, size_t errlen);
+int srv_lua_shebang(const char *body, size_t len, unsigned *flags, size_t *skip,
+                    char *err, size_t errlen);
 
 /* A flag's name ("no-writes") from its bit, for FUNCTION LIST. */
 const char *srv_lua_flag_name(unsigned bit);

@@ -75,6 +75,13 @@ SCRIPTS = [
     "return redis.call('set', 'f', 3.5)", "return redis.call('get', 'f')",
     "redis.call('set', 'f', 1e20) return redis.call('get', 'f')",
     "redis.call('set', 'f', -0.1) return redis.call('get', 'f')",
+    "redis.call('set', 'f', -0.0) return redis.call('get', 'f')",
+    "redis.call('set', 'f', 2^53) return redis.call('get', 'f')",
+    "redis.call('set', 'f', 2^53 + 2) return redis.call('get', 'f')",
+    "redis.call('set', 'f', -2^63) return redis.call('get', 'f')",
+    "redis.call('set', 'f', 123456789012) return redis.call('get', 'f')",
+    "redis.call('set', 'f', 1/0) return redis.call('get', 'f')",
+    "redis.call('set', 'f', 0/0) return redis.call('get', 'f')",
     "return redis.call('zrange', 'z', 0, -1, 'withscores')",
     "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
     # errors

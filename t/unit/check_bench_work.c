@@ -20,7 +20,7 @@ static bench_buf out;
 static void setup_workload(const char *name)
 {
     char *argv[] = { "larder-bench", "--workload", (char *)name,
-                     "--keyspace", "100", NULL };
+                     "--keyspace",   "100",        NULL };
     char err[256];
 
     ck_assert_int_eq(bench_opts_parse(&opts, 5, argv, err, sizeof err),

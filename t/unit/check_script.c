@@ -10,6 +10,11 @@
 #include "server/cmd/srv_script_lua.h"
 #include "server/cmd/srv_sha1.h"
 #include "server/srv_buf.h"
+#include "server/srv_scriptshm.h"
+
+#include <stddef.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <check.h>
 #include <lauxlib.h>
@@ -130,13 +135,13 @@ END_TEST
 START_TEST(resp_to_lua_malformed)
 {
     lua_State *L = luaL_newstate();
-    static const char *const bad[] = { "", ":", ":12", "$3\r\nab", "*2\r\n:1\r\n",
-                                       "?x\r\n", ":abc\r\n", "$x\r\n",
-                                       "%1\r\n+a\r\n" };
+    static const char *const bad[] = {
+        "",       ":",        ":12",    "$3\r\nab",    "*2\r\n:1\r\n",
+        "?x\r\n", ":abc\r\n", "$x\r\n", "%1\r\n+a\r\n"
+    };
 
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ck_assert_uint_eq(srv_script_resp_to_lua(L, bad[i], strlen(bad[i])),
-                          0);
+        ck_assert_uint_eq(srv_script_resp_to_lua(L, bad[i], strlen(bad[i])), 0);
         ck_assert_int_eq(lua_gettop(L), 0);
     }
     lua_close(L);
@@ -338,11 +343,12 @@ START_TEST(engine_sandbox)
     expect_run(l, "table.insert = nil",
                "-ERR user_script:1: Attempt to modify a readonly table "
                "script: sha, on @user_script:1.\r\n");
-    expect_run(l, "local n = 0 for k in pairs(math) do n = n + 1 end "
-                  "return n > 10", ":1\r\n");
+    expect_run(l,
+               "local n = 0 for k in pairs(math) do n = n + 1 end "
+               "return n > 10",
+               ":1\r\n");
     expect_run(l, "return rawget(string, 'upper') == string.upper", ":1\r\n");
-    expect_run(l, "return {loadstring(string.dump(function() end))}",
-               "*0\r\n");
+    expect_run(l, "return {loadstring(string.dump(function() end))}", "*0\r\n");
     expect_run(l, "return (loadstring('return _G == ...')(_G))", ":1\r\n");
     /* KEYS of one run are gone in the next */
     expect_run(l, "return KEYS == nil", "$-1\r\n");
@@ -376,8 +382,10 @@ START_TEST(engine_interrupt)
 
     interrupts_left = 3;
     /* pcall in the script cannot keep the interrupt from ending it */
-    ck_assert_int_eq(run(l, c, "while true do pcall(function() while true do "
-                               "end end) end", 0),
+    ck_assert_int_eq(run(l, c,
+                         "while true do pcall(function() while true do "
+                         "end end) end",
+                         0),
                      1);
     srv_buf_append(&c->out, "", 1);
     ck_assert_msg(strstr(c->out.data, "-ERR Script killed by user with SCRIPT "
@@ -403,8 +411,8 @@ START_TEST(shebang)
                                      sizeof err),
                      0);
     ck_assert_uint_eq(flags, 0);
-    ck_assert_int_eq(srv_lua_shebang("#!lua flags=no-writes,allow-stale\nx",
-                                     35, &flags, &skip, err, sizeof err),
+    ck_assert_int_eq(srv_lua_shebang("#!lua flags=no-writes,allow-stale\nx", 35,
+                                     &flags, &skip, err, sizeof err),
                      0);
     ck_assert_uint_eq(flags, SRV_LUA_FLAG_SHEBANG | SRV_LUA_FLAG_NO_WRITES |
                                  SRV_LUA_FLAG_ALLOW_STALE);
@@ -472,6 +480,84 @@ START_TEST(libs)
 }
 END_TEST
 
+/* ---- the scripting region ---- */
+
+START_TEST(region_layout)
+{
+    /* pinned: a change of layout must bump SRV_SCRIPTSHM_VERSION */
+    ck_assert_uint_eq(sizeof(srv_scriptshm_slot_sh), 128);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_slot_sh, run), 0);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_slot_sh, started_ms), 8);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_slot_sh, flags), 16);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_slot_sh, pid), 20);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_slot_sh, kill), 24);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_slot_sh, name), 32);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_sh, cache_gen), 24);
+    ck_assert_uint_eq(offsetof(srv_scriptshm_sh, slot) % 64, 0);
+}
+END_TEST
+
+START_TEST(region_runs_and_kills)
+{
+    srv_scriptshm_sh *sh = srv_scriptshm_create(3);
+    srv_scriptshm_run r;
+    uint64_t id;
+
+    ck_assert_ptr_nonnull(sh);
+    ck_assert_int_eq(srv_scriptshm_check(sh), 0);
+    for (int i = 0; i < 3; i++)
+        srv_scriptshm_reset_slot(sh, i);
+    ck_assert_int_eq(srv_scriptshm_find(sh, -1, &r), 0);
+    id = srv_scriptshm_begin(sh, 1, SRV_SCRIPTSHM_WRITE, "abc", 100);
+    ck_assert_uint_ne(id, 0);
+    ck_assert_int_eq(srv_scriptshm_find(sh, 1, &r), 0); /* not its own */
+    ck_assert_int_eq(srv_scriptshm_find(sh, 0, &r), 1);
+    ck_assert_int_eq(r.slot, 1);
+    ck_assert_uint_eq(r.run, id);
+    ck_assert_str_eq(r.name, "abc");
+    ck_assert_uint_eq(r.flags, SRV_SCRIPTSHM_WRITE);
+    ck_assert_int_eq(srv_scriptshm_killed(sh, 1, id), 0);
+    ck_assert_int_eq(srv_scriptshm_kill(sh, &r), 1);
+    ck_assert_int_eq(srv_scriptshm_killed(sh, 1, id), 1);
+    srv_scriptshm_end(sh, 1);
+    ck_assert_int_eq(srv_scriptshm_find(sh, 0, &r), 0);
+    /* a kill meant for an earlier run does not reach the next one */
+    id = srv_scriptshm_begin(sh, 1, 0, "next", 200);
+    ck_assert_int_eq(srv_scriptshm_killed(sh, 1, id), 0);
+    srv_scriptshm_kill_all(sh);
+    ck_assert_int_eq(srv_scriptshm_killed(sh, 1, id), 1);
+    srv_scriptshm_end(sh, 1);
+    /* the oldest run is the one found */
+    srv_scriptshm_begin(sh, 0, 0, "young", 300);
+    srv_scriptshm_begin(sh, 2, SRV_SCRIPTSHM_FUNCTION, "old", 250);
+    ck_assert_int_eq(srv_scriptshm_find(sh, 1, &r), 1);
+    ck_assert_str_eq(r.name, "old");
+    ck_assert_uint_eq(r.flags, SRV_SCRIPTSHM_FUNCTION);
+}
+END_TEST
+
+START_TEST(region_dead_worker)
+{
+    srv_scriptshm_sh *sh = srv_scriptshm_create(2);
+    srv_scriptshm_run r;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* a worker that dies in the middle of a script */
+        srv_scriptshm_reset_slot(sh, 1);
+        srv_scriptshm_begin(sh, 1, SRV_SCRIPTSHM_WRITE, "dying", 1);
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    srv_scriptshm_reset_slot(sh, 0);
+    /* its record still claims a run, but a dead pid counts as idle */
+    ck_assert_uint_ne(atomic_load(&sh->slot[1].run), 0);
+    ck_assert_int_eq(srv_scriptshm_find(sh, 0, &r), 0);
+    srv_scriptshm_reset_slot(sh, 1); /* its successor */
+    ck_assert_uint_eq(atomic_load(&sh->slot[1].run), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("script");
@@ -491,8 +577,13 @@ static Suite *suite(void)
     tcase_add_test(eng, sha1_vectors);
     tcase_add_test(eng, libs);
     tcase_set_timeout(eng, 30);
+    TCase *reg = tcase_create("region");
+    tcase_add_test(reg, region_layout);
+    tcase_add_test(reg, region_runs_and_kills);
+    tcase_add_test(reg, region_dead_worker);
     suite_add_tcase(s, conv);
     suite_add_tcase(s, eng);
+    suite_add_tcase(s, reg);
     return s;
 }
 
