@@ -789,16 +789,26 @@ const srv_service srv_script_service = {
 int srv_script_master_init(struct st_env *env, unsigned nworkers)
 {
     struct st_txn *t;
-    int rc = st_txn_begin(env, 1, &t);
+    uint64_t n = 0;
+    int rc = st_txn_begin(env, 0, &t);
 
+    /* Look first: a boot with nothing cached writes (and syncs) nothing. */
     if (rc)
         return rc;
-    if ((rc = st_script_flush(t))) {
-        st_txn_abort(&t);
+    rc = st_script_count(t, &n);
+    st_txn_commit(&t);
+    if (rc)
         return rc;
+    if (n > 0) {
+        if ((rc = st_txn_begin(env, 1, &t)))
+            return rc;
+        if ((rc = st_script_flush(t))) {
+            st_txn_abort(&t);
+            return rc;
+        }
+        if ((rc = st_txn_commit(&t)))
+            return rc;
     }
-    if ((rc = st_txn_commit(&t)))
-        return rc;
     if (!(srv_her.scripts = srv_scriptshm_create(nworkers)))
         return errno;
     return 0;
