@@ -54,6 +54,9 @@
 /* A writer waits for the write gate this long at a time, then looks at
  * the script that may hold it. */
 #define GATE_SLICE_MS 5
+/* Past the threshold, the worker's other clients are answered this
+ * often. */
+#define BUSY_SERVE_MS 100
 #define SCRATCH_KEEP (64 * 1024)
 
 static const char MSG_BUSY_EVAL[] =
@@ -86,6 +89,8 @@ typedef struct run {
     uint64_t id; /* in the region */
     int64_t started;
     int warned; /* the slow-script warning was logged */
+    int killed_here;   /* SCRIPT / FUNCTION KILL from this worker */
+    int64_t served_at; /* the worker last answered its other clients */
     const char *name;
 } run;
 
@@ -384,6 +389,39 @@ static const char *script_call(void *ctx, int argc, const srv_slice *argv,
 
 static int64_t threshold_ms(void) { return srv_her.cfg->busy_reply_threshold; }
 
+/*
+ * Past the threshold, this worker's other clients get answers too (as
+ * Redis gives them while a script runs): SCRIPT KILL / FUNCTION KILL stop
+ * the script, SHUTDOWN stops the server, anything else is BUSY.
+ */
+static int busy_answer(srv_conn *c, void *arg)
+{
+    run *r = arg;
+    const srv_command *cmd = c->cmd, *sub = NULL;
+
+    if (!cmd)
+        return 0;
+    if (cmd->nsubs && c->argc == 2)
+        sub = srv_cmd_lookup_sub(cmd, c->argv[1].ptr, c->argv[1].len);
+    if (sub && (sub->proc == srv_cmd_script_kill ||
+                sub->proc == srv_cmd_function_kill)) {
+        int function = sub->proc == srv_cmd_function_kill;
+        if (function != r->function) {
+            srv_reply_error(c, function ? MSG_BUSY_EVAL : MSG_BUSY_FUNCTION);
+        } else {
+            r->killed_here = 1;
+            srv_reply_ok(c);
+        }
+        return 1;
+    }
+    if (cmd->proc == srv_cmd_shutdown) {
+        c->cmd = cmd;
+        srv_cmd_shutdown(c);
+        return 1;
+    }
+    return 0;
+}
+
 static const char *script_interrupt(void *ctx)
 {
     run *r = ctx;
@@ -398,8 +436,15 @@ static const char *script_interrupt(void *ctx)
                 (long long)(now - r->started),
                 r->function ? "FUNCTION KILL" : "SCRIPT KILL", r->name);
     }
-    if (in_slot() &&
-        srv_scriptshm_killed(srv_her.scripts, r->c->worker->index, r->id)) {
+    if (threshold_ms() > 0 && now - r->started > threshold_ms() &&
+        now - r->served_at >= BUSY_SERVE_MS) {
+        r->served_at = now;
+        srv_worker_serve_busy(r->c->worker, busy_answer, r,
+                              r->function ? MSG_BUSY_FUNCTION : MSG_BUSY_EVAL);
+    }
+    if (r->killed_here ||
+        (in_slot() && srv_scriptshm_killed(srv_her.scripts,
+                                           r->c->worker->index, r->id))) {
         r->killed = 1;
         srv_log(SRV_LOG_WARNING, 0, "Script killed by user with %s.",
                 r->function ? "FUNCTION KILL" : "SCRIPT KILL");

@@ -525,6 +525,43 @@ def test_endless_loop_killed_others_served(s):
         sc.close()
 
 
+def test_kill_from_the_same_worker(s):
+    """Past the threshold the script's own worker answers its other
+    clients: BUSY for commands, SCRIPT KILL stops the script."""
+    larder_only()
+    with s.client() as c:
+        c.call('CONFIG', 'SET', 'busy-reply-threshold', THRESHOLD_MS)
+        c.call('SET', 'k', 'v')
+    sc = s.client()
+    pid = worker_of(sc)
+    same = None
+    for _ in range(64):
+        x = s.client()
+        if worker_of(x) == pid:
+            same = x
+            break
+        x.close()
+    assert_true(same is not None, 'a second connection on the worker')
+    out = {}
+    t = start_script(sc, "redis.call('set', 'k', 'w') while true do end", out)
+    try:
+        wait_until(lambda: (same.call('GET', 'k') == RespError(BUSY_EVAL)),
+                   10, 'BUSY from the busy worker itself')
+        assert_error(same.call('FUNCTION', 'KILL'),
+                     'BUSY Redis is busy running a script. You can only call '
+                     'SCRIPT KILL or SHUTDOWN NOSAVE.')
+        assert_eq(same.call('SCRIPT', 'KILL'), 'OK')
+        t.join(10)
+        assert_error_prefix(out['reply'], KILLED)
+        assert_eq(same.call('GET', 'k'), b'v')   # its write is gone
+        # a connection accepted while the worker was busy works too
+        assert_eq(same.call('PING'), 'PONG')
+    finally:
+        kill_leftover(s, t)
+        sc.close()
+        same.close()
+
+
 def test_writer_waits_below_threshold(s):
     larder_only()
     with s.client() as c:
