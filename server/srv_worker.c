@@ -72,8 +72,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
-void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer,
-                           void *arg, const char *busy)
+void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
+                           const char *busy)
 {
     for (int i = 0; i < w->nlisten; i++)
         on_accept(event_get_fd(w->listen_ev[i]), EV_READ,

@@ -84,8 +84,8 @@ static inline struct event *srv_worker_io_event(srv_worker *w,
  * every connection with nothing uncommitted (srv_conn_serve_busy). No
  * handler runs, no transaction is touched, the loop does not turn.
  */
-void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer,
-                           void *arg, const char *busy);
+void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
+                           const char *busy);
 
 /*
  * Run worker `index` of the master's pool until told to stop, with the

@@ -88,7 +88,7 @@ typedef struct run {
     int killed;  /* the interrupt fired */
     uint64_t id; /* in the region */
     int64_t started;
-    int warned; /* the slow-script warning was logged */
+    int warned;        /* the slow-script warning was logged */
     int killed_here;   /* SCRIPT / FUNCTION KILL from this worker */
     int64_t served_at; /* the worker last answered its other clients */
     const char *name;
@@ -443,8 +443,8 @@ static const char *script_interrupt(void *ctx)
                               r->function ? MSG_BUSY_FUNCTION : MSG_BUSY_EVAL);
     }
     if (r->killed_here ||
-        (in_slot() && srv_scriptshm_killed(srv_her.scripts,
-                                           r->c->worker->index, r->id))) {
+        (in_slot() &&
+         srv_scriptshm_killed(srv_her.scripts, r->c->worker->index, r->id))) {
         r->killed = 1;
         srv_log(SRV_LOG_WARNING, 0, "Script killed by user with %s.",
                 r->function ? "FUNCTION KILL" : "SCRIPT KILL");
@@ -473,8 +473,8 @@ static const srv_lua_host host = {
  * write transaction (a read-first attempt met a write command). */
 static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
                   int function, int ro, int upgradable, unsigned *learned,
-                  struct st_txn *t, int nkeys, const srv_slice *keys,
-                  int nargs, const srv_slice *args)
+                  struct st_txn *t, int nkeys, const srv_slice *keys, int nargs,
+                  const srv_slice *args)
 {
     run r = { 0 };
     srv_group *g = &c->worker->group;
@@ -558,9 +558,8 @@ void srv_script_run(srv_conn *c, srv_lua *engine, int ref, const char *name,
     if (!ro && learned && !(*learned & SRV_SCRIPT_LEARNED_WRITES)) {
         if (!(t = srv_txn_read_or_reply(c)))
             return;
-        if (!run_in(c, engine, ref, name, function, 0,
-                    !st_txn_is_write(t), learned, t, nkeys, keys, nargs,
-                    args))
+        if (!run_in(c, engine, ref, name, function, 0, !st_txn_is_write(t),
+                    learned, t, nkeys, keys, nargs, args))
             return;
     }
     t = ro ? srv_txn_read_or_reply(c) : srv_txn_write_or_reply(c);
@@ -648,8 +647,8 @@ void srv_script_eval(srv_conn *c, int by_sha, int ro)
         }
     }
     srv_script_run(c, sc.eval, s->ref, sha, s->flags, &s->learned, 0, ro,
-                   (int)nkeys,
-                   c->argv + 3, c->argc - 3 - (int)nkeys, c->argv + 3 + nkeys);
+                   (int)nkeys, c->argv + 3, c->argc - 3 - (int)nkeys,
+                   c->argv + 3 + nkeys);
 }
 
 /* ---- SCRIPT ---- */

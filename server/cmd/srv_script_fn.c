@@ -373,8 +373,8 @@ void srv_script_fcall(srv_conn *c, int ro)
         return;
     srv_script_run(c, fx.engine, f->f.ref, f->f.name,
                    f->f.flags | SRV_LUA_FLAG_SHEBANG, &f->learned, 1, ro,
-                   (int)nkeys,
-                   c->argv + 3, c->argc - 3 - (int)nkeys, c->argv + 3 + nkeys);
+                   (int)nkeys, c->argv + 3, c->argc - 3 - (int)nkeys,
+                   c->argv + 3 + nkeys);
 }
 
 /* ---- FUNCTION LOAD / DELETE / FLUSH ---- */
