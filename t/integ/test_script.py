@@ -588,6 +588,7 @@ def test_writer_waits_below_threshold(s):
 def test_lua_memory_cap(s):
     larder_only()
     with s.client() as c:
+        c.settimeout(60)                    # slow under sanitizers
         c.call('CONFIG', 'SET', 'lua-memory-limit', '8mb')
         try:
             pid = worker_of(c)
