@@ -22,6 +22,23 @@
  * transaction is aborted, and when it carried other connections' writes
  * too they replay, while the killed command answers its error instead of
  * running again (the connection's hook state remembers where it was).
+ * A script that has not written yet runs read-first (see srv_script_run).
+ *
+ * Long scripts. Every worker takes the region's write gate before its
+ * group's write transaction and holds it until that ends; a writer on
+ * another worker waits for it a slice at a time and answers BUSY once
+ * the script holding it has run busy-reply-threshold, while readers go on
+ * from their snapshots. Past the threshold the script's own worker also
+ * answers its other clients from the count hook (srv_worker_serve_busy):
+ * SCRIPT KILL / FUNCTION KILL, SHUTDOWN, else BUSY. A kill from any
+ * worker reaches the hook through the region; the script is stopped even
+ * after it wrote (beyond Redis's UNKILLABLE), since its transaction is
+ * aborted.
+ *
+ * Not here yet: PUBLISH inside a script gives the script 0 when the
+ * broker carries the message (its count arrives after the script ended);
+ * the blocking commands of issue #11 must behave as their non-blocking
+ * forms under SRV_CONN_IN_SCRIPT.
  */
 #include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"
