@@ -52,6 +52,8 @@ libserver_a_SOURCES += \
 	server/srv_notify.c server/srv_notify.h
 
 # ==== issue 12 ====
+libserver_a_SOURCES += server/srv_scriptshm.c server/srv_scriptshm.h
+SERVER_LIBS += $(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS)
 
 # ==== issue 13 ====
 

@@ -119,7 +119,7 @@ void srv_ask(srv_conn *c, int kind, const void *q, size_t qlen,
 {
     ask_pending *p;
 
-    if (!ak.w || !srv_link_up() || (c->flags & SRV_CONN_IN_EXEC) || attach(c) ||
+    if (!ak.w || !srv_link_up() || (c->flags & SRV_CONN_IN_TXN) || attach(c) ||
         !(p = slot())) {
         answer_here(c, kind, q, qlen, reply);
         return;

@@ -686,7 +686,7 @@ void srv_block_or_reply(srv_conn *c, const srv_block_spec *spec)
         x->reblocked = 1; /* found nothing: it waits on */
         return;
     }
-    if (!bk.w || (c->flags & SRV_CONN_IN_EXEC)) {
+    if (!bk.w || (c->flags & SRV_CONN_IN_TXN)) {
         if (spec->null_array)
             srv_reply_null_array(c);
         else

@@ -86,6 +86,12 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     X("notify-keyspace-events", notify_keyspace_events, SRV_CFG_NOTIFY, "", 0, \
       0, SRV_CFG_RUNTIME)                                                      \
     /* ==== issue 12 ==== */                                                   \
+    X("busy-reply-threshold", busy_reply_threshold, SRV_CFG_INT, "5000", 0,    \
+      2147483647, SRV_CFG_RUNTIME)                                             \
+    X("lua-time-limit", busy_reply_threshold, SRV_CFG_INT, "5000", 0,          \
+      2147483647, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                             \
+    X("lua-memory-limit", lua_memory_limit, SRV_CFG_BYTES, "128mb", 0,         \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
     /* ==== issue 13 ==== */                                                   \
     /* ==== issue 14 ==== */                                                   \
     /* ==== issue 15 ==== */                                                   \
@@ -155,6 +161,8 @@ typedef struct srv_config {
     /* ==== issue 11 ==== */
     long long notify_keyspace_events; /* SRV_NOTIFY_* flags */
     /* ==== issue 12 ==== */
+    long long busy_reply_threshold; /* ms a script runs before BUSY */
+    long long lua_memory_limit;     /* bytes a script may grow Lua by */
     /* ==== issue 13 ==== */
     /* ==== issue 14 ==== */
     /* ==== issue 15 ==== */

@@ -343,6 +343,44 @@ void srv_conn_run_input(srv_conn *c)
     }
 }
 
+void srv_conn_serve_busy(srv_conn *c, srv_busy_answer_fn *answer, void *arg,
+                         const char *busy)
+{
+    ssize_t n;
+
+    if (c->in_group || c->blocked || c->in_done ||
+        (c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) ||
+        srv_buf_reserve(&c->in, READ_CHUNK))
+        return;
+    n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    if (n > 0) {
+        c->in.len += (size_t)n;
+        SRV_STAT_ADD(c->worker->stats, net_input_bytes, n);
+    }
+    /* An end of file or error is the loop's to see, after the command. */
+    while (c->in_done < c->in.len) {
+        size_t pos = c->in_done;
+        int rc = srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+        if (rc != SRV_PARSE_DONE) {
+            if (rc != SRV_PARSE_MORE) /* the loop meets it again */
+                srv_resp_parser_reset(&c->parser);
+            break;
+        }
+        if (c->parser.argc > 0) {
+            c->argc = c->parser.argc;
+            c->argv = c->parser.argv;
+            c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
+            if (!answer(c, arg))
+                srv_reply_error(c, busy);
+        }
+        c->in_done = pos + c->parser.consumed;
+        srv_resp_parser_reset(&c->parser);
+    }
+    srv_buf_consume(&c->in, c->in_done);
+    c->in_done = 0;
+    srv_conn_flush(c);
+}
+
 void srv_conn_on_read(int fd, short what, void *arg)
 {
     srv_conn *c = arg;

@@ -32,6 +32,11 @@ struct srv_command;
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
 #define SRV_CONN_NO_EVICT 0x20u   /* CLIENT NO-EVICT on */
 #define SRV_CONN_NO_TOUCH 0x40u   /* CLIENT NO-TOUCH on */
+/* A script is running its commands: one clock, nothing blocks. */
+#define SRV_CONN_IN_SCRIPT 0x80u
+/* Inside EXEC or a script: the command runs in the open transaction and
+ * its reply cannot wait (blocking, cross-worker queries answer at once). */
+#define SRV_CONN_IN_TXN (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)
 
 /* What a transport waits for (srv_conn.tr_want). */
 #define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
@@ -143,6 +148,23 @@ int srv_conn_flush(srv_conn *c);
 /* Parse and run every complete command in c's input (the group's
  * run_input). */
 void srv_conn_run_input(srv_conn *c);
+
+/*
+ * What a busy worker answers for a command it cannot run now: reply to c
+ * and return 1, or return 0 for the caller's default reply. c->cmd,
+ * c->argc and c->argv hold the command (c->cmd NULL: unknown).
+ */
+typedef int srv_busy_answer_fn(srv_conn *c, void *arg);
+
+/*
+ * The worker's thread is held by one long command (a script past
+ * busy-reply-threshold) and c has nothing uncommitted: read what c's
+ * socket holds and answer each complete command without running it, by
+ * answer(c, arg) or else the error `busy`; write the replies now. c may
+ * be closed on return (a write failed).
+ */
+void srv_conn_serve_busy(srv_conn *c, srv_busy_answer_fn *answer, void *arg,
+                         const char *busy);
 
 /* The read event's work for c (also used to drain c at shutdown). */
 void srv_conn_on_read(int fd, short what, void *c);

@@ -30,9 +30,11 @@ typedef struct srv_heritage {
     int unix_fd;  /* shared by all workers; -1 if none */
     srv_stats *stats;
     struct shm_cache *cache; /* shared cache; NULL when cache-mb is 0 */
-    int sync_efd;            /* eventfd: workers poke the syncer */
-    int *worker_efd;         /* eventfd per worker: the syncer wakes it */
-    int broker_fd;           /* pub/sub broker's listening socket */
+    struct srv_scriptshm_sh *scripts; /* scripting region (srv_scriptshm.h);
+                                       * NULL when embedded */
+    int sync_efd;                     /* eventfd: workers poke the syncer */
+    int *worker_efd; /* eventfd per worker: the syncer wakes it */
+    int broker_fd;   /* pub/sub broker's listening socket */
     char broker_name[SRV_BROKER_NAME_MAX]; /* its abstract address */
     struct srv_aclshm *aclshm;       /* the users in force (srv_aclshm.h) */
     int ntls;                        /* TLS listeners per worker (tls-port) */

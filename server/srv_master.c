@@ -15,6 +15,7 @@
  */
 #include "server/srv_master.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_script.h"
 #include "server/srv_aclconn.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
@@ -280,6 +281,18 @@ static void check_storage(void)
                 srv_her.cfg->dir, st_strerror(rc));
         exit(1);
     }
+    st_env *env;
+    if ((rc = srv_heritage_env_open(0, &env))) {
+        fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
+                srv_her.cfg->dir, st_strerror(rc));
+        exit(1);
+    }
+    if ((rc = srv_script_master_init(env, (unsigned)srv_her.nworkers))) {
+        fprintf(stderr, "larder-server: can't set scripting up: %s\n",
+                rc > 0 ? strerror(rc) : st_strerror(rc));
+        exit(1);
+    }
+    st_env_close(&env);
 }
 
 #define BYTES_PER_MB (1024 * 1024)

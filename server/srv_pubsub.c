@@ -811,7 +811,7 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
 
     /* Inside EXEC a query answers from this worker's subscribers: the
      * transaction's reply cannot wait for the broker in the middle. */
-    if (srv_link_up() && !(c->flags & SRV_CONN_IN_EXEC) && client_of(c) &&
+    if (srv_link_up() && !(c->flags & SRV_CONN_IN_TXN) && client_of(c) &&
         (nargs == 0 || (copy = copy_args(nargs, args))) && (p = queue_push())) {
         if (put_query(query, kind, nargs, args) == 0) {
             p->c = c;

@@ -83,6 +83,18 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
+void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
+                           const char *busy)
+{
+    for (int i = 0; i < w->nlisten; i++)
+        on_accept(event_get_fd(w->listen_ev[i]), EV_READ,
+                  event_get_callback_arg(w->listen_ev[i]));
+    for (srv_conn *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        srv_conn_serve_busy(c, answer, arg, busy);
+    }
+}
+
 /* ---- the group's turn ---- */
 
 /*

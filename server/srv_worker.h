@@ -81,6 +81,16 @@ static inline struct event *srv_worker_io_event(srv_worker *w,
 }
 
 /*
+ * While one long command holds the worker's thread (a script past
+ * busy-reply-threshold; call it from inside, now and then): accept the
+ * pending connections and answer, without running them, the commands of
+ * every connection with nothing uncommitted (srv_conn_serve_busy). No
+ * handler runs, no transaction is touched, the loop does not turn.
+ */
+void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
+                           const char *busy);
+
+/*
  * Run worker `index` of the master's pool until told to stop, with the
  * NULL-terminated table of `services`: open LMDB, serve, close. Returns
  * the process exit status.

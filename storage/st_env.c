@@ -21,11 +21,12 @@
 #define ST_DIR_MODE 0700
 
 static const char *const dbi_names[ST_DBI_COUNT] = {
-    [ST_DBI_KEYS] = "keys",         [ST_DBI_EXPIRES] = "expires",
-    [ST_DBI_HASHES] = "hashes",     [ST_DBI_SETS] = "sets",
-    [ST_DBI_ZMEMBERS] = "zmembers", [ST_DBI_ZSCORES] = "zscores",
-    [ST_DBI_LISTS] = "lists",       [ST_DBI_GARBAGE] = "garbage",
-    [ST_DBI_META] = "meta",
+    [ST_DBI_KEYS] = "keys",           [ST_DBI_EXPIRES] = "expires",
+    [ST_DBI_HASHES] = "hashes",       [ST_DBI_SETS] = "sets",
+    [ST_DBI_ZMEMBERS] = "zmembers",   [ST_DBI_ZSCORES] = "zscores",
+    [ST_DBI_LISTS] = "lists",         [ST_DBI_GARBAGE] = "garbage",
+    [ST_DBI_META] = "meta",           [ST_DBI_SCRIPTS] = "scripts",
+    [ST_DBI_FUNCTIONS] = "functions",
 };
 
 int st_env_scratch(st_env *env, size_t len, uint8_t **out)

@@ -29,6 +29,8 @@ enum st_dbi {
     ST_DBI_LISTS,
     ST_DBI_GARBAGE,
     ST_DBI_META,
+    ST_DBI_SCRIPTS,   /* scripting (st_script.h): bodies by SHA1 */
+    ST_DBI_FUNCTIONS, /* function libraries by name */
     ST_DBI_COUNT
 };
 

@@ -246,8 +246,8 @@ unsigned srv_cmd_categories(const srv_command *cmd)
 
     if (cmd->flags & F_WRITE)
         acl |= A_WRITE;
-    if (cmd->flags & F_READONLY)
-        acl |= A_READ;
+    if ((cmd->flags & F_READONLY) && !(acl & A_SCRIPTING))
+        acl |= A_READ; /* not the read-only scripting commands (Redis) */
     if (cmd->flags & F_ADMIN)
         acl |= A_ADMIN | A_DANGEROUS;
     if (cmd->flags & F_PUBSUB)

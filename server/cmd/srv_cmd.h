@@ -39,6 +39,9 @@ struct st_txn;
 #define F_ALLOW_BUSY 0x02000u
 #define F_MOVABLEKEYS 0x04000u /* set by srv_cmd_init from the key specs */
 #define F_BLOCKING 0x08000u    /* may block its client (srv_block.h) */
+/* (issue 12) */
+#define F_SKIP_MONITOR 0x1000000u
+#define F_NO_MANDATORY_KEYS 0x2000000u
 
 /* The worker ends the open batch before it runs (a container gets it
  * from its subcommands: the worker reads it before the subcommand is

@@ -97,7 +97,8 @@ void srv_dispatch_run(srv_conn *c)
 {
     srv_command *cmd = (srv_command *)c->cmd;
 
-    if (!(c->flags & SRV_CONN_IN_EXEC)) /* EXEC's commands share one clock */
+    /* EXEC's and a script's commands share one clock */
+    if (!(c->flags & (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)))
         c->now_ms = srv_util_mstime();
     cmd->proc(c);
     if (cmd->flags & F_NOREPLAY)

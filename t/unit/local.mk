@@ -202,6 +202,24 @@ t_unit_check_bench_work_LDADD = $(CHECK_LIBS) -lm
 TESTS += t/unit/check_bench_work
 
 # ==== issue 12 ====
+# larder-bench's scripting workloads (bench/ has no library: link the
+# modules; the SHA1 of the scripts is checked with the server's).
+check_PROGRAMS += t/unit/check_bench_lua
+t_unit_check_bench_lua_SOURCES = t/unit/check_bench_lua.c \
+	bench/bench_work.c bench/bench_work.h bench/bench_opts.c \
+	bench/bench_opts.h bench/bench_resp.c bench/bench_resp.h \
+	bench/bench_rand.c bench/bench_rand.h bench/bench_sync.c \
+	bench/bench_sync.h server/cmd/srv_sha1.c server/cmd/srv_sha1.h
+t_unit_check_bench_lua_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_lua_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_lua
+
+# The scripting engine without a server: conversions, sandbox, libraries.
+check_PROGRAMS += t/unit/check_script
+t_unit_check_script_SOURCES = t/unit/check_script.c
+t_unit_check_script_CFLAGS = $(UNIT_CFLAGS) $(LUA_CFLAGS)
+t_unit_check_script_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_script
 
 # ==== issue 13 ====
 
