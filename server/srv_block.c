@@ -414,7 +414,9 @@ static int run_again(srv_group *g)
         }
     }
     /* Keep what did not run yet (in order), drop the rest. */
-    memmove(bk.retry.v, bk.retry.v + i, (bk.retry.n - i) * sizeof *bk.retry.v);
+    if (bk.retry.n > i)
+        memmove(bk.retry.v, bk.retry.v + i,
+                (bk.retry.n - i) * sizeof *bk.retry.v);
     bk.retry.n -= i;
     for (size_t j = 0; j < bk.retry.n; j++)
         if (bk.retry.v[j])
