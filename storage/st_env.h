@@ -15,8 +15,10 @@
 
 /* 2: order-statistic count records in hashes, sets and zscores
  * (st_rank.h) replace version 1's one-level zset rank blocks. Pre-release:
- * a version 1 environment is refused, not migrated. */
-#define ST_SCHEMA_VERSION 2
+ * a version 1 environment is refused, not migrated.
+ * 3: long strings in spans (the chunks database, st_string.h); a version
+ * 2 environment is migrated on open (st_env.c's check_schema). */
+#define ST_SCHEMA_VERSION 3
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024
@@ -40,8 +42,8 @@ typedef struct st_env_opts {
 
 /*
  * Open (creating if absent) the environment in opts->dir, with every named
- * database of the schema, and check or stamp the schema version. Returns 0,
- * ST_ESCHEMA for a newer or unknown schema, ST_EKEYSIZE when this LMDB's
+ * database of the schema, and check, migrate or stamp the schema version.
+ * Returns 0, ST_ESCHEMA for a newer, unknown or too old schema, ST_EKEYSIZE when this LMDB's
  * key limit is below ST_LMDB_MAXKEY, or an errno. *out owned by the caller
  * until st_env_close().
  */

@@ -28,6 +28,7 @@ enum st_dbi {
     ST_DBI_LISTS,
     ST_DBI_GARBAGE,
     ST_DBI_META,
+    ST_DBI_CHUNKS,      /* spans of chunked strings (st_string.h) */
     ST_DBI_COUNT
 };
 
@@ -75,6 +76,8 @@ struct st_env {
     int compress_level;
     struct ZSTD_CCtx_s *zc;     /* reused contexts: no allocation per value */
     struct ZSTD_DCtx_s *zd;
+    uint8_t *span_rd;           /* a span decompressed for reading */
+    uint8_t *span_wr;           /* a span being rebuilt by a write */
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.
@@ -105,6 +108,25 @@ int st_env_scratch(st_env *env, size_t len, uint8_t **out);
 
 /* Record a change of key / TTL counts for `db` in the transaction. */
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
+
+/*
+ * What st_keyspace.c lends the string module (st_string.c): the record
+ * writer (see put_record there), the lookup without cache or inflation,
+ * and the inflation of a compressed inline value into the arena.
+ */
+int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
+                        int64_t expire_at, size_t payload_len, int same_value,
+                        uint8_t **dst);
+int st_keyspace_lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
+int st_keyspace_inflate(st_txn *t, st_rec *r);
+
+/*
+ * What st_string.c lends st_keyspace.c: the detaching of a chunked
+ * string's spans (a no-op for any other record) and the deep copy of a
+ * chunked string to the free key `dst`.
+ */
+int st_string_detach(st_txn *t, const st_rec *r);
+int st_string_copy_rec(st_txn *t, st_keyref *dst, const st_rec *r);
 
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"

@@ -7,6 +7,7 @@
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_string.h"
 #include "storage/st_txn.h"
 #include "shm/shm_cache.h"
 
@@ -22,8 +23,6 @@
 #define RANDOM_TRIES 16
 
 #define DBI(t, which) ((t)->env->dbi[which])
-/* Compression must save at least 1/ST_COMPRESS_MIN_GAIN of the value. */
-#define ST_COMPRESS_MIN_GAIN 8
 
 static int is_expired(const st_rec *r, int64_t now)
 {
@@ -187,6 +186,14 @@ static void note_seen(st_env *e, const st_keyref *k)
     e->nseen++;
 }
 
+/* Hand what a record owns outside itself (a collection's elements, a
+ * chunked string's spans) to the lazy freer. */
+static int detach_owned(st_txn *t, const st_rec *r)
+{
+    return r->type == ST_TYPE_STRING ? st_string_detach(t, r)
+                                     : st_coll_detach(t, r);
+}
+
 /*
  * Remove the record of `k` (known to exist as `r`) and its expiry entry; a
  * collection's elements are detached for lazy freeing unless `keep_elems`
@@ -199,8 +206,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
     int64_t at = r->expire_at;
     int rc;
 
-    if (r->type != ST_TYPE_STRING && !keep_elems &&
-        (rc = st_coll_detach(t, r)))
+    if (!keep_elems && (rc = detach_owned(t, r)))
         return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
@@ -218,7 +224,7 @@ static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
 
 /* Find `k` as stored (no cache, no decompression): internal lookups that
  * may rewrite the record use this form. */
-static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     MDB_val v;
     int rc = raw_get(t, k, &v);
@@ -239,7 +245,7 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 
 /* Replace a compressed payload by its decompressed bytes (in the arena:
  * valid until the transaction ends, like LMDB's own pointers). */
-static int inflate(st_txn *t, st_rec *r)
+int st_keyspace_inflate(st_txn *t, st_rec *r)
 {
     unsigned long long n;
     uint8_t *dst;
@@ -280,7 +286,8 @@ static void cache_fill(st_txn *t, const st_keyref *k, uint64_t hash,
         .type = (uint8_t)r->type, .flags = (uint8_t)r->flags,
     };
 
-    if (r->type == ST_TYPE_STRING)
+    /* A chunked string's record is not its value: never cached. */
+    if (r->type == ST_TYPE_STRING && !(r->flags & ST_REC_CHUNKED))
         shm_cache_fill(t->env->cache, &e, mdb_txn_id(t->txn));
 }
 
@@ -328,16 +335,16 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     int rc;
 
     if (!cacheable(t, k)) {
-        rc = lookup_raw(t, k, now, out);
-        return rc ? rc : inflate(t, out);
+        rc = st_keyspace_lookup_raw(t, k, now, out);
+        return rc ? rc : st_keyspace_inflate(t, out);
     }
     hash = cache_hash(k);
     if (cache_get(t, k, hash, now, out))
-        return inflate(t, out);
-    if ((rc = lookup_raw(t, k, now, out)))
+        return st_keyspace_inflate(t, out);
+    if ((rc = st_keyspace_lookup_raw(t, k, now, out)))
         return rc;
     cache_fill(t, k, hash, out);
-    return inflate(t, out);
+    return st_keyspace_inflate(t, out);
 }
 
 /*
@@ -347,9 +354,9 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
  * with its own payload). The reserve is the last LMDB call so the pointer
  * stays valid for the caller.
  */
-static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
-                      int64_t expire_at, size_t payload_len, int same_value,
-                      uint8_t **dst)
+int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
+                        int64_t expire_at, size_t payload_len, int same_value,
+                        uint8_t **dst)
 {
     MDB_val key, v;
     st_rec old;
@@ -362,8 +369,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
             return rc;
         existed = 1;
         old_at = old.expire_at;
-        if (old.type != ST_TYPE_STRING && !same_value &&
-            (rc = st_coll_detach(t, &old)))
+        if (!same_value && (rc = detach_owned(t, &old)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;
@@ -391,39 +397,21 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
 int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
                       uint8_t **dst)
 {
-    return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
+    if (len > ST_STRING_INLINE_MAX)
+        return EINVAL;
+    return st_keyspace_put_rec(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
 }
 
 int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
                   int64_t expire_at)
 {
-    st_env *e = t->env;
-    uint8_t *dst, *z;
-    int rc;
-
-    /* Compress big values when it saves at least an eighth. */
-    if (e->compress_threshold && len >= e->compress_threshold &&
-        st_env_scratch(e, ZSTD_compressBound(len), &z) == 0) {
-        size_t n = ZSTD_compressCCtx(e->zc, z, e->scratch_cap, val, len,
-                                     e->compress_level);
-        if (!ZSTD_isError(n) && n <= len - len / ST_COMPRESS_MIN_GAIN) {
-            rc = put_record(t, k, ST_TYPE_STRING, ST_REC_ZSTD, expire_at, n, 0,
-                            &dst);
-            if (rc == 0)
-                memcpy(dst, z, n);
-            return rc;
-        }
-    }
-    rc = st_keyspace_string_reserve(t, k, len, expire_at, &dst);
-    if (rc == 0 && len)
-        memcpy(dst, val, len);
-    return rc;
+    return st_string_set(t, k, val, len, expire_at, ST_STRING_ENC_AUTO);
 }
 
 int st_keyspace_delete(st_txn *t, st_keyref *k, int64_t now)
 {
     st_rec r;
-    int rc = lookup_raw(t, k, now, &r);
+    int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     return rc ? rc : del_found(t, k, &r);
 }
@@ -444,7 +432,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
         return rc;
     if (n)
         memcpy(copy, r->payload, n);
-    if ((rc = put_record(t, k, type, flags, at, n, 1, &dst)))
+    if ((rc = st_keyspace_put_rec(t, k, type, flags, at, n, 1, &dst)))
         return rc;
     if (n)
         memcpy(dst, copy, n);
@@ -454,7 +442,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
 int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
 {
     st_rec r;
-    int rc = lookup_raw(t, k, now, &r);
+    int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     if (rc)
         return rc;
@@ -471,11 +459,13 @@ static int copy_record(st_txn *t, st_keyref *dst, const st_rec *r)
     uint8_t *dst_payload;
     int rc;
 
+    if (r->type == ST_TYPE_STRING && (r->flags & ST_REC_CHUNKED))
+        return st_string_copy_rec(t, dst, r);
     if (r->type == ST_TYPE_STRING)
         return rewrite(t, dst, r, r->expire_at);
     if ((rc = st_coll_copy(t, r, &c)))
         return rc;
-    if ((rc = put_record(t, dst, r->type, 0, r->expire_at, ST_COLL_PAYLOAD, 0,
+    if ((rc = st_keyspace_put_rec(t, dst, r->type, 0, r->expire_at, ST_COLL_PAYLOAD, 0,
                          &dst_payload)))
         return rc;
     st_coll_encode(dst_payload, &c);
@@ -491,13 +481,13 @@ static int same_key(const st_keyref *a, const st_keyref *b)
 int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
 {
     st_rec r, d;
-    int rc = lookup_raw(t, src, now, &r);
+    int rc = st_keyspace_lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
     if (same_key(src, dst))
         return nx ? ST_EEXISTS : 0;
-    rc = lookup_raw(t, dst, now, &d);
+    rc = st_keyspace_lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (nx)
             return ST_EEXISTS;
@@ -507,12 +497,12 @@ int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, i
         return rc;
     }
     /* dst's deletion may have moved src's pages: look it up again. */
-    if ((rc = lookup_raw(t, src, now, &r)))
+    if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
         return rc;
     /* The record moves as it is: a collection keeps its id and elements. */
     if ((rc = rewrite(t, dst, &r, r.expire_at)))
         return rc;
-    if ((rc = lookup_raw(t, src, now, &r)))
+    if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
         return rc;
     return del_record(t, src, &r, 1);
 }
@@ -521,17 +511,17 @@ int st_keyspace_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
             int replace)
 {
     st_rec r, d;
-    int rc = lookup_raw(t, src, now, &r);
+    int rc = st_keyspace_lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
-    rc = lookup_raw(t, dst, now, &d);
+    rc = st_keyspace_lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (!replace || same_key(src, dst))
             return ST_EEXISTS;
         if ((rc = del_found(t, dst, &d)))
             return rc;
-        if ((rc = lookup_raw(t, src, now, &r)))
+        if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;

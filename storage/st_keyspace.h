@@ -7,7 +7,9 @@
  * clock in ms since the epoch: a key whose expire-at is <= now is absent
  * (lazy expiry): a write transaction deletes it on the spot, a read
  * transaction remembers it for st_keyspace_reap_seen(). Records returned borrow
- * LMDB's memory until the transaction ends or writes.
+ * LMDB's memory until the transaction ends or writes. A string record may
+ * be chunked (its payload then is not its bytes): read strings through
+ * st_string.h.
  */
 #ifndef ST_KEYSPACE_H
 #define ST_KEYSPACE_H
@@ -38,7 +40,8 @@ void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
 int st_keyspace_prefetch_useful(const st_env *env);
 
 /*
- * Replace whatever `k` holds with a string of `len` bytes expiring at
+ * Replace whatever `k` holds with an inline string of `len` bytes
+ * (len <= ST_STRING_INLINE_MAX of st_string.h, else EINVAL) expiring at
  * `expire_at` (0 = never); *dst receives where to write the bytes, valid
  * until the next storage call. A collection it replaces is detached for
  * lazy freeing. Write transaction only. 0, ST_EFULL, ST_ETXNFULL, errno.
@@ -46,7 +49,8 @@ int st_keyspace_prefetch_useful(const st_env *env);
 int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
                       uint8_t **dst);
 
-/* st_keyspace_string_reserve() plus the copy of `val`. */
+/* Store the string `val` (any length: inline or chunked, compressed when
+ * configured; see st_string_set of st_string.h). */
 int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
                   int64_t expire_at);
 

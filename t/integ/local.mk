@@ -37,6 +37,10 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): differential helpers; long strings in spans.
+EXTRA_DIST += t/integ/larder_diff.py
+TESTS += t/integ/test_bigstrings.py
+EXTRA_DIST += t/integ/test_bigstrings.py
 
 # ==== issue 15 ====
 

@@ -183,6 +183,12 @@ TESTS += t/unit/check_cmd_table
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): string values inline and in spans.
+check_PROGRAMS += t/unit/check_st_string
+t_unit_check_st_string_SOURCES = t/unit/check_st_string.c $(UNIT_ST)
+t_unit_check_st_string_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_string_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_string
 
 # ==== issue 15 ====
 
