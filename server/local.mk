@@ -47,6 +47,8 @@ include server/coll.mk
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): HyperLogLog values.
+libserver_a_SOURCES += server/srv_hll.c server/srv_hll.h
 
 # ==== issue 15 ====
 

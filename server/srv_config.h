@@ -83,6 +83,9 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     /* ==== issue 12 ==== */                                                   \
     /* ==== issue 13 ==== */                                                   \
     /* ==== issue 14 ==== */                                                   \
+    /* issue 14 (i14a): HyperLogLog and the encodings OBJECT reports */        \
+    X("hll-sparse-max-bytes", hll_sparse_max_bytes, SRV_CFG_BYTES, "3000", 0,  \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
     /* ==== issue 15 ==== */                                                   \
     /* ==== issue 16 ==== */                                                   \
     /* ==== issue 17 ==== */                                                   \
@@ -122,6 +125,8 @@ typedef struct srv_config {
     /* ==== issue 12 ==== */
     /* ==== issue 13 ==== */
     /* ==== issue 14 ==== */
+    /* issue 14 (i14a) */
+    long long hll_sparse_max_bytes;
     /* ==== issue 15 ==== */
     /* ==== issue 16 ==== */
     /* ==== issue 17 ==== */

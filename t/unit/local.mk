@@ -190,6 +190,12 @@ t_unit_check_st_string_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_string_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_string
 
+check_PROGRAMS += t/unit/check_hll
+t_unit_check_hll_SOURCES = t/unit/check_hll.c
+t_unit_check_hll_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_hll_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_hll
+
 # ==== issue 15 ====
 
 # ==== issue 16 ====
