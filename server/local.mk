@@ -48,7 +48,8 @@ include server/coll.mk
 
 # ==== issue 14 ====
 # issue 14 (i14a): HyperLogLog values.
-libserver_a_SOURCES += server/srv_hll.c server/srv_hll.h
+libserver_a_SOURCES += server/srv_hll.c server/srv_hll.h \
+	server/srv_geo.c server/srv_geo.h
 
 # ==== issue 15 ====
 

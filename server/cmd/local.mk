@@ -28,7 +28,8 @@ libserver_a_SOURCES += \
 # issue 14 (i14a): bitmaps, HyperLogLog, geo, SORT, LCS, OBJECT, MEMORY.
 libserver_a_SOURCES += \
 	server/cmd/srv_commands_bitmap.def server/cmd/srv_cmd_bitmap.c \
-	server/cmd/srv_commands_hll.def server/cmd/srv_cmd_hll.c
+	server/cmd/srv_commands_hll.def server/cmd/srv_cmd_hll.c \
+	server/cmd/srv_commands_geo.def server/cmd/srv_cmd_geo.c
 
 # ==== issue 15 ====
 

@@ -39,10 +39,10 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 14 ====
 # issue 14 (i14a): differential helpers; long strings in spans.
 EXTRA_DIST += t/integ/larder_diff.py
-TESTS += t/integ/test_bigstrings.py t/integ/test_bitmap.py \
-	t/integ/test_hll.py
-EXTRA_DIST += t/integ/test_bigstrings.py t/integ/test_bitmap.py \
-	t/integ/test_hll.py
+I14A_INTEG = t/integ/test_bigstrings.py t/integ/test_bitmap.py \
+	t/integ/test_hll.py t/integ/test_geo.py
+TESTS += $(I14A_INTEG)
+EXTRA_DIST += $(I14A_INTEG)
 
 # ==== issue 15 ====
 

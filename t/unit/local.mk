@@ -196,6 +196,12 @@ t_unit_check_hll_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_hll_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_hll
 
+check_PROGRAMS += t/unit/check_geo
+t_unit_check_geo_SOURCES = t/unit/check_geo.c
+t_unit_check_geo_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_geo_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_geo
+
 # ==== issue 15 ====
 
 # ==== issue 16 ====
