@@ -107,11 +107,13 @@ void srv_geo_decode(double score, double *xy)
 
     decode_area(LON_RANGE, LAT_RANGE, c, &a);
     xy[0] = (a.lon.min + a.lon.max) / 2;
-    xy[0] = xy[0] > SRV_GEO_LONG_MAX ? SRV_GEO_LONG_MAX
-            : xy[0] < SRV_GEO_LONG_MIN ? SRV_GEO_LONG_MIN : xy[0];
+    xy[0] = xy[0] > SRV_GEO_LONG_MAX   ? SRV_GEO_LONG_MAX
+            : xy[0] < SRV_GEO_LONG_MIN ? SRV_GEO_LONG_MIN
+                                       : xy[0];
     xy[1] = (a.lat.min + a.lat.max) / 2;
-    xy[1] = xy[1] > SRV_GEO_LAT_MAX ? SRV_GEO_LAT_MAX
-            : xy[1] < SRV_GEO_LAT_MIN ? SRV_GEO_LAT_MIN : xy[1];
+    xy[1] = xy[1] > SRV_GEO_LAT_MAX   ? SRV_GEO_LAT_MAX
+            : xy[1] < SRV_GEO_LAT_MIN ? SRV_GEO_LAT_MIN
+                                      : xy[1];
 }
 
 void srv_geo_hash_string(double score, char *out)
@@ -126,8 +128,9 @@ void srv_geo_hash_string(double score, char *out)
         /* 52 bits make ten characters; the eleventh is always 0. */
         unsigned idx = i == SRV_GEO_HASH_CHARS - 1
                            ? 0
-                           : (unsigned)(c.bits >> (HASH_BITS - (i + 1) *
-                                                                   GEOHASH_CHAR_BITS)) &
+                           : (unsigned)(c.bits >>
+                                        (HASH_BITS -
+                                         (i + 1) * GEOHASH_CHAR_BITS)) &
                                  GEOHASH_CHAR_MASK;
         out[i] = GEOHASH_ALPHABET[idx];
     }
@@ -185,14 +188,13 @@ static int estimate_step(double meters, double lat)
 static void bounding_box(const srv_geo_shape *s, double *b)
 {
     double lon = s->xy[0], lat = s->xy[1];
-    double h = s->conversion * (s->type == SRV_GEO_RADIUS ? s->radius
-                                                          : s->height / 2);
-    double w = s->conversion * (s->type == SRV_GEO_RADIUS ? s->radius
-                                                          : s->width / 2);
+    double h = s->conversion *
+               (s->type == SRV_GEO_RADIUS ? s->radius : s->height / 2);
+    double w = s->conversion *
+               (s->type == SRV_GEO_RADIUS ? s->radius : s->width / 2);
     double dlat = rad_deg(h / EARTH_RADIUS_M);
     double dlon_top = rad_deg(w / EARTH_RADIUS_M / cos(deg_rad(lat + dlat)));
-    double dlon_bottom =
-        rad_deg(w / EARTH_RADIUS_M / cos(deg_rad(lat - dlat)));
+    double dlon_bottom = rad_deg(w / EARTH_RADIUS_M / cos(deg_rad(lat - dlat)));
     int south = lat < 0;
 
     b[0] = south ? lon - dlon_bottom : lon - dlon_top;
@@ -272,8 +274,7 @@ void srv_geo_cell_range(srv_geo_cell c, uint64_t *min, uint64_t *max)
     *max = (c.bits + 1) << (HASH_BITS - c.step * 2);
 }
 
-int srv_geo_within(const srv_geo_shape *s, double lon, double lat,
-                   double *dist)
+int srv_geo_within(const srv_geo_shape *s, double lon, double lat, double *dist)
 {
     if (s->type == SRV_GEO_RADIUS) {
         *dist = srv_geo_distance(s->xy[0], s->xy[1], lon, lat);

@@ -26,7 +26,7 @@
 #define SRV_GEO_CELLS 9
 
 typedef struct srv_geo_cell {
-    uint64_t bits;  /* 0 with step 0: not to be searched */
+    uint64_t bits; /* 0 with step 0: not to be searched */
     uint8_t step;
 } srv_geo_cell;
 
@@ -34,9 +34,9 @@ enum srv_geo_shape_type { SRV_GEO_RADIUS, SRV_GEO_BOX };
 
 typedef struct srv_geo_shape {
     int type;
-    double xy[2];        /* centre: longitude, latitude */
-    double conversion;   /* metres per unit */
-    double radius;       /* SRV_GEO_RADIUS, in units */
+    double xy[2];         /* centre: longitude, latitude */
+    double conversion;    /* metres per unit */
+    double radius;        /* SRV_GEO_RADIUS, in units */
     double width, height; /* SRV_GEO_BOX, in units */
 } srv_geo_shape;
 

@@ -18,7 +18,7 @@
 #define CARD_STALE 0x80u /* top bit of the last card byte */
 #define REG_MAX ((1u << SRV_HLL_BITS) - 1)
 #define P_MASK (SRV_HLL_REGISTERS - 1)
-#define Q (64 - SRV_HLL_P)   /* hash bits that count the zero run */
+#define Q (64 - SRV_HLL_P) /* hash bits that count the zero run */
 #define HASH_SEED 0xadc83b19ull
 #define ALPHA_INF 0.721347520444481703680 /* 0.5 / ln 2 */
 #define HISTO_SIZE 64
@@ -170,8 +170,8 @@ static unsigned dense_get(const uint8_t *r, long i)
     size_t byte = (size_t)i * SRV_HLL_BITS / 8;
     unsigned fb = (unsigned)((size_t)i * SRV_HLL_BITS & 7);
     unsigned b0 = r[byte];
-    unsigned b1 = byte + 1 < SRV_HLL_DENSE_SIZE - SRV_HLL_HDR_SIZE
-                      ? r[byte + 1] : 0;
+    unsigned b1 = byte + 1 < SRV_HLL_DENSE_SIZE - SRV_HLL_HDR_SIZE ? r[byte + 1]
+                                                                   : 0;
 
     return ((b0 >> fb) | (b1 << (8 - fb))) & REG_MAX;
 }
@@ -288,8 +288,8 @@ static void sparse_merge(uint8_t *from, uint8_t **end, size_t *len)
 }
 
 /* Raise register `index` of a sparse value (see srv_hll_set). */
-static int sparse_set(uint8_t *buf, size_t *len, size_t sparse_max,
-                      long index, int count)
+static int sparse_set(uint8_t *buf, size_t *len, size_t sparse_max, long index,
+                      int count)
 {
     uint8_t *body = buf + SRV_HLL_HDR_SIZE, *end = buf + *len;
     uint8_t *p = body, *prev = NULL, *next;
@@ -376,8 +376,8 @@ int srv_hll_set(uint8_t *buf, size_t *len, size_t sparse_max, long index,
     return sparse_set(buf, len, sparse_max, index, count);
 }
 
-int srv_hll_add(uint8_t *buf, size_t *len, size_t sparse_max,
-                const void *ele, size_t n)
+int srv_hll_add(uint8_t *buf, size_t *len, size_t sparse_max, const void *ele,
+                size_t n)
 {
     long index;
     int count = pattern(ele, n, &index);
@@ -550,8 +550,8 @@ int srv_hll_selftest(char *err, size_t errlen)
             dense_put(regs, i, (v + (unsigned)i) & REG_MAX);
         for (long i = 0; i < SRV_HLL_REGISTERS; i++)
             if (dense_get(regs, i) != ((v + (unsigned)i) & REG_MAX)) {
-                snprintf(err, errlen,
-                         "TESTFAILED Register error at index %ld", i);
+                snprintf(err, errlen, "TESTFAILED Register error at index %ld",
+                         i);
                 return -1;
             }
     }
@@ -574,7 +574,8 @@ int srv_hll_selftest(char *err, size_t errlen)
             srv_hll_count(dense, dlen, &cd) || cs != cd) {
             snprintf(err, errlen,
                      "TESTFAILED sparse and dense HLLs differ after %d "
-                     "elements", i);
+                     "elements",
+                     i);
             return -1;
         }
         double rel = ((double)cd - i) / i;

@@ -51,8 +51,8 @@ int srv_hll_encoding(const uint8_t *p);
  * cardinality is then marked stale), 0 when not, -1 if the value is
  * corrupt.
  */
-int srv_hll_add(uint8_t *buf, size_t *len, size_t sparse_max,
-                const void *ele, size_t n);
+int srv_hll_add(uint8_t *buf, size_t *len, size_t sparse_max, const void *ele,
+                size_t n);
 
 /* Raise register `index` to `count` if below it (the merge of PFMERGE),
  * as srv_hll_add does. 1 changed, 0 not, -1 corrupt. */

@@ -74,8 +74,7 @@ static int offset_or_reply(srv_conn *c, const srv_slice *a, int hash, int bits,
 
 /* Look argv[1] up for a read: 1 a string, 0 absent, -1 after an error
  * reply (WRONGTYPE, storage). */
-static int read_string(srv_conn *c, struct st_txn **t, st_keyref *k,
-                       st_rec *r)
+static int read_string(srv_conn *c, struct st_txn **t, st_keyref *k, st_rec *r)
 {
     if (!(*t = srv_txn_read_or_reply(c)))
         return -1;
@@ -219,7 +218,8 @@ static int count_bits(struct st_txn *t, const st_rec *r, uint64_t sb,
         (rc = st_string_copy_out(t, r, last, 1, &edge[1])))
         return rc;
     *count -= (uint64_t)__builtin_popcount(edge[0] & ~(BYTE_MASK >> (sb & 7)));
-    *count -= (uint64_t)__builtin_popcount(edge[1] & (BYTE_MASK >> 1 >> (eb & 7)));
+    *count -= (uint64_t)__builtin_popcount(edge[1] &
+                                           (BYTE_MASK >> 1 >> (eb & 7)));
     return 0;
 }
 
@@ -273,8 +273,8 @@ void srv_cmd_bitcount(srv_conn *c)
 struct bitpos {
     int bit;
     uint64_t sb, eb;
-    uint64_t byte;      /* index of the next byte the walk sees */
-    long long found;    /* -1 until found */
+    uint64_t byte;   /* index of the next byte the walk sees */
+    long long found; /* -1 until found */
 };
 
 /* The first bit equal to s->bit in byte `v` at index s->byte, bits
@@ -523,8 +523,8 @@ void srv_cmd_bitop(srv_conn *c)
         for (uint64_t off = 0; off < maxlen && rc == 0; off += w) {
             size_t n = maxlen - off < w ? (size_t)(maxlen - off) : w;
             rc = bitop_window(c, t, op, off, n, acc, src);
-            if (rc == 0 && (dst_is_src || off + n == maxlen ||
-                            !window_zero(acc, n)))
+            if (rc == 0 &&
+                (dst_is_src || off + n == maxlen || !window_zero(acc, n)))
                 rc = st_string_write(t, &dk, srv_cmd_now(c), off, acc, n,
                                      ST_STRING_ENC_RAW, &len);
         }
@@ -553,7 +553,7 @@ typedef struct bf_op {
     int sign;
     int bits;
     uint64_t offset;
-    long long value;    /* SET's value, INCRBY's increment */
+    long long value; /* SET's value, INCRBY's increment */
 } bf_op;
 
 /* A field type "i1".."i64" or "u1".."u63". 0, or -1 after the reply. */
@@ -579,8 +579,8 @@ static int field_type_or_reply(srv_conn *c, const srv_slice *a, int *sign,
  * most). *nops gets their count, *max_bit the highest bit a SET or INCRBY
  * writes (*writes is 0 when none does). 0, or -1 after replying.
  */
-static int bf_parse_or_reply(srv_conn *c, bf_op *ops, int *nops,
-                             int *writes, uint64_t *max_bit)
+static int bf_parse_or_reply(srv_conn *c, bf_op *ops, int *nops, int *writes,
+                             uint64_t *max_bit)
 {
     int overflow = BF_WRAP, n = 0;
 
@@ -743,8 +743,8 @@ static void field_result_unsigned(const bf_op *op, uint64_t v, int64_t incr,
 }
 
 /* The field read from the current string (zeros past its end). */
-static int bf_read(srv_conn *c, struct st_txn *t, st_keyref *k,
-                   const bf_op *op, uint8_t *bytes)
+static int bf_read(srv_conn *c, struct st_txn *t, st_keyref *k, const bf_op *op,
+                   uint8_t *bytes)
 {
     st_rec r;
     int rc = st_keyspace_lookup(t, k, srv_cmd_now(c), &r);
@@ -752,14 +752,15 @@ static int bf_read(srv_conn *c, struct st_txn *t, st_keyref *k,
     memset(bytes, 0, FIELD_BYTES_MAX);
     if (rc == ST_ENOTFOUND)
         return 0;
-    return rc ? rc : st_string_copy_out(t, &r, op->offset >> 3, field_span(op),
-                                        bytes);
+    return rc ? rc
+              : st_string_copy_out(t, &r, op->offset >> 3, field_span(op),
+                                   bytes);
 }
 
 /* Run the parsed ops on argv[1], replying one element each. On a storage
  * error nothing of the reply is left (the caller replies the error). */
-static int bf_run(srv_conn *c, struct st_txn *t, st_keyref *k,
-                  const bf_op *ops, int nops)
+static int bf_run(srv_conn *c, struct st_txn *t, st_keyref *k, const bf_op *ops,
+                  int nops)
 {
     uint8_t bytes[FIELD_BYTES_MAX];
     size_t mark = c->out.len;
@@ -783,10 +784,9 @@ static int bf_run(srv_conn *c, struct st_txn *t, st_keyref *k,
         if (op->sign) {
             int64_t nv;
             field_result_signed(op,
-                                op->opcode == BF_SET ? op->value
-                                                     : (int64_t)raw,
-                                op->opcode == BF_SET ? 0 : op->value,
-                                &overflow, &nv);
+                                op->opcode == BF_SET ? op->value : (int64_t)raw,
+                                op->opcode == BF_SET ? 0 : op->value, &overflow,
+                                &nv);
             v = (uint64_t)nv;
         } else {
             field_result_unsigned(op,

@@ -127,7 +127,7 @@ void srv_cmd_geoadd(srv_conn *c)
 {
     int first = 2, nx = 0, xx = 0, n, argc;
     srv_slice *orig = c->argv, *argv;
-    char (*scores)[SRV_LLSTR_SIZE];
+    char(*scores)[SRV_LLSTR_SIZE];
     int orig_argc = c->argc;
 
     for (; first < c->argc; first++) {
@@ -150,7 +150,7 @@ void srv_cmd_geoadd(srv_conn *c)
         srv_reply_error(c, "ERR out of memory");
         return;
     }
-    scores = (char (*)[SRV_LLSTR_SIZE])(void *)(argv + argc);
+    scores = (char(*)[SRV_LLSTR_SIZE])(void *)(argv + argc);
     memcpy(argv, c->argv, sizeof *argv * (size_t)first);
     for (int i = 0; i < n; i++) {
         double xy[2];
@@ -261,17 +261,17 @@ void srv_cmd_geohash(srv_conn *c)
 /* ------------------------------------------------------------------ */
 /* the search */
 
-#define S_COORDS 0x01u   /* GEORADIUS: centre from lon lat */
-#define S_MEMBER 0x02u   /* GEORADIUSBYMEMBER: centre from a member */
-#define S_NOSTORE 0x04u  /* the _RO variants */
-#define S_SEARCH 0x08u   /* GEOSEARCH's arguments */
-#define S_STORE 0x10u    /* GEOSEARCHSTORE */
+#define S_COORDS 0x01u  /* GEORADIUS: centre from lon lat */
+#define S_MEMBER 0x02u  /* GEORADIUSBYMEMBER: centre from a member */
+#define S_NOSTORE 0x04u /* the _RO variants */
+#define S_SEARCH 0x08u  /* GEOSEARCH's arguments */
+#define S_STORE 0x10u   /* GEOSEARCHSTORE */
 
 enum { SORT_NONE, SORT_ASC, SORT_DESC };
 
 typedef struct geo_point {
     double lon, lat, dist, score;
-    size_t off, len;    /* member bytes in the points' text buffer */
+    size_t off, len; /* member bytes in the points' text buffer */
 } geo_point;
 
 typedef struct geo_found {
@@ -280,7 +280,7 @@ typedef struct geo_found {
     size_t n, cap;
     char *text;
     size_t tlen, tcap;
-    long long limit;    /* ANY: stop at this many (0: all) */
+    long long limit; /* ANY: stop at this many (0: all) */
     int oom;
 } geo_found;
 
@@ -339,8 +339,11 @@ static int collect(struct st_txn *t, st_obj *o, geo_found *f)
         if (f->limit && (long long)f->n >= f->limit)
             break;
         srv_geo_cell_range(cells[i], &min, &max);
-        st_zrange r = { .by = ST_ZBY_SCORE, .min = (double)min,
-                        .max = (double)max, .maxex = 1, .limit = UINT64_MAX };
+        st_zrange r = { .by = ST_ZBY_SCORE,
+                        .min = (double)min,
+                        .max = (double)max,
+                        .maxex = 1,
+                        .limit = UINT64_MAX };
         if ((rc = st_zset_walk(t, o, &r, 0, found_add, f, &visited)))
             return rc;
         if (f->oom)
@@ -392,7 +395,7 @@ typedef struct geo_opts {
     int withdist, withhash, withcoord, any, sort, storedist;
     int frommember, fromloc, byradius, bybox;
     long long count;
-    int store;          /* argv index of the destination, 0: none */
+    int store; /* argv index of the destination, 0: none */
 } geo_opts;
 
 static int is(const srv_slice *a, const char *w)
@@ -438,8 +441,7 @@ static int parse_opts_or_reply(srv_conn *c, struct st_txn *t, int base,
             i++;
         } else if (is(a, "storedist") && search && (flags & S_STORE)) {
             g->storedist = 1;
-        } else if (is(a, "frommember") && rem >= 1 && search &&
-                   !g->fromloc) {
+        } else if (is(a, "frommember") && rem >= 1 && search && !g->fromloc) {
             int rc;
             if (found && (rc = member_xy(t, o, &c->argv[i + 1], s->xy))) {
                 if (rc == ST_ENOTFOUND)

@@ -10,8 +10,8 @@
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
-#include "server/srv_hll.h"
 #include "server/srv_heritage.h"
+#include "server/srv_hll.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -31,8 +31,8 @@ static const char ERR_CORRUPT[] = "INVALIDOBJ Corrupted HLL object detected";
 typedef struct hll_val {
     uint8_t *buf;
     size_t len;
-    int found;          /* the key existed */
-    int64_t expire_at;  /* its TTL, kept by the store */
+    int found;         /* the key existed */
+    int64_t expire_at; /* its TTL, kept by the store */
 } hll_val;
 
 static size_t sparse_max(void)

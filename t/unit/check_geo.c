@@ -17,9 +17,9 @@
 #define PALERMO_LAT 38.115556
 #define CATANIA_LON 15.087269
 #define CATANIA_LAT 37.502669
-#define PALERMO_SCORE 3479099956230698ull  /* Redis's ZSCORE after GEOADD */
-#define PALERMO_CATANIA_M 166274.1516      /* GEODIST, 4 decimals */
-#define CELL_TOLERANCE 1e-5                /* degrees: a 26-bit cell */
+#define PALERMO_SCORE 3479099956230698ull /* Redis's ZSCORE after GEOADD */
+#define PALERMO_CATANIA_M 166274.1516     /* GEODIST, 4 decimals */
+#define CELL_TOLERANCE 1e-5               /* degrees: a 26-bit cell */
 #define ROUND_TRIPS 10000
 
 START_TEST(test_documented_values)
@@ -50,9 +50,8 @@ START_TEST(test_round_trip_and_limits)
         x = x * 1103515245u + 12345u;
         double lon = -180.0 + 360.0 * (x >> 8) / (double)(1u << 24);
         x = x * 1103515245u + 12345u;
-        double lat = SRV_GEO_LAT_MIN +
-                     (SRV_GEO_LAT_MAX - SRV_GEO_LAT_MIN) * (x >> 8) /
-                         (double)(1u << 24);
+        double lat = SRV_GEO_LAT_MIN + (SRV_GEO_LAT_MAX - SRV_GEO_LAT_MIN) *
+                                           (x >> 8) / (double)(1u << 24);
         double xy[2];
         srv_geo_decode((double)srv_geo_score(lon, lat), xy);
         ck_assert_double_eq_tol(xy[0], lon, CELL_TOLERANCE);
@@ -67,8 +66,10 @@ END_TEST
 
 START_TEST(test_cells)
 {
-    srv_geo_shape s = { .type = SRV_GEO_RADIUS, .xy = { 10, 10 },
-                        .conversion = 1000, .radius = 100 };
+    srv_geo_shape s = { .type = SRV_GEO_RADIUS,
+                        .xy = { 10, 10 },
+                        .conversion = 1000,
+                        .radius = 100 };
     srv_geo_cell cells[SRV_GEO_CELLS];
     uint64_t min, max, score = srv_geo_score(10, 10);
 
@@ -104,10 +105,14 @@ END_TEST
 
 START_TEST(test_within)
 {
-    srv_geo_shape r = { .type = SRV_GEO_RADIUS, .xy = { 0, 0 },
-                        .conversion = 1, .radius = 1000 };
-    srv_geo_shape b = { .type = SRV_GEO_BOX, .xy = { 0, 0 },
-                        .conversion = 1000, .width = 2, .height = 4 };
+    srv_geo_shape r = {
+        .type = SRV_GEO_RADIUS, .xy = { 0, 0 }, .conversion = 1, .radius = 1000
+    };
+    srv_geo_shape b = { .type = SRV_GEO_BOX,
+                        .xy = { 0, 0 },
+                        .conversion = 1000,
+                        .width = 2,
+                        .height = 4 };
     double d;
 
     ck_assert(srv_geo_within(&r, 0, 0.0089, &d)); /* ~990 m north */

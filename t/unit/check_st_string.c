@@ -148,8 +148,9 @@ START_TEST(test_read_ranges_across_spans)
     const size_t len = 3 * CHUNK + 100;
     uint8_t *v = unit_st_make_name(len, 9);
     uint8_t *buf = malloc(len);
-    const uint64_t offs[] = { 0, 1, CHUNK - 1, CHUNK, CHUNK + 1,
-                              2 * CHUNK - 3, len - 1, len, len + 5 };
+    const uint64_t offs[] = { 0,       1,         CHUNK - 1,
+                              CHUNK,   CHUNK + 1, 2 * CHUNK - 3,
+                              len - 1, len,       len + 5 };
     st_txn *t = unit_st_wbegin();
 
     ck_assert_int_eq(unit_st_putn(t, 0, "s", 1, v, len, 0), 0);
@@ -159,8 +160,9 @@ START_TEST(test_read_ranges_across_spans)
     for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
         for (uint64_t n = 0; n < 2 * CHUNK + 10; n += CHUNK / 3 + 1) {
             struct collect c = { buf, 0, 0, 0 };
-            uint64_t want = offs[i] >= len ? 0
-                            : n < len - offs[i] ? n : len - offs[i];
+            uint64_t want = offs[i] >= len      ? 0
+                            : n < len - offs[i] ? n
+                                                : len - offs[i];
             ck_assert_int_eq(st_string_read(t, &r, offs[i], n, collect_piece,
                                             &c),
                              0);
@@ -467,9 +469,9 @@ END_TEST
 static void make_old_env(uint32_t ver, const char *name, const uint8_t *val,
                          size_t len)
 {
-    static const char *const v2_dbis[] = { "keys", "expires", "hashes",
-                                           "sets", "zmembers", "zscores",
-                                           "lists", "garbage", "meta" };
+    static const char *const v2_dbis[] = { "keys",  "expires",  "hashes",
+                                           "sets",  "zmembers", "zscores",
+                                           "lists", "garbage",  "meta" };
     MDB_env *e;
     MDB_txn *txn;
     MDB_dbi dbi[sizeof v2_dbis / sizeof v2_dbis[0]];
@@ -484,8 +486,7 @@ static void make_old_env(uint32_t ver, const char *name, const uint8_t *val,
     ck_assert_int_eq(mdb_env_open(e, unit_st_dir, 0, 0600), 0);
     ck_assert_int_eq(mdb_txn_begin(e, NULL, 0, &txn), 0);
     for (size_t i = 0; i < sizeof v2_dbis / sizeof v2_dbis[0]; i++)
-        ck_assert_int_eq(mdb_dbi_open(txn, v2_dbis[i], MDB_CREATE, &dbi[i]),
-                         0);
+        ck_assert_int_eq(mdb_dbi_open(txn, v2_dbis[i], MDB_CREATE, &dbi[i]), 0);
     k.mv_size = 6;
     k.mv_data = "schema";
     v.mv_size = sizeof ver;
