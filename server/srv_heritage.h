@@ -30,6 +30,7 @@ typedef struct srv_heritage {
     int unix_fd;  /* shared by all workers; -1 if none */
     srv_stats *stats;
     struct shm_cache *cache; /* shared cache; NULL when cache-mb is 0 */
+    struct shm_clock *clock; /* keys' last-access clock (OBJECT IDLETIME) */
     int sync_efd;            /* eventfd: workers poke the syncer */
     int *worker_efd;         /* eventfd per worker: the syncer wakes it */
     int broker_fd;           /* pub/sub broker's listening socket */

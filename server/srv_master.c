@@ -27,6 +27,7 @@
 #include "server/srv_services.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_clock.h"
 #include "shm/shm_error.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
@@ -283,6 +284,17 @@ static void create_cache(void)
     if ((rc = shm_cache_create(&o, &srv_her.cache)))
         die("can't create the cache (cache-mb, cache-stripes): %s",
             shm_strerror(rc));
+}
+
+/* The keys' access clock, mapped before any fork like the cache. */
+static void create_clock(void)
+{
+    int rc = shm_clock_create(SHM_CLOCK_DEFAULT_SLOTS,
+                              (uint32_t)(srv_util_mstime() / MS_PER_S),
+                              &srv_her.clock);
+
+    if (rc)
+        die("can't create the access clock: %s", shm_strerror(rc));
 }
 
 static void write_pidfile(void)
@@ -578,6 +590,7 @@ int srv_master_main(int argc, char **argv)
     if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
+    create_clock();
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));

@@ -95,6 +95,7 @@ int st_env_open(const st_env_opts *o, st_env **out)
         return ENOMEM;
     e->databases = o->databases ? o->databases : ST_DEFAULT_DATABASES;
     e->cache = o->cache;
+    e->clock = o->clock;
     e->compress_threshold = o->compress_threshold;
     e->compress_level = o->compress_level;
     if (!(e->zc = ZSTD_createCCtx()) || !(e->zd = ZSTD_createDCtx())) {

@@ -26,6 +26,7 @@
 typedef struct st_env st_env;
 typedef struct st_txn st_txn;
 struct shm_cache;
+struct shm_clock;
 
 typedef struct st_env_opts {
     const char *dir;        /* directory holding data.mdb and lock.mdb */
@@ -36,6 +37,7 @@ typedef struct st_env_opts {
     int writemap;           /* write through the map (faster writes; a
                              * full disk then faults instead of failing) */
     struct shm_cache *cache;    /* shared cache in front of reads, or NULL */
+    struct shm_clock *clock;    /* shared last-access clock, or NULL */
     size_t compress_threshold;  /* compress strings this long; 0 = never */
     int compress_level;         /* zstd level */
 } st_env_opts;

@@ -72,6 +72,7 @@ struct st_env {
     uint8_t *scratch;       /* grow-only buffer for record rewrites */
     size_t scratch_cap;
     struct shm_cache *cache;    /* NULL: no cache */
+    struct shm_clock *clock;    /* NULL: accesses are not recorded */
     size_t compress_threshold;
     int compress_level;
     struct ZSTD_CCtx_s *zc;     /* reused contexts: no allocation per value */

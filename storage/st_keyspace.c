@@ -10,8 +10,10 @@
 #include "storage/st_string.h"
 #include "storage/st_txn.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_clock.h"
 
 #include <errno.h>
+#include <time.h>
 #include <zstd.h>
 
 #include <string.h>
@@ -139,6 +141,30 @@ static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
 static uint64_t cache_hash(const st_keyref *k)
 {
     return cache_hash_of(k->hash, k->db);
+}
+
+#define MS_PER_S 1000
+
+/* Record an access to `k` in the shared clock (the kernel's coarse clock:
+ * a vDSO read, no system call). */
+static void touch(st_env *e, const st_keyref *k)
+{
+    struct timespec ts;
+
+    if (!e->clock)
+        return;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    shm_clock_touch(e->clock, cache_hash(k), (uint32_t)ts.tv_sec);
+}
+
+uint64_t st_keyspace_idle(st_env *env, const st_keyref *k, int64_t now)
+{
+    int64_t at, now_s = now / MS_PER_S;
+
+    if (!env->clock)
+        return 0;
+    at = shm_clock_get(env->clock, cache_hash(k));
+    return now_s > at ? (uint64_t)(now_s - at) : 0;
 }
 
 int st_keyspace_prefetch_useful(const st_env *env)
@@ -329,7 +355,7 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
     return 1;
 }
 
-int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_peek(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     uint64_t hash;
     int rc;
@@ -345,6 +371,15 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
         return rc;
     cache_fill(t, k, hash, out);
     return st_keyspace_inflate(t, out);
+}
+
+int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+{
+    int rc = st_keyspace_peek(t, k, now, out);
+
+    if (rc == 0)
+        touch(t->env, k);
+    return rc;
 }
 
 /*
@@ -383,6 +418,7 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
     st_txn_count_keys(t, k->db, existed ? 0 : 1,
                   (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
+    touch(t->env, k);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
     v.mv_size = st_codec_rec_size(k, payload_len);

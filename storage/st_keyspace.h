@@ -27,6 +27,19 @@
 int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
 
 /*
+ * st_keyspace_lookup without recording an access in the shared clock
+ * (OBJECT, TYPE, EXISTS and TTL do not count as accesses, as in Redis).
+ */
+int st_keyspace_peek(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
+
+/*
+ * Seconds since an access to `k` was last recorded (lookups and writes
+ * record them; the clock is shared by every process and approximate, see
+ * shm/shm_clock.h). 0 when the environment has no clock.
+ */
+uint64_t st_keyspace_idle(st_env *env, const st_keyref *k, int64_t now);
+
+/*
  * Hint: the keys names[0..n) (lengths lens[]) of database `db` are about
  * to be looked up or written, e.g. by the next commands of a pipeline.
  * Starts fetching the cache's memory for all of them at once (see

@@ -38,6 +38,8 @@
 #define KEYNUM(idx, first, step)                                    \
     .find = SRV_KS_KEYNUM, .keynumidx = (idx), .firstkey = (first), \
     .keystep = (step)
+#define BEGIN_UNKNOWN .begin = SRV_KS_BEGIN_UNKNOWN
+#define FIND_UNKNOWN .find = SRV_KS_FIND_UNKNOWN
 #define NODOC .doc_flags = 0
 #define HISTORY(...) \
     .history = (const char *const[]) { __VA_ARGS__, NULL }

@@ -163,7 +163,9 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
     srv_reply_bulk_cstr(c, "flags");
     reply_bits(c, s->flags, keyspec_flag_names, NKSFLAGS);
     srv_reply_bulk_cstr(c, "begin_search");
-    if (s->begin == SRV_KS_INDEX) {
+    if (s->begin == SRV_KS_BEGIN_UNKNOWN) {
+        reply_search(c, "unknown", 0, NULL, NULL);
+    } else if (s->begin == SRV_KS_INDEX) {
         reply_search(c, "index", 1, index_names, &s->index);
     } else { /* a word and an int: by hand */
         srv_reply_map(c, 2);
@@ -177,7 +179,9 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
         srv_reply_int(c, s->index);
     }
     srv_reply_bulk_cstr(c, "find_keys");
-    if (s->find == SRV_KS_RANGE) {
+    if (s->find == SRV_KS_FIND_UNKNOWN) {
+        reply_search(c, "unknown", 0, NULL, NULL);
+    } else if (s->find == SRV_KS_RANGE) {
         int v[] = { s->lastkey, s->keystep, s->limit };
         reply_search(c, "range", 3, range_names, v);
     } else {
@@ -235,7 +239,8 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS + (cmd->doc_flags != 0) +
+    srv_reply_map(c, DOCS_FIELDS - (cmd->complexity == NULL) +
+                         (cmd->doc_flags != 0) +
                          (cmd->deprecated_since != NULL) +
                          (cmd->replaced_by != NULL) + (nhist > 0) +
                          (cmd->nsubs > 0));
@@ -245,8 +250,10 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
-    srv_reply_bulk_cstr(c, "complexity");
-    srv_reply_bulk_cstr(c, cmd->complexity);
+    if (cmd->complexity) {
+        srv_reply_bulk_cstr(c, "complexity");
+        srv_reply_bulk_cstr(c, cmd->complexity);
+    }
     if (cmd->doc_flags) {
         srv_reply_bulk_cstr(c, "doc_flags");
         srv_reply_set(c, popcount(cmd->doc_flags));
@@ -427,6 +434,38 @@ static unsigned resolve_flags(const srv_command *cmd, const srv_keyspec *s,
     return s->flags;
 }
 
+/*
+ * The key an unknown spec of SORT stands for: the argument after the last
+ * STORE, skipping the arguments of LIMIT, GET and BY (Redis's rule); -1
+ * for none, and for any other command's unknown specs.
+ */
+static int unknown_key(const srv_command *cmd, const srv_keyspec *s, int argc,
+                       const srv_slice *argv)
+{
+    static const struct {
+        const char *word;
+        int skip;
+    } skip[] = { { "limit", 2 }, { "get", 1 }, { "by", 1 } };
+    int store = -1;
+
+    if (strcmp(cmd->name, "sort") || !(s->flags & KS_OW))
+        return -1;
+    for (int i = 2; i < argc; i++) {
+        for (size_t j = 0; j < sizeof skip / sizeof skip[0]; j++) {
+            if (srv_util_streq(argv[i].ptr, argv[i].len, skip[j].word)) {
+                i += skip[j].skip;
+                break;
+            }
+            if (srv_util_streq(argv[i].ptr, argv[i].len, "store") &&
+                i + 1 < argc) {
+                store = i + 1;
+                break;
+            }
+        }
+    }
+    return store;
+}
+
 /* Where spec `s` begins in argv: an index, or -1 when it finds nothing. */
 static int spec_begin(const srv_keyspec *s, int argc, const srv_slice *argv)
 {
@@ -459,6 +498,15 @@ static int each_key(srv_conn *c, const srv_command *cmd, int argc,
 
         if (s->flags & KS_NOT_KEY)
             continue;
+        if (s->begin == SRV_KS_BEGIN_UNKNOWN) {
+            int at = unknown_key(cmd, s, argc, argv);
+            if (at >= 0) {
+                if (found)
+                    found(c, &argv[at], s->flags);
+                n++;
+            }
+            continue;
+        }
         if ((first = spec_begin(s, argc, argv)) < 0)
             continue;
         if (s->find == SRV_KS_RANGE) {

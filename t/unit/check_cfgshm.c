@@ -32,7 +32,7 @@
 /* What srv_config is today: 8 text directives of SRV_PATH_MAX bytes and
  * 22 numbers. A change here changes the region: bump SRV_CFGSHM_VERSION. */
 #define CONFIG_TEXTS 8
-#define CONFIG_NUMBERS 23 /* issue 14 (i14a): + hll-sparse-max-bytes */
+#define CONFIG_NUMBERS 29 /* issue 14 (i14a): + hll, listpack limits */
 
 static srv_cfgshm *region(void)
 {

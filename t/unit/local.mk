@@ -202,6 +202,12 @@ t_unit_check_geo_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_geo_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_geo
 
+check_PROGRAMS += t/unit/check_shm_clock
+t_unit_check_shm_clock_SOURCES = t/unit/check_shm_clock.c
+t_unit_check_shm_clock_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_shm_clock_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_shm_clock
+
 # ==== issue 15 ====
 
 # ==== issue 16 ====
