@@ -78,7 +78,8 @@ struct st_env {
     struct ZSTD_CCtx_s *zc;     /* reused contexts: no allocation per value */
     struct ZSTD_DCtx_s *zd;
     uint8_t *span_rd;           /* a span decompressed for reading */
-    uint8_t *span_wr;           /* a span being rebuilt by a write */
+    uint8_t *span_wr;           /* a span, or a short string, being
+                                 * rebuilt by a write (st_string.c) */
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.

@@ -79,12 +79,19 @@ static uint64_t span_key_idx(const uint8_t *buf)
            ((uint64_t)buf[10] << 8) | buf[11];
 }
 
-/* The span buffers of the environment (one span each), allocated once. */
+/* Room of the write buffer: a span, or an inline string a partial write
+ * rebuilds. */
+#define SPAN_WR_BYTES                                                   \
+    (ST_STRING_PATCH_INLINE_MAX > ST_STRING_CHUNK ? ST_STRING_PATCH_INLINE_MAX \
+                                                  : ST_STRING_CHUNK)
+
+/* The buffers of the environment, allocated once: a span to read, and
+ * the write buffer above. */
 static int span_buffers(st_env *e)
 {
     if (!e->span_rd && !(e->span_rd = malloc(ST_STRING_CHUNK)))
         return ENOMEM;
-    if (!e->span_wr && !(e->span_wr = malloc(ST_STRING_CHUNK)))
+    if (!e->span_wr && !(e->span_wr = malloc(SPAN_WR_BYTES)))
         return ENOMEM;
     return 0;
 }
@@ -472,7 +479,7 @@ static int write_found(st_txn *t, st_keyref *k, int found, st_rec *r,
             return rc;
         return put_desc(t, k, flags, at, id, n, 1);
     }
-    if (n <= ST_STRING_INLINE_MAX) {
+    if (n <= ST_STRING_PATCH_INLINE_MAX) {
         uint8_t *buf = t->env->span_wr;
         if (old)
             memcpy(buf, r->payload, (size_t)old);
@@ -481,7 +488,7 @@ static int write_found(st_txn *t, st_keyref *k, int found, st_rec *r,
         memcpy(buf + off, val, len);
         return put_inline(t, k, buf, (size_t)n, at, flags, 1);
     }
-    /* Growing past the inline limit: the string moves into spans. */
+    /* Past the limit of partial writes: the string moves into spans. */
     if ((rc = st_coll_new_id(t, &id)))
         return rc;
     if (old) {

@@ -1,10 +1,9 @@
 /*
- * st_string.h - string values, small and large. A string of at most
- * ST_STRING_INLINE_MAX bytes lives in its key record (st_keyspace.h); a
- * longer one is "chunked": its record holds a descriptor (chunk id,
- * length; flag ST_REC_CHUNKED) and its bytes live in the chunks database
- * as fixed spans of ST_STRING_CHUNK bytes keyed by (chunk id, span
- * number). A span that was never written reads as zeros, so a bitmap set
+ * st_string.h - string values, small and large. A string lives in its
+ * key record (st_keyspace.h) unless it is long (see ST_STRING_INLINE_MAX):
+ * then it is "chunked": its record holds a descriptor (chunk id, length;
+ * flag ST_REC_CHUNKED) and its bytes live in the chunks database as
+ * fixed spans of ST_STRING_CHUNK bytes keyed by (chunk id, span number). A span that was never written reads as zeros, so a bitmap set
  * at a high offset costs one span, and SETBIT, SETRANGE, GETRANGE and
  * APPEND touch only the spans they cover: updating one bit of a 512 MB
  * string copies one span, not the value. A chunked string's spans are
@@ -26,19 +25,24 @@
 #include "storage/st_env.h"
 
 /*
- * A span is sized so that one span value (a tag byte and the bytes) fills
- * ST_STRING_SPAN_PAGES LMDB overflow pages exactly: LMDB's page is the
- * machine's (4 KiB here) and an overflow run carries one page header.
+ * A span holds ST_STRING_CHUNK bytes, sized so that two spans (each an
+ * LMDB leaf node: an 8-byte header, the 12-byte key, a tag byte and the
+ * bytes) and their two 2-byte slots fill a 4 KiB leaf page less its
+ * 16-byte header: a write to a span copies one page, with no overflow
+ * pages to allocate or free (measured: the least CPU per SETBIT of 1, 2
+ * and 4-page spans; PERFORMANCE.md). Other page sizes work, less densely.
  */
-#define ST_STRING_PAGE 4096
-#define ST_STRING_PAGE_HEADER 16
-#define ST_STRING_SPAN_PAGES 4
+#define ST_STRING_CHUNK 2017
 #define ST_STRING_TAG_BYTES 1
-#define ST_STRING_CHUNK                                                  \
-    (ST_STRING_SPAN_PAGES * ST_STRING_PAGE - ST_STRING_PAGE_HEADER -     \
-     ST_STRING_TAG_BYTES)
-/* Longest string kept in its key record. */
-#define ST_STRING_INLINE_MAX ST_STRING_CHUNK
+/*
+ * Longest string a whole-value write (SET) keeps in its key record (one
+ * LMDB value, cacheable: a GET is one read), and longest a partial write
+ * (SETRANGE, APPEND, SETBIT, BITFIELD) leaves there: a partial write to a
+ * longer string moves it into spans, after which each such write touches
+ * only the spans it covers.
+ */
+#define ST_STRING_INLINE_MAX (1024 * 1024)
+#define ST_STRING_PATCH_INLINE_MAX (16 * 1024)
 /* The descriptor of a chunked string: chunk id, length (native u64s). */
 #define ST_STRING_DESC_BYTES 16
 /* Key of a span: chunk id (BE u64), span number (BE u32). */
@@ -105,9 +109,9 @@ int st_string_enc(const st_rec *r);
 /*
  * Write `len` bytes of `val` at byte `off` of the string at `k` (SETRANGE;
  * with off == ST_STRING_APPEND at its end: APPEND), creating it if absent
- * and zero-filling any gap; TTL kept. A string that grows past
- * ST_STRING_INLINE_MAX becomes chunked; only the spans the range covers
- * are rewritten. `enc` is the encoding the result is reported with.
+ * and zero-filling any gap; TTL kept. A string that is or becomes longer
+ * than ST_STRING_PATCH_INLINE_MAX is chunked; only the spans the range
+ * covers are rewritten. `enc` is the encoding the result is reported with.
  * *newlen gets the resulting length. The caller checks off + len against
  * its size limit. Write transaction; `val` must not point into LMDB.
  * 0, ST_EWRONGTYPE, ST_EFULL, ST_ETXNFULL or an errno.

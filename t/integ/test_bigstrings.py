@@ -1,4 +1,4 @@
-"""Checks long strings (kept in spans above 16 KiB) against redis-server reply by reply: random SET/APPEND/SETRANGE/GETRANGE/GET/STRLEN/GETDEL/GETEX/COPY/RENAME/INCR streams across the span boundaries, with and without compression, RESP2 and RESP3; and larder's own promise that a write at a high offset stores one span, not the value."""
+"""Checks long strings (kept in spans: SET above 1 MiB, partial writes above 16 KiB) against redis-server reply by reply: random SET/APPEND/SETRANGE/GETRANGE/GET/STRLEN/GETDEL/GETEX/COPY/RENAME/INCR streams across the span boundaries, with and without compression, RESP2 and RESP3; and larder's own promise that a write at a high offset stores one span, not the value."""
 
 import os
 import random
@@ -6,7 +6,9 @@ import random
 from larder_diff import Pair, diff_main
 from larder_test import Server, assert_eq, assert_true, larder_only
 
-CHUNK = 16367           # ST_STRING_CHUNK
+CHUNK = 2017            # ST_STRING_CHUNK
+PATCH = 16384           # ST_STRING_PATCH_INLINE_MAX
+INLINE = 1024 * 1024    # ST_STRING_INLINE_MAX
 ROUNDS = int(os.environ.get('LARDER_BIGSTR_ROUNDS', '300'))
 SPARSE_OFFSET = 500 * 1024 * 1024
 SPARSE_MAX_FILE = 64 * 1024 * 1024
@@ -14,19 +16,21 @@ SPARSE_MAX_FILE = 64 * 1024 * 1024
 
 def offsets(r):
     return r.choice([0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 2,
-                     3 * CHUNK, r.randint(0, 5 * CHUNK),
-                     r.randint(0, 100), 200000])
+                     3 * CHUNK, PATCH - 1, PATCH, PATCH + 1,
+                     r.randint(0, 12 * CHUNK), r.randint(0, 100), 200000])
 
 
 def value(r):
     n = r.choice([0, 1, 5, 100, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3,
-                  r.randint(0, 3 * CHUNK)])
+                  PATCH - 1, PATCH, PATCH + 1, r.randint(0, 12 * CHUNK),
+                  INLINE if r.random() < 0.1 else 50,
+                  INLINE + 1 if r.random() < 0.1 else 60])
     kind = r.random()
     if kind < 0.3:
         return b'\0' * n
     if kind < 0.6:
         return (b'abcdefg' * (n // 7 + 1))[:n]
-    return bytes(r.getrandbits(8) for _ in range(n))
+    return r.randbytes(n)
 
 
 def stream(p, seed, rounds=ROUNDS):
@@ -81,12 +85,14 @@ def test_random_stream_resp3(p):
 
 def test_boundaries(p):
     """Values around the inline limit, growing by APPEND and SETRANGE."""
-    for n in (CHUNK - 1, CHUNK, CHUNK + 1):
+    for n in (CHUNK - 1, CHUNK, CHUNK + 1, PATCH - 1, PATCH, PATCH + 1,
+              INLINE, INLINE + 1):
         k = 'b%d' % n
         p.call('SET', k, b'q' * n)
         p.call('STRLEN', k)
         p.call('APPEND', k, b'xy')
         p.call('GETRANGE', k, CHUNK - 3, CHUNK + 3)
+        p.call('GETRANGE', k, PATCH - 3, PATCH + 3)
         p.call('SETRANGE', k, 3 * CHUNK + 7, b'tail')
         p.call('GET', k)
         p.call('GETRANGE', k, -10, -1)

@@ -5,7 +5,8 @@ import random
 
 from larder_diff import diff_main, numeric_edges
 
-CHUNK_BITS = 16367 * 8          # ST_STRING_CHUNK, in bits
+CHUNK_BITS = 2017 * 8           # ST_STRING_CHUNK, in bits
+PATCH_BITS = 16384 * 8          # ST_STRING_PATCH_INLINE_MAX, in bits
 ROUNDS = int(os.environ.get('LARDER_BITMAP_ROUNDS', '1500'))
 # LARDER_TEST_HEAVY=1 adds BITOP over 512 MB of set bits (scheduled runs).
 HEAVY = os.environ.get('LARDER_TEST_HEAVY') == '1'
@@ -15,7 +16,9 @@ KEYS = ['a', 'b', 'c', 'l']
 def bit_offset(r):
     return r.choice([0, 1, 7, 8, 9, 63, 64, r.randint(0, 200),
                      CHUNK_BITS - 1, CHUNK_BITS, CHUNK_BITS + 1,
-                     r.randint(0, 3 * CHUNK_BITS), 2 * CHUNK_BITS + 5])
+                     r.randint(0, 3 * CHUNK_BITS), 2 * CHUNK_BITS + 5,
+                     PATCH_BITS - 1, PATCH_BITS, PATCH_BITS + 9,
+                     r.randint(0, 12 * CHUNK_BITS)])
 
 
 def index(r, span):

@@ -144,8 +144,8 @@ START_TEST(test_map_full)
         unit_st_commit(&t);
     }
     unit_st_counts(0, 0, 0);
-    /* The values are chunked strings: their spans are freed lazily, as
-     * the reaper does it, in bounded transactions. */
+    /* Whatever the deletes detached (collections, spans of chunked
+     * strings) is freed lazily, as the reaper does it. */
     {
         size_t freed;
         uint64_t pending = 1;

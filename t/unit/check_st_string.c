@@ -32,11 +32,15 @@
 #define MIB (1024 * 1024)
 #define HIGH_OFFSET (1ull << 30)    /* a 1 GiB sparse string */
 #define SPARSE_MAX_USED (4u * MIB)  /* what its environment may grow to */
-#define MODEL_MAX (6 * CHUNK + 123) /* model strings stay under this */
+#define MODEL_MAX (20 * CHUNK + 123) /* model strings stay under this */
 #define MODEL_ROUNDS 300
 #define MODEL_WRITE_MAX (2 * CHUNK + 7)
 #define MODEL_SEED 12345u
 #define FREE_BUDGET ST_CHUNK_KEYS
+/* A SET this long is chunked; a partial write past PATCH_MAX chunks. */
+#define BIG (ST_STRING_INLINE_MAX + 1)
+#define PATCH_MAX ST_STRING_PATCH_INLINE_MAX
+#define SPANS(len) (((len) + CHUNK - 1) / CHUNK)
 #define V2_SCHEMA 2
 #define V1_SCHEMA 1
 #define V2_MAXDBS 16
@@ -57,6 +61,14 @@ static void write_at(const char *name, uint64_t off, const void *val,
                      0);
     ck_assert_uint_eq(n, want_len);
     unit_st_commit(&t);
+}
+
+/* Store `val` at `name` as a chunked string (a partial write from 0 of
+ * more than PATCH_MAX bytes; zero spans are stored too). */
+static void put_chunked(const char *name, const uint8_t *val, size_t len)
+{
+    ck_assert_uint_gt(len, PATCH_MAX);
+    write_at(name, 0, val, len, len);
 }
 
 /* The record of `name` in read transaction t (which the caller ends). */
@@ -112,30 +124,51 @@ static int collect_piece(void *ctx, const uint8_t *p, size_t n)
 
 START_TEST(test_inline_chunked_boundary)
 {
-    uint8_t *v = unit_st_make_name(CHUNK + 1, 3);
+    uint8_t *v = unit_st_make_name(BIG, 3);
     st_txn *t = unit_st_wbegin();
     st_rec r;
 
-    ck_assert_int_eq(unit_st_putn(t, 0, "in", 2, v, CHUNK, 0), 0);
-    ck_assert_int_eq(unit_st_putn(t, 0, "ch", 2, v, CHUNK + 1, 0), 0);
+    /* SET: inline up to ST_STRING_INLINE_MAX. */
+    ck_assert_int_eq(unit_st_putn(t, 0, "in", 2, v, BIG - 1, 0), 0);
+    ck_assert_int_eq(unit_st_putn(t, 0, "ch", 2, v, BIG, 0), 0);
     unit_st_commit(&t);
     t = unit_st_rbegin();
     r = lookup(t, "in");
     ck_assert(!st_string_is_chunked(&r));
-    ck_assert_uint_eq(st_string_len(&r), CHUNK);
+    ck_assert_uint_eq(st_string_len(&r), BIG - 1);
     r = lookup(t, "ch");
     ck_assert(st_string_is_chunked(&r));
-    ck_assert_uint_eq(st_string_len(&r), CHUNK + 1);
+    ck_assert_uint_eq(st_string_len(&r), BIG);
     unit_st_commit(&t);
-    unit_st_expect_bytes(0, "in", v, CHUNK);
-    unit_st_expect_bytes(0, "ch", v, CHUNK + 1);
+    unit_st_expect_bytes(0, "in", v, BIG - 1);
+    unit_st_expect_bytes(0, "ch", v, BIG);
+    /* Partial writes: inline up to PATCH_MAX, then spans. */
+    write_at("p", 0, v, PATCH_MAX, PATCH_MAX);
+    t = unit_st_rbegin();
+    r = lookup(t, "p");
+    ck_assert(!st_string_is_chunked(&r));
+    unit_st_commit(&t);
+    write_at("p", PATCH_MAX, v + PATCH_MAX, 1, PATCH_MAX + 1);
+    t = unit_st_rbegin();
+    r = lookup(t, "p");
+    ck_assert(st_string_is_chunked(&r));
+    unit_st_commit(&t);
+    unit_st_expect_bytes(0, "p", v, PATCH_MAX + 1);
+    /* A long inline string moves into spans at its first partial write. */
+    write_at("in", 5, "x", 1, BIG - 1);
+    t = unit_st_rbegin();
+    r = lookup(t, "in");
+    ck_assert(st_string_is_chunked(&r));
+    unit_st_commit(&t);
+    v[5] = 'x';
+    unit_st_expect_bytes(0, "in", v, BIG - 1);
     /* The inline-only reserve refuses what needs spans. */
     {
         st_keyref k;
         uint8_t *dst;
         t = unit_st_wbegin();
         st_codec_keyref_init(&k, 0, "x", 1);
-        ck_assert_int_eq(st_keyspace_string_reserve(t, &k, CHUNK + 1, 0, &dst),
+        ck_assert_int_eq(st_keyspace_string_reserve(t, &k, BIG, 0, &dst),
                          EINVAL);
         unit_st_commit(&t);
     }
@@ -145,16 +178,15 @@ END_TEST
 
 START_TEST(test_read_ranges_across_spans)
 {
-    const size_t len = 3 * CHUNK + 100;
+    const size_t len = 9 * CHUNK + 100;
     uint8_t *v = unit_st_make_name(len, 9);
     uint8_t *buf = malloc(len);
     const uint64_t offs[] = { 0,       1,         CHUNK - 1,
                               CHUNK,   CHUNK + 1, 2 * CHUNK - 3,
                               len - 1, len,       len + 5 };
-    st_txn *t = unit_st_wbegin();
+    st_txn *t;
 
-    ck_assert_int_eq(unit_st_putn(t, 0, "s", 1, v, len, 0), 0);
-    unit_st_commit(&t);
+    put_chunked("s", v, len);
     t = unit_st_rbegin();
     st_rec r = lookup(t, "s");
     for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
@@ -250,7 +282,13 @@ START_TEST(test_model_random_writes)
         if (round % 10 == 0 || round == MODEL_ROUNDS - 1)
             unit_st_expect_bytes(0, "m", model, mlen);
     }
-    ck_assert_uint_gt(mlen, ST_STRING_INLINE_MAX);
+    ck_assert_uint_gt(mlen, PATCH_MAX);
+    {
+        st_txn *t = unit_st_rbegin();
+        st_rec r = lookup(t, "m");
+        ck_assert(st_string_is_chunked(&r));
+        unit_st_commit(&t);
+    }
     free(model);
     free(val);
 }
@@ -271,26 +309,28 @@ static void flip_bits(void *ctx, uint8_t *bytes, size_t len)
 
 START_TEST(test_patch_across_span_boundary)
 {
-    uint8_t *v = unit_st_make_name(2 * CHUNK, 4);
+    const size_t len = 9 * CHUNK;
+    uint8_t *v = unit_st_make_name(len, 4);
     struct flip f;
     st_keyref k;
     uint64_t n;
-    st_txn *t = unit_st_wbegin();
+    st_txn *t;
 
-    ck_assert_int_eq(unit_st_putn(t, 0, "p", 1, v, 2 * CHUNK, 0), 0);
+    put_chunked("p", v, len);
+    t = unit_st_wbegin();
     st_codec_keyref_init(&k, 0, "p", 1);
     ck_assert_int_eq(st_string_patch(t, &k, NOW, CHUNK - 2, 4, flip_bits, &f,
                                      &n),
                      0);
-    ck_assert_uint_eq(n, 2 * CHUNK);
+    ck_assert_uint_eq(n, len);
     ck_assert_mem_eq(f.seen, v + CHUNK - 2, 4);
     for (int i = 0; i < 4; i++)
         v[CHUNK - 2 + i] ^= 0xff;
     /* Past the end: the string grows with zeros, the patch sees zeros. */
-    ck_assert_int_eq(st_string_patch(t, &k, NOW, 3 * CHUNK, 2, flip_bits, &f,
-                                     &n),
+    ck_assert_int_eq(st_string_patch(t, &k, NOW, len + CHUNK, 2, flip_bits,
+                                     &f, &n),
                      0);
-    ck_assert_uint_eq(n, 3 * CHUNK + 2);
+    ck_assert_uint_eq(n, len + CHUNK + 2);
     ck_assert_mem_eq(f.seen, "\0\0", 2);
     /* A new key is created; too long a patch is refused. */
     st_codec_keyref_init(&k, 0, "new", 3);
@@ -301,10 +341,10 @@ START_TEST(test_patch_across_span_boundary)
                      EINVAL);
     unit_st_commit(&t);
     {
-        uint8_t *want = calloc(1, 3 * CHUNK + 2);
-        memcpy(want, v, 2 * CHUNK);
-        want[3 * CHUNK] = want[3 * CHUNK + 1] = 0xff;
-        unit_st_expect_bytes(0, "p", want, 3 * CHUNK + 2);
+        uint8_t *want = calloc(1, len + CHUNK + 2);
+        memcpy(want, v, len);
+        want[len + CHUNK] = want[len + CHUNK + 1] = 0xff;
+        unit_st_expect_bytes(0, "p", want, len + CHUNK + 2);
         free(want);
     }
     unit_st_expect_bytes(0, "new", "\0\0\0\0\0\xff", 6);
@@ -370,7 +410,7 @@ END_TEST
 
 START_TEST(test_delete_and_overwrite_free_spans)
 {
-    const size_t len = 5 * CHUNK;
+    const size_t len = BIG;
     uint8_t *v = unit_st_make_name(len, 6);
     st_txn *t = unit_st_wbegin();
     st_keyref k;
@@ -379,13 +419,13 @@ START_TEST(test_delete_and_overwrite_free_spans)
     ck_assert_int_eq(unit_st_putn(t, 0, "b", 1, v, len, 0), 0);
     unit_st_commit(&t);
     ck_assert_uint_eq(free_all(), 0);
-    /* DEL detaches a's five spans; an inline SET over b detaches b's. */
+    /* DEL detaches a's spans; an inline SET over b detaches b's. */
     t = unit_st_wbegin();
     st_codec_keyref_init(&k, 0, "a", 1);
     ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
     ck_assert_int_eq(unit_st_put(t, 0, "b", "small", 0), 0);
     unit_st_commit(&t);
-    ck_assert_uint_eq(free_all(), 10);
+    ck_assert_uint_eq(free_all(), 2 * SPANS(len));
     unit_st_expect(0, "a", NULL);
     unit_st_expect(0, "b", "small");
     /* A chunked SET over a chunked string: the old spans go. */
@@ -393,21 +433,25 @@ START_TEST(test_delete_and_overwrite_free_spans)
     ck_assert_int_eq(unit_st_putn(t, 0, "c", 1, v, len, 0), 0);
     unit_st_commit(&t);
     t = unit_st_wbegin();
-    ck_assert_int_eq(unit_st_putn(t, 0, "c", 1, v + CHUNK, 2 * CHUNK, 0), 0);
+    ck_assert_int_eq(unit_st_putn(t, 0, "c", 1, v + CHUNK, len - CHUNK, 0), 0);
     unit_st_commit(&t);
-    ck_assert_uint_eq(free_all(), 5);
-    unit_st_expect_bytes(0, "c", v + CHUNK, 2 * CHUNK);
+    ck_assert_uint_eq(free_all(), SPANS(len));
+    unit_st_expect_bytes(0, "c", v + CHUNK, len - CHUNK);
     free(v);
 }
 END_TEST
 
 START_TEST(test_copy_rename_expire)
 {
-    const size_t len = 3 * CHUNK + 5;
+    const size_t len = 9 * CHUNK + 5;
     uint8_t *v = unit_st_make_name(len, 8);
-    st_txn *t = unit_st_wbegin();
+    st_txn *t;
+    st_keyref ks;
 
-    ck_assert_int_eq(unit_st_putn(t, 0, "src", 3, v, len, NOW + 10 * SEC), 0);
+    put_chunked("src", v, len);
+    t = unit_st_wbegin();
+    st_codec_keyref_init(&ks, 0, "src", 3);
+    ck_assert_int_eq(st_keyspace_expire_set(t, &ks, NOW, NOW + 10 * SEC), 0);
     unit_st_commit(&t);
     ck_assert_int_eq(unit_st_copy(0, "src", 1, "dup", 0), 0);
     ck_assert_int_eq(unit_st_rename(0, "src", "moved", 0), 0);
@@ -431,14 +475,14 @@ START_TEST(test_copy_rename_expire)
     /* Active expiry frees both strings' spans. */
     ck_assert_uint_eq(unit_st_expire_due(NOW + 11 * SEC, ST_CHUNK_KEYS, NULL),
                       2);
-    ck_assert_uint_eq(free_all(), 8);
+    ck_assert_uint_eq(free_all(), 2 * SPANS(len));
     free(v);
 }
 END_TEST
 
 START_TEST(test_compressed_spans)
 {
-    const size_t len = 4 * CHUNK + 77;
+    const size_t len = BIG + 77;
     uint8_t *v = unit_st_compressible(len, 'c');
     st_env_stat before, after;
     st_txn *t;
@@ -511,7 +555,7 @@ static void make_old_env(uint32_t ver, const char *name, const uint8_t *val,
 
 START_TEST(test_migrate_v2)
 {
-    const size_t len = 3 * CHUNK; /* inline in version 2 */
+    const size_t len = PATCH_MAX + 100; /* inline, as version 2 kept it */
     uint8_t *v = unit_st_make_name(len + 1, 2);
     st_txn *t;
 
