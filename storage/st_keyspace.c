@@ -145,16 +145,20 @@ static uint64_t cache_hash(const st_keyref *k)
 
 #define MS_PER_S 1000
 
-/* Record an access to `k` in the shared clock (the kernel's coarse clock:
- * a vDSO read, no system call). */
-static void touch(st_env *e, const st_keyref *k)
+/* Record an access to `k` in the shared clock at `now` (ms; < 0: read
+ * the kernel's coarse clock, a vDSO call, for writes that have no time
+ * of their own). */
+static void touch(st_env *e, const st_keyref *k, int64_t now)
 {
     struct timespec ts;
 
     if (!e->clock)
         return;
-    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    shm_clock_touch(e->clock, cache_hash(k), (uint32_t)ts.tv_sec);
+    if (now < 0) {
+        clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+        now = (int64_t)ts.tv_sec * MS_PER_S;
+    }
+    shm_clock_touch(e->clock, cache_hash(k), (uint32_t)(now / MS_PER_S));
 }
 
 uint64_t st_keyspace_idle(st_env *env, const st_keyref *k, int64_t now)
@@ -378,7 +382,7 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     int rc = st_keyspace_peek(t, k, now, out);
 
     if (rc == 0)
-        touch(t->env, k);
+        touch(t->env, k, now);
     return rc;
 }
 
@@ -418,7 +422,7 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
     st_txn_count_keys(t, k->db, existed ? 0 : 1,
                   (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
-    touch(t->env, k);
+    touch(t->env, k, -1);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
     v.mv_size = st_codec_rec_size(k, payload_len);
