@@ -179,6 +179,8 @@ def test_lolwut(p):
                         'LOLWUT %s: %r' % (args, a[-60:]))
         p.call('LOLWUT', 'VERSION', '5', 'x')
         p.call('LOLWUT', 'VERSION', '6', '10', 'x')
+        for v in numeric_edges():
+            p.call('LOLWUT', 'VERSION', v)
 
 
 def test_types_scan_touch_randomkey(p):

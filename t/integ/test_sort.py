@@ -154,6 +154,16 @@ def test_lcs(p):
     p.call('LCS', 'big3', 'nokey')
 
 
+def test_lcs_resp3(p):
+    p.connect(3)
+    p.call('MSET', 'a', 'ohmytext', 'b', 'mynewtext', 'e', '')
+    p.call('LCS', 'a', 'b', 'IDX')
+    p.call('LCS', 'a', 'b', 'IDX', 'MINMATCHLEN', '4', 'WITHMATCHLEN')
+    p.call('LCS', 'a', 'e', 'IDX')
+    p.call('LCS', 'a', 'b', 'LEN')
+    p.call('LCS', 'a', 'b')
+
+
 def test_zintercard(p):
     r = random.Random(4)
     for i in range(6):

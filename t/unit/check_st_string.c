@@ -603,6 +603,33 @@ START_TEST(test_refuse_v1)
 }
 END_TEST
 
+/* A cached inline string moved into spans by a partial write: no read
+ * after the commit sees the old value (the cache rule, shm_cache.h). */
+START_TEST(test_cache_sees_conversion)
+{
+    uint8_t *v = unit_st_make_name(PATCH_MAX, 11);
+    st_txn *t = unit_st_wbegin();
+
+    ck_assert_int_eq(unit_st_putn(t, 0, "c", 1, v, PATCH_MAX, 0), 0);
+    unit_st_commit(&t);
+    unit_st_expect_bytes(0, "c", v, PATCH_MAX); /* fills the cache */
+    unit_st_expect_bytes(0, "c", v, PATCH_MAX); /* a hit */
+    write_at("c", PATCH_MAX, "!", 1, PATCH_MAX + 1);
+    {
+        uint8_t *w = malloc(PATCH_MAX + 1);
+        memcpy(w, v, PATCH_MAX);
+        w[PATCH_MAX] = '!';
+        unit_st_expect_bytes(0, "c", w, PATCH_MAX + 1);
+        /* and a write inside the spans is seen too */
+        write_at("c", 3, "?", 1, PATCH_MAX + 1);
+        w[3] = '?';
+        unit_st_expect_bytes(0, "c", w, PATCH_MAX + 1);
+        free(w);
+    }
+    free(v);
+}
+END_TEST
+
 static Suite *string_suite(void)
 {
     Suite *s = suite_create("st_string");
@@ -639,6 +666,7 @@ static Suite *string_suite(void)
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_model_random_writes);
     tcase_add_test(tc, test_inline_chunked_boundary);
+    tcase_add_test(tc, test_cache_sees_conversion);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("schema");
