@@ -145,6 +145,8 @@ def test_pfdebug(p):
     p.call('GET', 'd2')
     p.call('PFDEBUG', 'ENCODING')
     p.call('PFDEBUG', 'ENCODING', 'd', 'x')
+    for c in (p.l, p.r):
+        c.settimeout(60)    # Redis's self-test takes a second or two
     p.call('PFSELFTEST')
     p.call('PFSELFTEST', 'x')
 
