@@ -1,4 +1,4 @@
-"""Checks SORT and SORT_RO (BY with patterns, nosort and hash fields, LIMIT, GET # / patterns / fields, ASC|DESC, ALPHA, STORE), LCS (LEN, IDX, MINMATCHLEN, WITHMATCHLEN, empty and missing strings, the memory limit) and ZINTERCARD against redis-server reply by reply, RESP2 and RESP3, with every numeric argument's bad values."""
+"""Checks SORT and SORT_RO (BY with patterns, nosort and hash fields, LIMIT, GET # / patterns / fields, ASC|DESC, ALPHA, STORE), LCS (LEN, IDX, MINMATCHLEN, WITHMATCHLEN, empty and missing strings, the memory limit) and ZINTERCARD and SINTERCARD against redis-server reply by reply, RESP2 and RESP3, with every numeric argument's bad values."""
 
 import random
 
@@ -164,7 +164,11 @@ def test_lcs_resp3(p):
     p.call('LCS', 'a', 'b')
 
 
-def test_zintercard(p):
+def intercard(p, cmd, mine, other):
+    """CMD (ZINTERCARD or SINTERCARD) over random keys of its own type,
+    the other type (sets count as zsets of score 1 to ZINTERCARD; zsets
+    are WRONGTYPE to SINTERCARD) and missing keys, then its errors and
+    every bad numeric argument."""
     r = random.Random(4)
     for i in range(6):
         p.call('ZADD', 'z%d' % i, *sum((['1', 'm%d' % r.randint(0, 30)]
@@ -172,23 +176,30 @@ def test_zintercard(p):
         p.call('SADD', 's%d' % i, *['m%d' % r.randint(0, 30)
                                     for _ in range(20)])
     p.call('SET', 'str', 'x')
+    m = [mine + str(i) for i in range(4)]
     for _ in range(150):
-        keys = [r.choice(['z0', 'z1', 'z2', 'z3', 's0', 's1', 'nokey'])
+        keys = [r.choice(m + [other + '0', other + '1', 'nokey'])
                 for _ in range(r.randint(1, 4))]
-        args = ['ZINTERCARD', str(len(keys))] + keys
+        args = [cmd, str(len(keys))] + keys
         if r.random() < 0.5:
             args += ['LIMIT', str(r.choice([0, 1, 2, 5, 100]))]
         p.call(*args)
-    for cmd in (['ZINTERCARD', '0', 'z0'], ['ZINTERCARD', '-1', 'z0'],
-                ['ZINTERCARD', '3', 'z0', 'z1'],
-                ['ZINTERCARD', '2', 'z0', 'str'],
-                ['ZINTERCARD', '1', 'z0', 'LIMIT'],
-                ['ZINTERCARD', '1', 'z0', 'FOO', '1'],
-                ['ZINTERCARD', '1', 'z0', 'LIMIT', '1', 'LIMIT', '3']):
-        p.call(*cmd)
+    for args in (['0', m[0]], ['-1', m[0]], ['3', m[0], m[1]],
+                 ['2', m[0], 'str'], ['1', m[0], 'LIMIT'],
+                 ['1', m[0], 'FOO', '1'],
+                 ['1', m[0], 'LIMIT', '1', 'LIMIT', '3'], ['1'], []):
+        p.call(cmd, *args)
     for v in numeric_edges():
-        p.call('ZINTERCARD', v, 'z0', 'z1')
-        p.call('ZINTERCARD', '2', 'z0', 'z1', 'LIMIT', v)
+        p.call(cmd, v, m[0], m[1])
+        p.call(cmd, '2', m[0], m[1], 'LIMIT', v)
+
+
+def test_zintercard(p):
+    intercard(p, 'ZINTERCARD', 'z', 's')
+
+
+def test_sintercard(p):
+    intercard(p, 'SINTERCARD', 's', 'z')
 
 
 if __name__ == '__main__':
