@@ -29,8 +29,9 @@
  * LMDB leaf node: an 8-byte header, the 12-byte key, a tag byte and the
  * bytes) and their two 2-byte slots fill a 4 KiB leaf page less its
  * 16-byte header: a write to a span copies one page, with no overflow
- * pages to allocate or free (measured: the least CPU per SETBIT of 1, 2
- * and 4-page spans; PERFORMANCE.md). Other page sizes work, less densely.
+ * pages to allocate or free (measured against one- and four-page
+ * overflow spans: the CPU per SETBIT of the former, half of the latter's;
+ * PERFORMANCE.md, "Span size"). Other page sizes work, less densely.
  */
 #define ST_STRING_CHUNK 2017
 #define ST_STRING_TAG_BYTES 1
