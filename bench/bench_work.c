@@ -43,6 +43,7 @@
 #define PLACEHOLDER_KEY "__key__"
 #define PLACEHOLDER_VALUE "__value__"
 #define PLACEHOLDER_MEMBER "__member__"
+#define PLACEHOLDER_INDEX "__index__"
 
 /* Fixed words for --value-data text. */
 static const char *const text_words[] = {
@@ -292,6 +293,8 @@ static void start_command(const bench_work *w, bench_work_conn *c,
             arg_value(w, &c->rng, out);
         else if (strcmp(word, PLACEHOLDER_MEMBER) == 0)
             bench_cmd_arg_key(out, MEMBER_PREFIX, next_member(w, c));
+        else if (strcmp(word, PLACEHOLDER_INDEX) == 0)
+            bench_cmd_arg_u64(out, next_member(w, c));
         else
             bench_cmd_arg_str(out, word);
     }

@@ -58,6 +58,9 @@ SERVER_LIBS += $(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS)
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): HyperLogLog values.
+libserver_a_SOURCES += server/srv_hll.c server/srv_hll.h \
+	server/srv_geo.c server/srv_geo.h
 
 # ==== issue 15 ====
 

@@ -94,6 +94,31 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
       0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
     /* ==== issue 13 ==== */                                                   \
     /* ==== issue 14 ==== */                                                   \
+    /* issue 14 (i14a): HyperLogLog and the encodings OBJECT reports */        \
+    X("hll-sparse-max-bytes", hll_sparse_max_bytes, SRV_CFG_BYTES, "3000", 0,  \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
+    X("hash-max-listpack-entries", hash_max_listpack_entries, SRV_CFG_INT,     \
+      "512", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                         \
+    X("hash-max-ziplist-entries", hash_max_listpack_entries, SRV_CFG_INT,      \
+      "512", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)         \
+    X("hash-max-listpack-value", hash_max_listpack_value, SRV_CFG_BYTES, "64", \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                \
+    X("hash-max-ziplist-value", hash_max_listpack_value, SRV_CFG_BYTES, "64",  \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                \
+    X("zset-max-listpack-entries", zset_max_listpack_entries, SRV_CFG_INT,     \
+      "128", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                         \
+    X("zset-max-ziplist-entries", zset_max_listpack_entries, SRV_CFG_INT,      \
+      "128", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)         \
+    X("zset-max-listpack-value", zset_max_listpack_value, SRV_CFG_BYTES, "64", \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                \
+    X("zset-max-ziplist-value", zset_max_listpack_value, SRV_CFG_BYTES, "64",  \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                \
+    X("set-max-intset-entries", set_max_intset_entries, SRV_CFG_INT, "512", 0, \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
+    X("list-max-listpack-size", list_max_listpack_size, SRV_CFG_INT, "-2",     \
+      -2147483648ll, 2147483647, SRV_CFG_RUNTIME)                              \
+    X("list-max-ziplist-size", list_max_listpack_size, SRV_CFG_INT, "-2",      \
+      -2147483648ll, 2147483647, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)              \
     /* ==== issue 15 ==== */                                                   \
     /* ==== issue 16 ==== */                                                   \
     X("aclfile", aclfile, SRV_CFG_STRING, "", 0, 0, 0)                         \
@@ -165,6 +190,14 @@ typedef struct srv_config {
     long long lua_memory_limit;     /* bytes a script may grow Lua by */
     /* ==== issue 13 ==== */
     /* ==== issue 14 ==== */
+    /* issue 14 (i14a) */
+    long long hll_sparse_max_bytes;
+    long long hash_max_listpack_entries;
+    long long hash_max_listpack_value;
+    long long zset_max_listpack_entries;
+    long long zset_max_listpack_value;
+    long long set_max_intset_entries;
+    long long list_max_listpack_size;
     /* ==== issue 15 ==== */
     /* ==== issue 16 ==== */
     char aclfile[SRV_PATH_MAX];

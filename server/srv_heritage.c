@@ -26,6 +26,7 @@ int srv_heritage_env_open(int nosync, st_env **env)
         .nosync = nosync,
         .writemap = (int)srv_her.cfg->lmdb_writemap,
         .cache = srv_her.cache,
+        .clock = srv_her.clock,
         .compress_threshold = (size_t)srv_her.cfg->compress_threshold,
         .compress_level = (int)srv_her.cfg->compress_level,
         .boot_id = srv_her.boot_id,

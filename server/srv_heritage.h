@@ -32,6 +32,8 @@ typedef struct srv_heritage {
     struct shm_cache *cache; /* shared cache; NULL when cache-mb is 0 */
     struct srv_scriptshm_sh *scripts; /* scripting region (srv_scriptshm.h);
                                        * NULL when embedded */
+    struct shm_clock *clock;          /* keys' last-access clock (OBJECT
+                                       * IDLETIME) */
     int sync_efd;                     /* eventfd: workers poke the syncer */
     int *worker_efd; /* eventfd per worker: the syncer wakes it */
     int broker_fd;   /* pub/sub broker's listening socket */

@@ -31,6 +31,7 @@
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_clock.h"
 #include "shm/shm_error.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
@@ -325,6 +326,17 @@ static void load_acl(void)
         srv_log(SRV_LOG_WARNING, 0, "%s", err);
         die("%s", err);
     }
+}
+
+/* The keys' access clock, mapped before any fork like the cache. */
+static void create_clock(void)
+{
+    int rc = shm_clock_create(SHM_CLOCK_DEFAULT_SLOTS,
+                              (uint32_t)(srv_util_mstime() / MS_PER_S),
+                              &srv_her.clock);
+
+    if (rc)
+        die("can't create the access clock: %s", shm_strerror(rc));
 }
 
 static void write_pidfile(void)
@@ -631,6 +643,7 @@ int srv_master_main(int argc, char **argv)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
     load_acl();
+    create_clock();
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));

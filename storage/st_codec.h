@@ -80,6 +80,11 @@ enum st_type {
 /* Record flags. */
 #define ST_REC_LONGNAME 0x01u /* the full name follows the header */
 #define ST_REC_ZSTD 0x02u     /* the string payload is zstd-compressed */
+#define ST_REC_CHUNKED                                              \
+    0x04u                      /* the payload is a chunked string's \
+                                * descriptor (st_string.h) */
+#define ST_REC_ENC_RAW 0x08u   /* a string Redis would hold raw */
+#define ST_REC_ENC_NOINT 0x10u /* a string Redis would not hold as int */
 
 #define ST_REC_HEADER 24
 

@@ -40,6 +40,14 @@ int st_coll_new_id(st_txn *t, uint64_t *id);
  */
 int st_coll_detach(st_txn *t, const st_rec *r);
 
+/* st_coll_detach by id: the elements of `type` (ST_TYPE_STRING: a
+ * chunked string's spans, st_string.h) under `id` go to the lazy freer. */
+int st_coll_detach_id(st_txn *t, uint64_t id, int type);
+
+/* Copy every element of `type` under `src_id` to `dst_id`, a fresh id
+ * (larger than any in use: its keys append). Write transaction. */
+int st_coll_copy_elems(st_txn *t, int type, uint64_t src_id, uint64_t dst_id);
+
 /*
  * Copy every element of the collection in `src` under a new id; *out gets
  * the new collection (same cardinality and list bounds). Write txn.

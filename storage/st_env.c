@@ -26,8 +26,11 @@ static const char *const dbi_names[ST_DBI_COUNT] = {
     [ST_DBI_ZMEMBERS] = "zmembers",   [ST_DBI_ZSCORES] = "zscores",
     [ST_DBI_LISTS] = "lists",         [ST_DBI_GARBAGE] = "garbage",
     [ST_DBI_META] = "meta",           [ST_DBI_SCRIPTS] = "scripts",
-    [ST_DBI_FUNCTIONS] = "functions",
+    [ST_DBI_FUNCTIONS] = "functions", [ST_DBI_CHUNKS] = "chunks",
 };
+
+/* The oldest schema this build migrates (see check_schema). */
+#define ST_SCHEMA_MIGRATES_FROM 2
 
 int st_env_scratch(st_env *env, size_t len, uint8_t **out)
 {
@@ -37,23 +40,35 @@ int st_env_scratch(st_env *env, size_t len, uint8_t **out)
     return rc;
 }
 
+/*
+ * Stamp a new environment with ST_SCHEMA_VERSION, accept one that has it,
+ * migrate an older one this build knows (in the opening transaction, so a
+ * crash leaves it as it was) and refuse anything else with ST_ESCHEMA.
+ * 2 -> 3: version 3 adds the chunks database (opened by the caller) and
+ * chunked strings; every version 2 record, inline strings of any length
+ * included, reads the same in version 3, so the stamp is the migration.
+ */
 static int check_schema(st_env *e, MDB_txn *txn)
 {
     MDB_val k = { sizeof ST_META_SCHEMA - 1, ST_META_SCHEMA }, v;
     uint32_t ver = ST_SCHEMA_VERSION;
     int rc = mdb_get(txn, e->dbi[ST_DBI_META], &k, &v);
 
-    if (rc == MDB_NOTFOUND) {
-        v.mv_size = sizeof ver;
-        v.mv_data = &ver;
-        return st_err_map(mdb_put(txn, e->dbi[ST_DBI_META], &k, &v, 0));
-    }
-    if (rc)
+    if (rc == 0) {
+        if (v.mv_size != sizeof ver)
+            return ST_ESCHEMA;
+        memcpy(&ver, v.mv_data, sizeof ver);
+        if (ver == ST_SCHEMA_VERSION)
+            return 0;
+        if (ver < ST_SCHEMA_MIGRATES_FROM || ver > ST_SCHEMA_VERSION)
+            return ST_ESCHEMA;
+        ver = ST_SCHEMA_VERSION;
+    } else if (rc != MDB_NOTFOUND) {
         return st_err_map(rc);
-    if (v.mv_size != sizeof ver)
-        return ST_ESCHEMA;
-    memcpy(&ver, v.mv_data, sizeof ver);
-    return ver == ST_SCHEMA_VERSION ? 0 : ST_ESCHEMA;
+    }
+    v.mv_size = sizeof ver;
+    v.mv_data = &ver;
+    return st_err_map(mdb_put(txn, e->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 static int open_dbis(st_env *e)
@@ -101,6 +116,7 @@ int st_env_open(const st_env_opts *o, st_env **out)
     e->lockfd = -1;
     e->databases = o->databases ? o->databases : ST_DEFAULT_DATABASES;
     e->cache = o->cache;
+    e->clock = o->clock;
     e->compress_threshold = o->compress_threshold;
     e->compress_level = o->compress_level;
     if (!(e->zc = ZSTD_createCCtx()) || !(e->zd = ZSTD_createDCtx())) {
@@ -180,6 +196,8 @@ void st_env_close(st_env **envp)
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
+    free(e->span_rd);
+    free(e->span_wr);
     ZSTD_freeCCtx(e->zc);
     ZSTD_freeDCtx(e->zd);
     st_txn_arena_reset(&e->rtxn);

@@ -18,8 +18,10 @@
 
 /* 2: order-statistic count records in hashes, sets and zscores
  * (st_rank.h) replace version 1's one-level zset rank blocks. Pre-release:
- * a version 1 environment is refused, not migrated. */
-#define ST_SCHEMA_VERSION 2
+ * a version 1 environment is refused, not migrated.
+ * 3: long strings in spans (the chunks database, st_string.h); a version
+ * 2 environment is migrated on open (st_env.c's check_schema). */
+#define ST_SCHEMA_VERSION 3
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024
@@ -29,6 +31,7 @@
 typedef struct st_env st_env;
 typedef struct st_txn st_txn;
 struct shm_cache;
+struct shm_clock;
 
 typedef struct st_env_opts {
     const char *dir;           /* directory holding data.mdb and lock.mdb */
@@ -39,6 +42,7 @@ typedef struct st_env_opts {
     int writemap;              /* write through the map (faster writes; a
                                 * full disk then faults instead of failing) */
     struct shm_cache *cache;   /* shared cache in front of reads, or NULL */
+    struct shm_clock *clock;   /* shared last-access clock, or NULL */
     size_t compress_threshold; /* compress strings this long; 0 = never */
     int compress_level;        /* zstd level */
     const char *boot_id;       /* this boot's id: the directory is under
@@ -51,10 +55,10 @@ typedef struct st_env_opts {
 
 /*
  * Open (creating if absent) the environment in opts->dir, with every named
- * database of the schema, and check or stamp the schema version. Returns 0,
- * ST_ESCHEMA for a newer or unknown schema, ST_EKEYSIZE when this LMDB's
- * key limit is below ST_LMDB_MAXKEY, or an errno. *out owned by the caller
- * until st_env_close().
+ * database of the schema, and check, migrate or stamp the schema version.
+ * Returns 0, ST_ESCHEMA for a newer, unknown or too old schema, ST_EKEYSIZE
+ * when this LMDB's key limit is below ST_LMDB_MAXKEY, or an errno. *out owned
+ * by the caller until st_env_close().
  */
 int st_env_open(const st_env_opts *opts, st_env **out);
 

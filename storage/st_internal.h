@@ -31,6 +31,7 @@ enum st_dbi {
     ST_DBI_META,
     ST_DBI_SCRIPTS,   /* scripting (st_script.h): bodies by SHA1 */
     ST_DBI_FUNCTIONS, /* function libraries by name */
+    ST_DBI_CHUNKS,    /* spans of chunked strings (st_string.h) */
     ST_DBI_COUNT
 };
 
@@ -86,11 +87,15 @@ struct st_env {
     uint8_t *scratch; /* grow-only buffer for record rewrites */
     size_t scratch_cap;
     struct shm_cache *cache; /* NULL: no cache */
+    struct shm_clock *clock; /* NULL: accesses are not recorded */
     size_t compress_threshold;
     int compress_level;
     struct ZSTD_CCtx_s *zc; /* reused contexts: no allocation per value */
     struct ZSTD_DCtx_s *zd;
     st_env_observer obs; /* all NULL: nobody observes */
+    uint8_t *span_rd;    /* a span decompressed for reading */
+    uint8_t *span_wr;    /* a span, or a short string, being
+                          * rebuilt by a write (st_string.c) */
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.
@@ -152,6 +157,25 @@ int st_durable_pin_live(st_env *env);
  * the same record if that timed out. Costs no system call otherwise.
  */
 void st_durable_pressure(st_env *env);
+
+/*
+ * What st_keyspace.c lends the string module (st_string.c): the record
+ * writer (see put_record there), the lookup without cache or inflation,
+ * and the inflation of a compressed inline value into the arena.
+ */
+int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
+                        int64_t expire_at, size_t payload_len, int same_value,
+                        uint8_t **dst);
+int st_keyspace_lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
+int st_keyspace_inflate(st_txn *t, st_rec *r);
+
+/*
+ * What st_string.c lends st_keyspace.c: the detaching of a chunked
+ * string's spans (a no-op for any other record) and the deep copy of a
+ * chunked string to the free key `dst`.
+ */
+int st_string_detach(st_txn *t, const st_rec *r);
+int st_string_copy_rec(st_txn *t, st_keyref *dst, const st_rec *r);
 
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"

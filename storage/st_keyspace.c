@@ -5,12 +5,15 @@
  */
 #include "storage/st_keyspace.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_clock.h"
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_string.h"
 #include "storage/st_txn.h"
 
 #include <errno.h>
+#include <time.h>
 #include <zstd.h>
 
 #include <string.h>
@@ -22,8 +25,6 @@
 #define RANDOM_TRIES 16
 
 #define DBI(t, which) ((t)->env->dbi[which])
-/* Compression must save at least 1/ST_COMPRESS_MIN_GAIN of the value. */
-#define ST_COMPRESS_MIN_GAIN 8
 
 static int is_expired(const st_rec *r, int64_t now)
 {
@@ -142,6 +143,34 @@ static uint64_t cache_hash(const st_keyref *k)
     return cache_hash_of(k->hash, k->db);
 }
 
+#define MS_PER_S 1000
+
+/* Record an access to `k` in the shared clock at `now` (ms; < 0: read
+ * the kernel's coarse clock, a vDSO call, for writes that have no time
+ * of their own). */
+static void touch(st_env *e, const st_keyref *k, int64_t now)
+{
+    struct timespec ts;
+
+    if (!e->clock)
+        return;
+    if (now < 0) {
+        clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+        now = (int64_t)ts.tv_sec * MS_PER_S;
+    }
+    shm_clock_touch(e->clock, cache_hash(k), (uint32_t)(now / MS_PER_S));
+}
+
+uint64_t st_keyspace_idle(st_env *env, const st_keyref *k, int64_t now)
+{
+    int64_t at, now_s = now / MS_PER_S;
+
+    if (!env->clock)
+        return 0;
+    at = shm_clock_get(env->clock, cache_hash(k));
+    return now_s > at ? (uint64_t)(now_s - at) : 0;
+}
+
 int st_keyspace_prefetch_useful(const st_env *env)
 {
     return env->cache != NULL && shm_cache_enabled(env->cache);
@@ -187,6 +216,14 @@ static void note_seen(st_env *e, const st_keyref *k)
     e->nseen++;
 }
 
+/* Hand what a record owns outside itself (a collection's elements, a
+ * chunked string's spans) to the lazy freer. */
+static int detach_owned(st_txn *t, const st_rec *r)
+{
+    return r->type == ST_TYPE_STRING ? st_string_detach(t, r)
+                                     : st_coll_detach(t, r);
+}
+
 /*
  * Remove the record of `k` (known to exist as `r`) and its expiry entry; a
  * collection's elements are detached for lazy freeing unless `keep_elems`
@@ -199,7 +236,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
     int64_t at = r->expire_at;
     int rc;
 
-    if (r->type != ST_TYPE_STRING && !keep_elems && (rc = st_coll_detach(t, r)))
+    if (!keep_elems && (rc = detach_owned(t, r)))
         return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
@@ -217,7 +254,7 @@ static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
 
 /* Find `k` as stored (no cache, no decompression): internal lookups that
  * may rewrite the record use this form. */
-static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     MDB_val v;
     int rc = raw_get(t, k, &v);
@@ -240,7 +277,7 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 
 /* Replace a compressed payload by its decompressed bytes (in the arena:
  * valid until the transaction ends, like LMDB's own pointers). */
-static int inflate(st_txn *t, st_rec *r)
+int st_keyspace_inflate(st_txn *t, st_rec *r)
 {
     unsigned long long n;
     uint8_t *dst;
@@ -286,7 +323,8 @@ static void cache_fill(st_txn *t, const st_keyref *k, uint64_t hash,
         .flags = (uint8_t)r->flags,
     };
 
-    if (r->type == ST_TYPE_STRING)
+    /* A chunked string's record is not its value: never cached. */
+    if (r->type == ST_TYPE_STRING && !(r->flags & ST_REC_CHUNKED))
         shm_cache_fill(t->env->cache, &e, mdb_txn_id(t->txn));
 }
 
@@ -328,22 +366,31 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
     return 1;
 }
 
-int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_peek(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     uint64_t hash;
     int rc;
 
     if (!cacheable(t, k)) {
-        rc = lookup_raw(t, k, now, out);
-        return rc ? rc : inflate(t, out);
+        rc = st_keyspace_lookup_raw(t, k, now, out);
+        return rc ? rc : st_keyspace_inflate(t, out);
     }
     hash = cache_hash(k);
     if (cache_get(t, k, hash, now, out))
-        return inflate(t, out);
-    if ((rc = lookup_raw(t, k, now, out)))
+        return st_keyspace_inflate(t, out);
+    if ((rc = st_keyspace_lookup_raw(t, k, now, out)))
         return rc;
     cache_fill(t, k, hash, out);
-    return inflate(t, out);
+    return st_keyspace_inflate(t, out);
+}
+
+int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+{
+    int rc = st_keyspace_peek(t, k, now, out);
+
+    if (rc == 0)
+        touch(t->env, k, now);
+    return rc;
 }
 
 /*
@@ -353,9 +400,9 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
  * with its own payload). The reserve is the last LMDB call so the pointer
  * stays valid for the caller.
  */
-static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
-                      int64_t expire_at, size_t payload_len, int same_value,
-                      uint8_t **dst)
+int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
+                        int64_t expire_at, size_t payload_len, int same_value,
+                        uint8_t **dst)
 {
     MDB_val key, v;
     st_rec old;
@@ -369,8 +416,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
         existed = 1;
         old_type = old.type;
         old_at = old.expire_at;
-        if (old.type != ST_TYPE_STRING && !same_value &&
-            (rc = st_coll_detach(t, &old)))
+        if (!same_value && (rc = detach_owned(t, &old)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;
@@ -384,6 +430,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
     st_txn_count_keys(t, k->db, existed ? 0 : 1,
                       (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
+    touch(t->env, k, -1);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
     v.mv_size = st_codec_rec_size(k, payload_len);
@@ -400,39 +447,21 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
 int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len,
                                int64_t expire_at, uint8_t **dst)
 {
-    return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
+    if (len > ST_STRING_INLINE_MAX)
+        return EINVAL;
+    return st_keyspace_put_rec(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
 }
 
 int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
                            int64_t expire_at)
 {
-    st_env *e = t->env;
-    uint8_t *dst, *z;
-    int rc;
-
-    /* Compress big values when it saves at least an eighth. */
-    if (e->compress_threshold && len >= e->compress_threshold &&
-        st_env_scratch(e, ZSTD_compressBound(len), &z) == 0) {
-        size_t n = ZSTD_compressCCtx(e->zc, z, e->scratch_cap, val, len,
-                                     e->compress_level);
-        if (!ZSTD_isError(n) && n <= len - len / ST_COMPRESS_MIN_GAIN) {
-            rc = put_record(t, k, ST_TYPE_STRING, ST_REC_ZSTD, expire_at, n, 0,
-                            &dst);
-            if (rc == 0)
-                memcpy(dst, z, n);
-            return rc;
-        }
-    }
-    rc = st_keyspace_string_reserve(t, k, len, expire_at, &dst);
-    if (rc == 0 && len)
-        memcpy(dst, val, len);
-    return rc;
+    return st_string_set(t, k, val, len, expire_at, ST_STRING_ENC_AUTO);
 }
 
 int st_keyspace_delete(st_txn *t, st_keyref *k, int64_t now)
 {
     st_rec r;
-    int rc = lookup_raw(t, k, now, &r);
+    int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     return rc ? rc : del_found(t, k, &r);
 }
@@ -453,7 +482,7 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
         return rc;
     if (n)
         memcpy(copy, r->payload, n);
-    if ((rc = put_record(t, k, type, flags, at, n, 1, &dst)))
+    if ((rc = st_keyspace_put_rec(t, k, type, flags, at, n, 1, &dst)))
         return rc;
     if (n)
         memcpy(dst, copy, n);
@@ -464,7 +493,7 @@ int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now,
                            int64_t expire_at)
 {
     st_rec r;
-    int rc = lookup_raw(t, k, now, &r);
+    int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     if (rc)
         return rc;
@@ -481,12 +510,14 @@ static int copy_record(st_txn *t, st_keyref *dst, const st_rec *r)
     uint8_t *dst_payload;
     int rc;
 
+    if (r->type == ST_TYPE_STRING && (r->flags & ST_REC_CHUNKED))
+        return st_string_copy_rec(t, dst, r);
     if (r->type == ST_TYPE_STRING)
         return rewrite(t, dst, r, r->expire_at);
     if ((rc = st_coll_copy(t, r, &c)))
         return rc;
-    if ((rc = put_record(t, dst, r->type, 0, r->expire_at, ST_COLL_PAYLOAD, 0,
-                         &dst_payload)))
+    if ((rc = st_keyspace_put_rec(t, dst, r->type, 0, r->expire_at,
+                                  ST_COLL_PAYLOAD, 0, &dst_payload)))
         return rc;
     st_coll_encode(dst_payload, &c);
     return 0;
@@ -502,13 +533,13 @@ int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
                        int nx)
 {
     st_rec r, d;
-    int rc = lookup_raw(t, src, now, &r);
+    int rc = st_keyspace_lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
     if (same_key(src, dst))
         return nx ? ST_EEXISTS : 0;
-    rc = lookup_raw(t, dst, now, &d);
+    rc = st_keyspace_lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (nx)
             return ST_EEXISTS;
@@ -518,12 +549,12 @@ int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
         return rc;
     }
     /* dst's deletion may have moved src's pages: look it up again. */
-    if ((rc = lookup_raw(t, src, now, &r)))
+    if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
         return rc;
     /* The record moves as it is: a collection keeps its id and elements. */
     if ((rc = rewrite(t, dst, &r, r.expire_at)))
         return rc;
-    if ((rc = lookup_raw(t, src, now, &r)))
+    if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
         return rc;
     return del_record(t, src, &r, 1);
 }
@@ -532,17 +563,17 @@ int st_keyspace_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
                      int replace)
 {
     st_rec r, d;
-    int rc = lookup_raw(t, src, now, &r);
+    int rc = st_keyspace_lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
-    rc = lookup_raw(t, dst, now, &d);
+    rc = st_keyspace_lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (!replace || same_key(src, dst))
             return ST_EEXISTS;
         if ((rc = del_found(t, dst, &d)))
             return rc;
-        if ((rc = lookup_raw(t, src, now, &r)))
+        if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;

@@ -7,7 +7,9 @@
  * clock in ms since the epoch: a key whose expire-at is <= now is absent
  * (lazy expiry): a write transaction deletes it on the spot, a read
  * transaction remembers it for st_keyspace_reap_seen(). Records returned borrow
- * LMDB's memory until the transaction ends or writes.
+ * LMDB's memory until the transaction ends or writes. A string record may
+ * be chunked (its payload then is not its bytes): read strings through
+ * st_string.h.
  */
 #ifndef ST_KEYSPACE_H
 #define ST_KEYSPACE_H
@@ -25,6 +27,19 @@
 int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
 
 /*
+ * st_keyspace_lookup without recording an access in the shared clock
+ * (OBJECT, TYPE, EXISTS and TTL do not count as accesses, as in Redis).
+ */
+int st_keyspace_peek(st_txn *t, st_keyref *k, int64_t now, st_rec *out);
+
+/*
+ * Seconds since an access to `k` was last recorded (lookups and writes
+ * record them; the clock is shared by every process and approximate, see
+ * shm/shm_clock.h). 0 when the environment has no clock.
+ */
+uint64_t st_keyspace_idle(st_env *env, const st_keyref *k, int64_t now);
+
+/*
  * Hint: the keys names[0..n) (lengths lens[]) of database `db` are about
  * to be looked up or written, e.g. by the next commands of a pipeline.
  * Starts fetching the cache's memory for all of them at once (see
@@ -38,7 +53,8 @@ void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
 int st_keyspace_prefetch_useful(const st_env *env);
 
 /*
- * Replace whatever `k` holds with a string of `len` bytes expiring at
+ * Replace whatever `k` holds with an inline string of `len` bytes
+ * (len <= ST_STRING_INLINE_MAX of st_string.h, else EINVAL) expiring at
  * `expire_at` (0 = never); *dst receives where to write the bytes, valid
  * until the next storage call. A collection it replaces is detached for
  * lazy freeing. Write transaction only. 0, ST_EFULL, ST_ETXNFULL, errno.
@@ -46,7 +62,8 @@ int st_keyspace_prefetch_useful(const st_env *env);
 int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len,
                                int64_t expire_at, uint8_t **dst);
 
-/* st_keyspace_string_reserve() plus the copy of `val`. */
+/* Store the string `val` (any length: inline or chunked, compressed when
+ * configured; see st_string_set of st_string.h). */
 int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
                            int64_t expire_at);
 

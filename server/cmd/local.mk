@@ -38,6 +38,14 @@ libserver_a_CFLAGS += $(LUA_CFLAGS) $(LUACJSON_CFLAGS) $(LUABITOP_CFLAGS)
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): bitmaps, HyperLogLog, geo, SORT, LCS, OBJECT, MEMORY.
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_bitmap.def server/cmd/srv_cmd_bitmap.c \
+	server/cmd/srv_commands_hll.def server/cmd/srv_cmd_hll.c \
+	server/cmd/srv_commands_geo.def server/cmd/srv_cmd_geo.c \
+	server/cmd/srv_commands_misc14.def server/cmd/srv_cmd_sort.c \
+	server/cmd/srv_cmd_lcs.c server/cmd/srv_cmd_object.c \
+	server/cmd/srv_objinfo.c server/cmd/srv_objinfo.h
 
 # ==== issue 15 ====
 

@@ -39,6 +39,8 @@
 #define KEYNUM(idx, first, step)                                    \
     .find = SRV_KS_KEYNUM, .keynumidx = (idx), .firstkey = (first), \
     .keystep = (step)
+#define BEGIN_UNKNOWN .begin = SRV_KS_BEGIN_UNKNOWN
+#define FIND_UNKNOWN .find = SRV_KS_FIND_UNKNOWN
 #define NODOC .doc_flags = 0
 #define HISTORY(...) \
     .history = (const char *const[]) { __VA_ARGS__, NULL }
@@ -277,6 +279,38 @@ static unsigned resolve_flags(const srv_command *cmd, const srv_keyspec *s,
     return s->flags;
 }
 
+/*
+ * The key an unknown spec of SORT stands for: the argument after the last
+ * STORE, skipping the arguments of LIMIT, GET and BY (Redis's rule); -1
+ * for none, and for any other command's unknown specs.
+ */
+static int unknown_key(const srv_command *cmd, const srv_keyspec *s, int argc,
+                       const srv_slice *argv)
+{
+    static const struct {
+        const char *word;
+        int skip;
+    } skip[] = { { "limit", 2 }, { "get", 1 }, { "by", 1 } };
+    int store = -1;
+
+    if (strcmp(cmd->name, "sort") || !(s->flags & KS_OW))
+        return -1;
+    for (int i = 2; i < argc; i++) {
+        for (size_t j = 0; j < sizeof skip / sizeof skip[0]; j++) {
+            if (srv_util_streq(argv[i].ptr, argv[i].len, skip[j].word)) {
+                i += skip[j].skip;
+                break;
+            }
+            if (srv_util_streq(argv[i].ptr, argv[i].len, "store") &&
+                i + 1 < argc) {
+                store = i + 1;
+                break;
+            }
+        }
+    }
+    return store;
+}
+
 /* Where spec `s` begins in argv: an index, or -1 when it finds nothing. */
 static int spec_begin(const srv_keyspec *s, int argc, const srv_slice *argv)
 {
@@ -302,6 +336,15 @@ int srv_cmd_each_key(const srv_command *cmd, int argc, const srv_slice *argv,
 
         if (s->flags & KS_NOT_KEY)
             continue;
+        if (s->begin == SRV_KS_BEGIN_UNKNOWN) {
+            int at = unknown_key(cmd, s, argc, argv);
+            if (at >= 0) {
+                n++;
+                if (fn && fn(ctx, at, resolve_flags(cmd, s, argc, argv)))
+                    return n;
+            }
+            continue;
+        }
         if ((first = spec_begin(s, argc, argv)) < 0)
             continue;
         if (s->find == SRV_KS_RANGE) {

@@ -103,8 +103,11 @@ struct st_txn;
 
 #define SRV_CMD_KEYSPECS_MAX 4
 
-enum srv_ks_begin { SRV_KS_INDEX, SRV_KS_KEYWORD };
-enum srv_ks_find { SRV_KS_RANGE, SRV_KS_KEYNUM };
+/* SRV_KS_BEGIN_UNKNOWN, SRV_KS_FIND_UNKNOWN: keys Redis cannot locate from
+ * the spec (SORT's BY/GET patterns and STORE); COMMAND GETKEYS finds them
+ * by the command's own rule, if it has one. */
+enum srv_ks_begin { SRV_KS_INDEX, SRV_KS_KEYWORD, SRV_KS_BEGIN_UNKNOWN };
+enum srv_ks_find { SRV_KS_RANGE, SRV_KS_KEYNUM, SRV_KS_FIND_UNKNOWN };
 
 /*
  * One key spec: where the search for keys begins (at argv index `index`,

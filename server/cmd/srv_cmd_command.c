@@ -146,7 +146,9 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
     srv_reply_bulk_cstr(c, "flags");
     reply_bits(c, s->flags, keyspec_flag_names, NKSFLAGS);
     srv_reply_bulk_cstr(c, "begin_search");
-    if (s->begin == SRV_KS_INDEX) {
+    if (s->begin == SRV_KS_BEGIN_UNKNOWN) {
+        reply_search(c, "unknown", 0, NULL, NULL);
+    } else if (s->begin == SRV_KS_INDEX) {
         reply_search(c, "index", 1, index_names, &s->index);
     } else { /* a word and an int: by hand */
         srv_reply_map(c, 2);
@@ -160,7 +162,9 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
         srv_reply_int(c, s->index);
     }
     srv_reply_bulk_cstr(c, "find_keys");
-    if (s->find == SRV_KS_RANGE) {
+    if (s->find == SRV_KS_FIND_UNKNOWN) {
+        reply_search(c, "unknown", 0, NULL, NULL);
+    } else if (s->find == SRV_KS_RANGE) {
         int v[] = { s->lastkey, s->keystep, s->limit };
         reply_search(c, "range", 3, range_names, v);
     } else {
@@ -218,7 +222,8 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS + (cmd->doc_flags != 0) +
+    srv_reply_map(c, DOCS_FIELDS - (cmd->complexity == NULL) +
+                         (cmd->doc_flags != 0) +
                          (cmd->deprecated_since != NULL) +
                          (cmd->replaced_by != NULL) + (nhist > 0) +
                          (cmd->nsubs > 0));
@@ -228,8 +233,10 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
-    srv_reply_bulk_cstr(c, "complexity");
-    srv_reply_bulk_cstr(c, cmd->complexity);
+    if (cmd->complexity) {
+        srv_reply_bulk_cstr(c, "complexity");
+        srv_reply_bulk_cstr(c, cmd->complexity);
+    }
     if (cmd->doc_flags) {
         srv_reply_bulk_cstr(c, "doc_flags");
         srv_reply_set(c, popcount(cmd->doc_flags));

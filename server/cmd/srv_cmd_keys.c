@@ -33,13 +33,17 @@ static const char *const type_names[] = {
     [ST_TYPE_ZSET] = "zset", [ST_TYPE_HASH] = "hash",
 };
 
+/* What count_keys_generic does with each key. */
+enum { KEYS_DELETE, KEYS_PEEK, KEYS_TOUCH };
+
 /*
- * DEL and UNLINK (`del`: collections are detached either way, O(1) for
- * both), EXISTS and TOUCH: how many of the named keys were there (repeats
- * count).
+ * DEL and UNLINK (KEYS_DELETE: collections are detached either way, O(1)
+ * for both), EXISTS (KEYS_PEEK: not an access, as in Redis) and TOUCH
+ * (an access): how many of the named keys were there (repeats count).
  */
-static void count_keys_generic(srv_conn *c, int del)
+static void count_keys_generic(srv_conn *c, int mode)
 {
+    int del = mode == KEYS_DELETE;
     struct st_txn *t = del ? srv_txn_write_or_reply(c)
                            : srv_txn_read_or_reply(c);
     long long n = 0;
@@ -51,6 +55,8 @@ static void count_keys_generic(srv_conn *c, int del)
         st_rec r;
         srv_key_ref(c, i, &k);
         int rc = del ? st_keyspace_delete(t, &k, srv_cmd_now(c))
+                 : mode == KEYS_PEEK
+                     ? st_keyspace_peek(t, &k, srv_cmd_now(c), &r)
                      : st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
         if (rc == 0 && del)
             srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", i);
@@ -64,18 +70,19 @@ static void count_keys_generic(srv_conn *c, int del)
     srv_reply_int(c, n);
 }
 
-void srv_cmd_del(srv_conn *c) { count_keys_generic(c, 1); }
-void srv_cmd_unlink(srv_conn *c) { count_keys_generic(c, 1); }
-void srv_cmd_exists(srv_conn *c) { count_keys_generic(c, 0); }
-void srv_cmd_touch(srv_conn *c) { count_keys_generic(c, 0); }
+void srv_cmd_del(srv_conn *c) { count_keys_generic(c, KEYS_DELETE); }
+void srv_cmd_unlink(srv_conn *c) { count_keys_generic(c, KEYS_DELETE); }
+void srv_cmd_exists(srv_conn *c) { count_keys_generic(c, KEYS_PEEK); }
+void srv_cmd_touch(srv_conn *c) { count_keys_generic(c, KEYS_TOUCH); }
 
-/* Look up argv[1] of any type: 1 found, 0 absent, -1 error replied. */
+/* Look up argv[1] of any type: 1 found, 0 absent, -1 error replied. Not
+ * an access of the key (TYPE, TTL ... do not count, as in Redis). */
 static int lookup_any(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
 {
     int rc;
 
     srv_key_ref(c, 1, k);
-    rc = st_keyspace_lookup(t, k, srv_cmd_now(c), r);
+    rc = st_keyspace_peek(t, k, srv_cmd_now(c), r);
     if (rc == ST_ENOTFOUND)
         return 0;
     if (rc) {

@@ -1150,3 +1150,97 @@ void srv_cmd_zdiff(srv_conn *c) { algebra_generic(c, OP_DIFF, 0); }
 void srv_cmd_zunionstore(srv_conn *c) { algebra_generic(c, OP_UNION, 1); }
 void srv_cmd_zinterstore(srv_conn *c) { algebra_generic(c, OP_INTER, 1); }
 void srv_cmd_zdiffstore(srv_conn *c) { algebra_generic(c, OP_DIFF, 1); }
+
+/* ---- ZINTERCARD (issue 14) ---- */
+
+/*
+ * ZINTERCARD numkeys key ... [LIMIT limit]: the size of the intersection
+ * of sorted sets (or sets), counting members of the smallest input that
+ * every other input holds, up to `limit` (0: no limit).
+ */
+void srv_cmd_zintercard(srv_conn *c)
+{
+    long long numkeys, limit = 0, n = 0;
+    algebra a;
+    input *in;
+    int first = 0, rc = 0;
+
+    if (srv_args_ll_or_reply(c, &c->argv[1], &numkeys))
+        return;
+    if (numkeys < 1) {
+        srv_reply_errorf(c,
+                         "ERR at least 1 input key is needed for '%s' "
+                         "command",
+                         c->cmd->name);
+        return;
+    }
+    if (numkeys > c->argc - 2) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    for (int j = 2 + (int)numkeys; j < c->argc; j++) {
+        const srv_slice *o = &c->argv[j];
+        if (srv_util_streq(o->ptr, o->len, "limit") && j + 1 < c->argc) {
+            const srv_slice *l = &c->argv[++j];
+            if (!srv_util_str2ll(l->ptr, l->len, &limit) || limit < 0) {
+                srv_reply_error(c, "ERR LIMIT can't be negative");
+                return;
+            }
+        } else {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+    }
+    memset(&a, 0, sizeof a);
+    a.op = OP_INTER;
+    a.n = (int)numkeys;
+    if (!(a.t = srv_txn_read_or_reply(c)))
+        return;
+    if (!(in = calloc((size_t)a.n, sizeof *in))) {
+        srv_txn_error(c, ENOMEM);
+        return;
+    }
+    a.in = in;
+    for (int i = 0; i < a.n; i++)
+        if (open_input_or_reply(c, a.t, 2 + i, &in[i]))
+            goto out;
+    for (int i = 0; i < a.n; i++) {
+        if (!in[i].o.exists)
+            goto reply; /* an empty input: an empty intersection */
+        if (in[i].o.c.card < in[first].o.c.card)
+            first = i;
+    }
+    srv_coll_batch *b = calloc(1, sizeof *b);
+    uint64_t cursor = 0;
+    if (!b) {
+        srv_txn_error(c, ENOMEM);
+        goto out;
+    }
+    do {
+        if ((rc = input_batch(&a, first, &cursor, b)))
+            break;
+        for (size_t m = 0; m < b->n && !rc && (!limit || n < limit); m++) {
+            int all = 1;
+            for (int j = 0; j < a.n && all; j++) {
+                double s;
+                if (j == first)
+                    continue;
+                rc = input_score(&a, j, SRV_COLL_BATCH_PTR(b, m),
+                                 SRV_COLL_BATCH_LEN(b, m), &s);
+                all = rc > 0;
+                rc = rc < 0 ? rc : 0;
+            }
+            n += all && !rc;
+        }
+    } while (!rc && cursor && (!limit || n < limit));
+    srv_coll_batch_free(b);
+    free(b);
+    if (rc) {
+        srv_txn_error(c, rc);
+        goto out;
+    }
+reply:
+    srv_reply_int(c, n);
+out:
+    free(in);
+}

@@ -50,7 +50,8 @@ int srv_scriptgate_enter_or_reply(srv_conn *c)
         }
         if (srv_scriptshm_find(srv_her.scripts, c->worker->index, &r) &&
             (r.flags & SRV_SCRIPTSHM_WRITE) &&
-            srv_util_monotonic_ms() - r.started_ms >= srv_her.cfg->busy_reply_threshold) {
+            srv_util_monotonic_ms() - r.started_ms >=
+                srv_her.cfg->busy_reply_threshold) {
             srv_reply_error(c, r.flags & SRV_SCRIPTSHM_FUNCTION
                                    ? SRV_SCRIPTGATE_BUSY_FUNCTION
                                    : SRV_SCRIPTGATE_BUSY_EVAL);
@@ -58,4 +59,3 @@ int srv_scriptgate_enter_or_reply(srv_conn *c)
         }
     }
 }
-

@@ -51,6 +51,13 @@ EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): differential helpers; long strings in spans.
+EXTRA_DIST += t/integ/larder_diff.py
+I14A_INTEG = t/integ/test_bigstrings.py t/integ/test_bitmap.py \
+	t/integ/test_hll.py t/integ/test_geo.py t/integ/test_sort.py \
+	t/integ/test_introspect.py
+TESTS += $(I14A_INTEG)
+EXTRA_DIST += $(I14A_INTEG)
 
 # ==== issue 15 ====
 

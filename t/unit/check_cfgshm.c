@@ -32,10 +32,11 @@
 /* What srv_config is today: 8 text directives of SRV_PATH_MAX bytes and
  * 22 numbers, issue 16's (ACL, TLS) 10 texts and 11 numbers, issue 11's
  * one number (notify-keyspace-events) and issue 12's two
- * (busy-reply-threshold, lua-memory-limit). A change
+ * (busy-reply-threshold, lua-memory-limit) and issue 14's seven (HLL and
+ * encoding limits). A change
  * here changes the region: bump SRV_CFGSHM_VERSION. */
 #define CONFIG_TEXTS (8 + 10)
-#define CONFIG_NUMBERS (22 + 11 + 1 + 2)
+#define CONFIG_NUMBERS (22 + 11 + 1 + 2 + 7)
 
 static srv_cfgshm *region(void)
 {

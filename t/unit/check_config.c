@@ -488,7 +488,9 @@ START_TEST(test_config_get)
 
     /* Glob over names; aliases are listed only by their exact name. */
     s = get(&cfg, "*max*");
-    ck_assert_int_eq(s->n, 4);
+    ck_assert_int_eq(s->n, 11);
+    ck_assert_str_eq(value_of(s, "hll-sparse-max-bytes"), "3000");
+    ck_assert_str_eq(value_of(s, "hash-max-listpack-entries"), "512");
     ck_assert_str_eq(value_of(s, "acllog-max-len"), "128");
     ck_assert_str_eq(value_of(s, "maxclients"), "10000");
     ck_assert_str_eq(value_of(s, "proto-max-bulk-len"), "536870912");

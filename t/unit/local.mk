@@ -224,6 +224,30 @@ TESTS += t/unit/check_script
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): string values inline and in spans.
+check_PROGRAMS += t/unit/check_st_string
+t_unit_check_st_string_SOURCES = t/unit/check_st_string.c $(UNIT_ST)
+t_unit_check_st_string_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_string_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_string
+
+check_PROGRAMS += t/unit/check_hll
+t_unit_check_hll_SOURCES = t/unit/check_hll.c
+t_unit_check_hll_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_hll_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_hll
+
+check_PROGRAMS += t/unit/check_geo
+t_unit_check_geo_SOURCES = t/unit/check_geo.c
+t_unit_check_geo_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_geo_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_geo
+
+check_PROGRAMS += t/unit/check_shm_clock
+t_unit_check_shm_clock_SOURCES = t/unit/check_shm_clock.c
+t_unit_check_shm_clock_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_shm_clock_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_shm_clock
 
 # ==== issue 15 ====
 
