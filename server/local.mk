@@ -47,6 +47,9 @@ include server/coll.mk
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# The RDB codec (rdb/), used by DUMP/RESTORE, MIGRATE, SYNC and the RDB
+# import and export; it comes after libserver.a in link order.
+SERVER_LIBS += librdb.a -lm
 
 # ==== issue 15 ====
 

@@ -183,6 +183,24 @@ TESTS += t/unit/check_cmd_table
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# The RDB codec (rdb/): pure, so it links only librdb.a.
+check_PROGRAMS += t/unit/check_rdb_io
+t_unit_check_rdb_io_SOURCES = t/unit/check_rdb_io.c
+t_unit_check_rdb_io_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_io_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_io
+
+check_PROGRAMS += t/unit/check_rdb_obj
+t_unit_check_rdb_obj_SOURCES = t/unit/check_rdb_obj.c
+t_unit_check_rdb_obj_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_obj_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_obj
+
+check_PROGRAMS += t/unit/check_rdb_file
+t_unit_check_rdb_file_SOURCES = t/unit/check_rdb_file.c
+t_unit_check_rdb_file_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_file_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_file
 
 # ==== issue 15 ====
 
