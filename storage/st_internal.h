@@ -51,6 +51,12 @@ struct st_txn {
     int64_t *dkeys;         /* per db: key count change, not yet in meta */
     int64_t *dexpires;      /* per db: keys-with-TTL count change */
     st_arena_chunk *arena;  /* this transaction's values; newest first */
+    /* the database map as this transaction sees it (st_dbmap.c) */
+    int map_loaded;
+    uint64_t map_stamp;     /* keyrefs bound with this stamp are current */
+    uint16_t *map;          /* (number, stored) pairs, by number */
+    unsigned map_n;
+    unsigned map_cap;
 };
 
 struct st_seen {
@@ -63,6 +69,10 @@ struct st_env {
     MDB_env *env;
     MDB_dbi dbi[ST_DBI_COUNT];
     unsigned databases;
+    unsigned nstored;       /* stored databases counted (st_dbmap.h) */
+    uint64_t map_stamps;    /* last stamp handed to a transaction's map */
+    uint16_t *map_hint;     /* the last map loaded: number -> stored */
+    unsigned map_hint_n;
     st_txn rtxn;
     st_txn wtxn;
     MDB_txn *rtxn_parked;   /* reset read txn kept for renew */
@@ -103,11 +113,15 @@ int st_err_map(int rc);
 /* The grow-only scratch buffer of the environment, at least `len` bytes. */
 int st_env_scratch(st_env *env, size_t len, uint8_t **out);
 
-/* Record a change of key / TTL counts for `db` in the transaction. */
+/* Record a change of key / TTL counts for stored database `db`. */
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
 
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"
 #define ST_META_NEXT_ID "next-id"
+
+/* Read the map at open: how many stored databases it needs counted
+ * (st_dbmap.c). */
+int st_dbmap_space(st_env *env, MDB_txn *txn, unsigned *nstored);
 
 #endif

@@ -5,6 +5,7 @@
  */
 #include "storage/st_keyspace.h"
 #include "storage/st_coll.h"
+#include "storage/st_dbmap.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 #include "storage/st_txn.h"
@@ -85,6 +86,8 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     uint8_t used[PROBES] = {0};
     int rc;
 
+    if ((rc = st_dbmap_bind(t, k)))
+        return rc;
     if (!k->is_long)
         return st_err_map(mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, val));
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
@@ -137,9 +140,10 @@ static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
     return h;
 }
 
+/* Keyed by the stored database: a SWAPDB changes no cache entry. */
 static uint64_t cache_hash(const st_keyref *k)
 {
-    return cache_hash_of(k->hash, k->db);
+    return cache_hash_of(k->hash, k->stored_db);
 }
 
 int st_keyspace_prefetch_useful(const st_env *env)
@@ -156,6 +160,7 @@ void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
 
     if (!env->cache)
         return;
+    db = st_dbmap_hint(env, db);
     for (size_t i = 0; i < n && m < PREFETCH_BATCH; i++)
         if (lens[i] <= ST_KEY_INLINE_MAX)
             h[m++] = cache_hash_of(st_codec_scan_hash(names[i], lens[i]), db);
@@ -207,7 +212,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
     cache_invalidate(t, k);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
         return rc;
-    st_txn_count_keys(t, k->db, -1, at ? -1 : 0);
+    st_txn_count_keys(t, k->stored_db, -1, at ? -1 : 0);
     return 0;
 }
 
@@ -327,6 +332,8 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     uint64_t hash;
     int rc;
 
+    if ((rc = st_dbmap_bind(t, k)))
+        return rc;
     if (!cacheable(t, k)) {
         rc = lookup_raw(t, k, now, out);
         return rc ? rc : inflate(t, out);
@@ -374,7 +381,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
         if (expire_at && (rc = exp_put(t, k->enc, k->enc_len, expire_at)))
             return rc;
     }
-    st_txn_count_keys(t, k->db, existed ? 0 : 1,
+    st_txn_count_keys(t, k->stored_db, existed ? 0 : 1,
                   (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
     key.mv_size = k->enc_len;
@@ -588,6 +595,8 @@ int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
     *next = 0;
     if (count == 0)
         count = 1;                      /* always progress */
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, cursor, &key, &val); rc == 0;
@@ -639,6 +648,8 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     MDB_val key, val;
     int rc, wrapped = 0;
 
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (int i = 0; i < RANDOM_TRIES; i++) {
@@ -674,7 +685,9 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_err_map(rc);
 }
 
-int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
+/* Keys and keys-with-TTL of stored database `db`. */
+static int stored_size(st_txn *t, unsigned db, uint64_t *keys,
+                       uint64_t *expires)
 {
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
     int64_t c[2] = {0, 0};
@@ -693,6 +706,13 @@ int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires
     return 0;
 }
 
+int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
+{
+    int rc = st_dbmap_resolve(t, db, &db);
+
+    return rc ? rc : stored_size(t, db, keys, expires);
+}
+
 /* Empty every data database in one transaction (FLUSHALL). */
 static int drop_all(st_txn *t)
 {
@@ -707,7 +727,7 @@ static int drop_all(st_txn *t)
         if (rc == MDB_NOTFOUND)
             rc = 0;
     }
-    for (unsigned db = 0; db < t->env->databases; db++)
+    for (unsigned db = 0; db < t->env->nstored; db++)
         t->dkeys[db] = t->dexpires[db] = 0;
     return st_err_map(rc);
 }
@@ -718,7 +738,8 @@ static void keyref_from_enc(st_keyref *k, const void *enc, size_t len)
 {
     memcpy(k->enc, enc, len);
     k->enc_len = len;
-    k->db = st_codec_get_be16(k->enc);
+    k->db = k->stored_db = st_codec_get_be16(k->enc);
+    k->bound = ST_KEYREF_STORED;
     k->hash = st_codec_get_be64(k->enc + ST_KEY_DB_BYTES);
     k->is_long = len == ST_LMDB_MAXKEY;
     k->name = NULL;
@@ -734,6 +755,8 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
     int rc;
 
     *more = 0;
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, 0, &key, &val); rc == 0;
@@ -769,7 +792,7 @@ static int total_keys(st_txn *t, uint64_t *total)
             memcpy(&c, (const uint8_t *)v.mv_data + off, sizeof c);
             *total += c > 0 ? (uint64_t)c : 0;
         }
-    for (unsigned d = 0; d < t->env->databases; d++)
+    for (unsigned d = 0; d < t->env->nstored; d++)
         *total += (uint64_t)t->dkeys[d];
     return st_err_map(rc);
 }

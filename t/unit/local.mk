@@ -202,6 +202,13 @@ t_unit_check_rdb_file_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_rdb_file_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
 TESTS += t/unit/check_rdb_file
 
+# The database map behind SWAPDB and the RDB import's switch.
+check_PROGRAMS += t/unit/check_st_dbmap
+t_unit_check_st_dbmap_SOURCES = t/unit/check_st_dbmap.c $(UNIT_ST)
+t_unit_check_st_dbmap_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_dbmap_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_dbmap
+
 # ==== issue 15 ====
 
 # ==== issue 16 ====
