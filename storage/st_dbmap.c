@@ -1,11 +1,12 @@
 /*
  * st_dbmap.c - the database map (st_dbmap.h).
  *
- * The record ST_DBMAP_META holds the numbers whose stored database is not
- * their own, as big-endian u16 pairs (number, stored) sorted by number;
- * no record means every number is its own stored database. A
- * transaction loads it on its first key (one meta lookup) into its own
- * copy, which SWAPDB edits and writes back in the same transaction.
+ * The record ST_DBMAP_META lists every number a SWAPDB ever touched:
+ * big-endian u16 number, u16 stored database, u32 swap count, sorted by
+ * number; a number not listed is its own stored database and was never
+ * swapped, and no record at all is the identity. A transaction loads it
+ * on its first key (one meta lookup) into its own copy, which SWAPDB
+ * edits and writes back in the same transaction.
  */
 #include "storage/st_dbmap.h"
 #include "storage/st_err.h"
@@ -13,9 +14,12 @@
 
 #include <string.h>
 
-#define PAIR_U16 2
-#define PAIR_BYTES 4
+#define ENTRY_BYTES 8
+#define OFF_STORED 2
+#define OFF_SWAPS 4
 #define STAGE_BYTES 2
+
+typedef struct st_dbmap_entry entry;
 
 static MDB_val meta_key(const char *name)
 {
@@ -24,12 +28,23 @@ static MDB_val meta_key(const char *name)
     return k;
 }
 
-/* Grow-only u16 array of at least n entries. */
-static int grow16(uint16_t **a, unsigned *cap, unsigned n)
+static uint32_t get_be32(const uint8_t *p)
+{
+    return ((uint32_t)st_codec_get_be16(p) << 16) | st_codec_get_be16(p + 2);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    st_codec_put_be16(p, (uint16_t)(v >> 16));
+    st_codec_put_be16(p + 2, (uint16_t)v);
+}
+
+/* Grow-only entry array of at least n entries. */
+static int grow(entry **a, unsigned *cap, unsigned n)
 {
     if (n <= *cap)
         return 0;
-    uint16_t *p = realloc(*a, (size_t)n * sizeof *p);
+    entry *p = realloc(*a, (size_t)n * sizeof *p);
     if (!p)
         return ENOMEM;
     *a = p;
@@ -37,41 +52,48 @@ static int grow16(uint16_t **a, unsigned *cap, unsigned n)
     return 0;
 }
 
-/* Decode a map record into pairs at *out (n pairs); checks its order. */
-static int decode(const MDB_val *v, uint16_t **out, unsigned *cap, unsigned *n)
+/* Decode a map record into entries at *out (n of them); checks order. */
+static int decode(const MDB_val *v, entry **out, unsigned *cap, unsigned *n)
 {
     const uint8_t *p = v->mv_data;
-    unsigned pairs;
+    unsigned count;
 
-    if (v->mv_size % PAIR_BYTES)
+    if (v->mv_size % ENTRY_BYTES)
         return ST_ECORRUPT;
-    pairs = (unsigned)(v->mv_size / PAIR_BYTES);
-    if (grow16(out, cap, pairs * PAIR_U16))
+    count = (unsigned)(v->mv_size / ENTRY_BYTES);
+    if (grow(out, cap, count))
         return ENOMEM;
-    for (unsigned i = 0; i < pairs; i++) {
-        (*out)[2 * i] = st_codec_get_be16(p + PAIR_BYTES * i);
-        (*out)[2 * i + 1] = st_codec_get_be16(p + PAIR_BYTES * i + 2);
-        if (i > 0 && (*out)[2 * i] <= (*out)[2 * i - 2])
+    for (unsigned i = 0; i < count; i++, p += ENTRY_BYTES) {
+        (*out)[i].db = st_codec_get_be16(p);
+        (*out)[i].stored = st_codec_get_be16(p + OFF_STORED);
+        (*out)[i].swaps = get_be32(p + OFF_SWAPS);
+        if (i > 0 && (*out)[i].db <= (*out)[i - 1].db)
             return ST_ECORRUPT;
     }
-    *n = pairs;
+    *n = count;
     return 0;
 }
 
-/* The process-wide hint (number -> stored) from t's pairs. */
+/* The process-wide hint (number -> stored) from t's entries. */
 static void refresh_hint(st_txn *t)
 {
     st_env *e = t->env;
-    unsigned span = t->map_n ? (unsigned)t->map[2 * (t->map_n - 1)] + 1 : 0;
-    unsigned cap = e->map_hint_n;
+    unsigned span = t->map_n ? (unsigned)t->map[t->map_n - 1].db + 1 : 0;
 
     e->map_hint_n = 0;
-    if (span == 0 || grow16(&e->map_hint, &cap, span))
+    if (span == 0)
         return;
+    if (span > e->map_hint_cap) {
+        uint16_t *h = realloc(e->map_hint, (size_t)span * sizeof *h);
+        if (!h)
+            return;
+        e->map_hint = h;
+        e->map_hint_cap = span;
+    }
     for (unsigned i = 0; i < span; i++)
         e->map_hint[i] = (uint16_t)i;
     for (unsigned i = 0; i < t->map_n; i++)
-        e->map_hint[t->map[2 * i]] = t->map[2 * i + 1];
+        e->map_hint[t->map[i].db] = t->map[i].stored;
     e->map_hint_n = span;
 }
 
@@ -95,38 +117,48 @@ static int load(st_txn *t)
     return 0;
 }
 
-/* Index of number db's pair, or -1 (then *at is where it would go). */
-static int find(const st_txn *t, unsigned db, unsigned *at)
+/* The entry of number db, or NULL (then *at is where it would go). */
+static entry *find(const st_txn *t, unsigned db, unsigned *at)
 {
     unsigned lo = 0, hi = t->map_n;
 
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (t->map[2 * mid] < db)
+        if (t->map[mid].db < db)
             lo = mid + 1;
         else
             hi = mid;
     }
     *at = lo;
-    return lo < t->map_n && t->map[2 * lo] == db ? (int)lo : -1;
+    return lo < t->map_n && t->map[lo].db == db ? &t->map[lo] : NULL;
 }
 
-static unsigned lookup(const st_txn *t, unsigned db)
-{
-    unsigned at;
-    int i = find(t, db, &at);
-
-    return i < 0 ? db : t->map[2 * i + 1];
-}
+static int ensure_loaded(st_txn *t) { return t->map_loaded ? 0 : load(t); }
 
 int st_dbmap_resolve(st_txn *t, unsigned db, unsigned *stored)
 {
+    unsigned at;
+    entry *x;
     int rc;
 
-    if (!t->map_loaded && (rc = load(t)))
+    if ((rc = ensure_loaded(t)))
         return rc;
-    *stored = lookup(t, db);
+    x = find(t, db, &at);
+    *stored = x ? x->stored : db;
     return *stored < t->env->nstored ? 0 : ST_ESCHEMA;
+}
+
+int st_dbmap_swaps(st_txn *t, unsigned db, uint32_t *swaps)
+{
+    unsigned at;
+    entry *x;
+    int rc;
+
+    if ((rc = ensure_loaded(t)))
+        return rc;
+    x = find(t, db, &at);
+    *swaps = x ? x->swaps : 0;
+    return 0;
 }
 
 int st_dbmap_bind(st_txn *t, st_keyref *k)
@@ -147,32 +179,20 @@ int st_dbmap_bind(st_txn *t, st_keyref *k)
     return 0;
 }
 
-/* Number db names stored database s from now on in t. */
-static int set(st_txn *t, unsigned db, unsigned s)
+/* The entry of number db, created (as the identity) if absent. */
+static entry *entry_of(st_txn *t, unsigned db)
 {
     unsigned at;
-    int i = find(t, db, &at);
+    entry *x = find(t, db, &at);
 
-    if (i >= 0) {
-        if (s == db) {
-            memmove(t->map + 2 * i, t->map + 2 * i + 2,
-                    (t->map_n - (unsigned)i - 1) * PAIR_U16 * sizeof *t->map);
-            t->map_n--;
-        } else {
-            t->map[2 * i + 1] = (uint16_t)s;
-        }
-        return 0;
-    }
-    if (s == db)
-        return 0;
-    if (grow16(&t->map, &t->map_cap, (t->map_n + 1) * PAIR_U16))
-        return ENOMEM;
-    memmove(t->map + 2 * at + 2, t->map + 2 * at,
-            (t->map_n - at) * PAIR_U16 * sizeof *t->map);
-    t->map[2 * at] = (uint16_t)db;
-    t->map[2 * at + 1] = (uint16_t)s;
+    if (x)
+        return x;
+    if (grow(&t->map, &t->map_cap, t->map_n + 1))
+        return NULL;
+    memmove(t->map + at + 1, t->map + at, (t->map_n - at) * sizeof *t->map);
+    t->map[at] = (entry){ (uint16_t)db, (uint16_t)db, 0 };
     t->map_n++;
-    return 0;
+    return &t->map[at];
 }
 
 static int store(st_txn *t)
@@ -181,18 +201,15 @@ static int store(st_txn *t)
     uint8_t *buf;
     int rc;
 
-    if (t->map_n == 0) {
-        rc = mdb_del(t->txn, t->env->dbi[ST_DBI_META], &k, NULL);
-        return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
-    }
-    v.mv_size = (size_t)t->map_n * PAIR_BYTES;
+    v.mv_size = (size_t)t->map_n * ENTRY_BYTES;
     v.mv_data = NULL;
     if ((rc = mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, MDB_RESERVE)))
         return st_err_map(rc);
     buf = v.mv_data;
-    for (unsigned i = 0; i < t->map_n; i++) {
-        st_codec_put_be16(buf + PAIR_BYTES * i, t->map[2 * i]);
-        st_codec_put_be16(buf + PAIR_BYTES * i + 2, t->map[2 * i + 1]);
+    for (unsigned i = 0; i < t->map_n; i++, buf += ENTRY_BYTES) {
+        st_codec_put_be16(buf, t->map[i].db);
+        st_codec_put_be16(buf + OFF_STORED, t->map[i].stored);
+        put_be32(buf + OFF_SWAPS, t->map[i].swaps);
     }
     return 0;
 }
@@ -200,6 +217,7 @@ static int store(st_txn *t)
 int st_dbmap_swap(st_txn *t, unsigned a, unsigned b)
 {
     unsigned sa, sb;
+    entry *ea, *eb;
     int rc;
 
     if (!t->write)
@@ -209,7 +227,15 @@ int st_dbmap_swap(st_txn *t, unsigned a, unsigned b)
         return rc;
     if (a == b)
         return 0;
-    if ((rc = set(t, a, sb)) || (rc = set(t, b, sa)) || (rc = store(t)))
+    if (!entry_of(t, a) || !entry_of(t, b))
+        return ENOMEM;
+    ea = find(t, a, &(unsigned){ 0 });
+    eb = find(t, b, &(unsigned){ 0 });
+    ea->stored = (uint16_t)sb;
+    eb->stored = (uint16_t)sa;
+    ea->swaps++;
+    eb->swaps++;
+    if ((rc = store(t)))
         return rc;
     /* Key references bound before the swap resolve again. */
     t->map_stamp = ++t->env->map_stamps;
@@ -259,7 +285,7 @@ int st_dbmap_stage_get(st_txn *t, unsigned *n)
 int st_dbmap_space(st_env *env, MDB_txn *txn, unsigned *nstored)
 {
     MDB_val k = meta_key(ST_DBMAP_META), v;
-    uint16_t *pairs = NULL;
+    entry *map = NULL;
     unsigned cap = 0, n = 0, need = ST_DBMAP_SPACE(env->databases);
     int rc = mdb_get(txn, env->dbi[ST_DBI_META], &k, &v);
 
@@ -269,14 +295,17 @@ int st_dbmap_space(st_env *env, MDB_txn *txn, unsigned *nstored)
     }
     if (rc)
         return st_err_map(rc);
-    if ((rc = decode(&v, &pairs, &cap, &n))) {
-        free(pairs);
+    if ((rc = decode(&v, &map, &cap, &n))) {
+        free(map);
         return rc;
     }
-    for (unsigned i = 0; i < 2 * n; i++)
-        if ((unsigned)pairs[i] + 1 > need)
-            need = (unsigned)pairs[i] + 1;
-    free(pairs);
+    for (unsigned i = 0; i < n; i++) {
+        if ((unsigned)map[i].db + 1 > need)
+            need = (unsigned)map[i].db + 1;
+        if ((unsigned)map[i].stored + 1 > need)
+            need = (unsigned)map[i].stored + 1;
+    }
+    free(map);
     *nstored = need;
     return 0;
 }

@@ -7,7 +7,8 @@
  * atomic with the transaction that does them, in every process.
  *
  * The map is a permutation: numbers nobody swapped name the stored
- * database of the same number (the record lists only the others). Every
+ * database of the same number (the record lists only swapped ones, with
+ * their swap counts). Every
  * keyspace call resolves its key's number in its own transaction's
  * snapshot (st_dbmap_bind), so a reader sees the map its snapshot holds,
  * and the shared cache, keyed by stored database, needs no invalidation
@@ -39,6 +40,13 @@
  * map names a stored database this open's `databases` cannot hold.
  */
 int st_dbmap_resolve(st_txn *t, unsigned db, unsigned *stored);
+
+/*
+ * How many times a SWAPDB changed what number `db` names, as t sees it
+ * (WATCH compares it: a key watched in a swapped database is touched, as
+ * Redis has it). 0 or as st_dbmap_resolve.
+ */
+int st_dbmap_swaps(st_txn *t, unsigned db, uint32_t *swaps);
 
 /*
  * Point k's LMDB key at the stored database of k->db in t (sets

@@ -54,9 +54,17 @@ struct st_txn {
     /* the database map as this transaction sees it (st_dbmap.c) */
     int map_loaded;
     uint64_t map_stamp;     /* keyrefs bound with this stamp are current */
-    uint16_t *map;          /* (number, stored) pairs, by number */
+    struct st_dbmap_entry *map;  /* numbers swapped at least once */
     unsigned map_n;
     unsigned map_cap;
+};
+
+/* A number of the database map (st_dbmap.c): what it names, and how
+ * many times a SWAPDB changed that. */
+struct st_dbmap_entry {
+    uint16_t db;
+    uint16_t stored;
+    uint32_t swaps;
 };
 
 struct st_seen {
@@ -73,6 +81,7 @@ struct st_env {
     uint64_t map_stamps;    /* last stamp handed to a transaction's map */
     uint16_t *map_hint;     /* the last map loaded: number -> stored */
     unsigned map_hint_n;
+    unsigned map_hint_cap;
     st_txn rtxn;
     st_txn wtxn;
     MDB_txn *rtxn_parked;   /* reset read txn kept for renew */

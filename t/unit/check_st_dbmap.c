@@ -2,7 +2,7 @@
  * check_st_dbmap: unit tests of the database map (storage/st_dbmap.h):
  * SWAPDB exchanges what two numbers hold (values, TTLs, collections,
  * DBSIZE, SCAN, RANDOMKEY, FLUSHDB and expiry follow), twice restores
- * the identity (no record left), later calls of the same transaction see
+ * the identity (swap counts kept), later calls of the same transaction see
  * it at once, an abort forgets it, a reader's snapshot keeps the map it
  * began with, another process sees the swap whole at its commit, the
  * shared cache never serves one number's value for the other, the hidden
@@ -55,15 +55,22 @@ START_TEST(test_swap_values_and_counts)
     unit_st_expect(0, "a", "zero");
     unit_st_expect(1, "c", "new");
     unit_st_counts(1, 2, 0);
-    /* Back to the identity: no map record. */
+    /* Back to the identity; the swap counts remember (for WATCH). */
     swap1(0, 1);
     swap1(0, 1);
     st_txn *t = unit_st_rbegin();
     unsigned s;
+    uint32_t swaps;
     ck_assert_int_eq(st_dbmap_resolve(t, 0, &s), 0);
     ck_assert_uint_eq(s, 0);
     ck_assert_int_eq(st_dbmap_resolve(t, 5, &s), 0);
     ck_assert_uint_eq(s, 5);
+    ck_assert_int_eq(st_dbmap_swaps(t, 0, &swaps), 0);
+    ck_assert_uint_eq(swaps, 4);
+    ck_assert_int_eq(st_dbmap_swaps(t, 1, &swaps), 0);
+    ck_assert_uint_eq(swaps, 4);
+    ck_assert_int_eq(st_dbmap_swaps(t, 5, &swaps), 0);
+    ck_assert_uint_eq(swaps, 0);
     unit_st_commit(&t);
     /* Three-way: 0<->2 then 0<->1: 0 has 1's, 1 has 2's, 2 has 0's. */
     unit_st_put1(2, "a", "two", 0);
