@@ -708,7 +708,5 @@ int rdb_dump_verify(const uint8_t *p, size_t n)
         return RDB_EVERSION;
     for (int i = 7; i >= 0; i--)
         crc = (crc << BYTE_BITS) | t[2 + i];
-    if (crc == 0)
-        return 0;
     return rdb_crc64(0, p, n - 8) == crc ? 0 : RDB_ECHECKSUM;
 }

@@ -168,8 +168,9 @@ int rdb_dump_finish(rdb_writer *w);
 /*
  * Check the trailer of a DUMP payload of `n` bytes at `p` as Redis 7.0
  * does: at least the trailer, a version up to RDB_VERSION, and the CRC64
- * of everything before it (a CRC of 0 means none). 0, or RDB_EVERSION /
- * RDB_ECHECKSUM / RDB_ETRUNC.
+ * of everything before it (always: unlike a file's, a payload's zero
+ * CRC is no exemption in 7.0). 0, or RDB_EVERSION / RDB_ECHECKSUM /
+ * RDB_ETRUNC.
  */
 int rdb_dump_verify(const uint8_t *p, size_t n);
 

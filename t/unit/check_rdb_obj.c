@@ -9,6 +9,7 @@
  * edges; corrupt blobs refused and random mutations of valid payloads
  * never read out of bounds; the DUMP trailer's version and checksum.
  */
+#include "rdb/rdb_crc64.h"
 #include "rdb/rdb_err.h"
 #include "rdb/rdb_io.h"
 #include "rdb/rdb_obj.h"
@@ -124,19 +125,27 @@ static const rdb_sink *sink_of(rec *r)
     return &s;
 }
 
-/* Decode a whole DUMP payload (trailer checked); the decode's code. */
-static int decode_dump(const uint8_t *p, size_t n, rec *r)
+/* Decode a DUMP payload without checking its trailer. */
+static int decode_raw(const uint8_t *p, size_t n, rec *r)
 {
     rdb_reader rd;
     rdb_scratch sc = { 0 };
     int rc;
 
-    if ((rc = rdb_dump_verify(p, n)))
-        return rc;
+    if (n < 1 + RDB_DUMP_TRAILER)
+        return RDB_ETRUNC;
     rdb_reader_mem(&rd, p + 1, n - 1 - RDB_DUMP_TRAILER, MAX_STRING);
     rc = rdb_obj_decode(&rd, p[0], sink_of(r), &sc);
     rdb_scratch_free(&sc);
     return rc;
+}
+
+/* Decode a whole DUMP payload, its trailer checked first. */
+static int decode_dump(const uint8_t *p, size_t n, rec *r)
+{
+    int rc = rdb_dump_verify(p, n);
+
+    return rc ? rc : decode_raw(p, n, r);
 }
 
 /* DUMP payloads by redis-server 7.0.15 and what they hold. */
@@ -800,8 +809,8 @@ END_TEST
 START_TEST(test_mutations_stay_in_bounds)
 {
     /* Flip, truncate and overwrite bytes of valid payloads: the decoder
-     * must answer 0 or an error, never crash (the CRC is zeroed so the
-     * trailer check lets every mutation through). */
+     * must answer 0 or an error, never crash (decode_raw skips the
+     * trailer check so every mutation reaches the decoder). */
     uint64_t x = 2463534242ull;
 
     for (size_t d = 0; d < sizeof redis_dumps / sizeof redis_dumps[0]; d++) {
@@ -817,7 +826,7 @@ START_TEST(test_mutations_stay_in_bounds)
             }
             size_t len = m % 5 == 0 ? n - (size_t)(x % 4) : n;
             rec *r = rec_new();
-            int rc = decode_dump(p, len, r);
+            int rc = decode_raw(p, len, r);
             ck_assert(rc == 0 || rc < 0);
             free(r);
         }
@@ -838,9 +847,13 @@ START_TEST(test_dump_trailer)
     p[1] ^= 1;
     p[n - 10] = 11; /* Redis 7.2's version */
     ck_assert_int_eq(rdb_dump_verify(p, n), RDB_EVERSION);
-    p[n - 10] = 9;           /* older: accepted */
-    memset(p + n - 8, 0, 8); /* no checksum */
+    p[n - 10] = 9; /* older: accepted */
+    uint64_t crc = rdb_crc64(0, p, n - 8);
+    for (int i = 0; i < 8; i++)
+        p[n - 8 + (size_t)i] = (uint8_t)(crc >> (8 * i));
     ck_assert_int_eq(rdb_dump_verify(p, n), 0);
+    memset(p + n - 8, 0, 8); /* a zero CRC is checked too (7.0) */
+    ck_assert_int_eq(rdb_dump_verify(p, n), RDB_ECHECKSUM);
     ck_assert_int_eq(rdb_dump_verify(p, 9), RDB_ETRUNC);
     free(p);
 }
