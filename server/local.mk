@@ -50,6 +50,9 @@ include server/coll.mk
 # The RDB codec (rdb/), used by DUMP/RESTORE, MIGRATE, SYNC and the RDB
 # import and export; it comes after libserver.a in link order.
 SERVER_LIBS += librdb.a -lm
+libserver_a_SOURCES += server/srv_rdbkey.c server/srv_rdbkey.h \
+	server/srv_rdbfile.c server/srv_rdbfile.h \
+	server/srv_rdbtool.c server/srv_rdbtool.h
 
 # ==== issue 15 ====
 

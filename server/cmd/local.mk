@@ -25,6 +25,10 @@ libserver_a_SOURCES += \
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# DUMP/RESTORE, MIGRATE, MOVE and SWAPDB.
+libserver_a_SOURCES += server/cmd/srv_commands_dump.def \
+	server/cmd/srv_cmd_dump.c server/cmd/srv_cmd_migrate.c \
+	server/cmd/srv_cmd_db.c server/cmd/srv_cmd_sync.c
 
 # ==== issue 15 ====
 

@@ -235,7 +235,8 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS + (cmd->doc_flags != 0) +
+    srv_reply_map(c, DOCS_FIELDS - (cmd->complexity == NULL) +
+                         (cmd->doc_flags != 0) +
                          (cmd->deprecated_since != NULL) +
                          (cmd->replaced_by != NULL) + (nhist > 0) +
                          (cmd->nsubs > 0));
@@ -245,8 +246,10 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
-    srv_reply_bulk_cstr(c, "complexity");
-    srv_reply_bulk_cstr(c, cmd->complexity);
+    if (cmd->complexity) { /* Redis gives none for SYNC and PSYNC */
+        srv_reply_bulk_cstr(c, "complexity");
+        srv_reply_bulk_cstr(c, cmd->complexity);
+    }
     if (cmd->doc_flags) {
         srv_reply_bulk_cstr(c, "doc_flags");
         srv_reply_set(c, popcount(cmd->doc_flags));
