@@ -113,13 +113,25 @@ static int read_trailer(rdb_reader *r)
 static int read_key(rdb_reader *r, const rdb_file_sink *s, rdb_scratch *sc,
                     rdb_buf *keybuf, int type, uint64_t db, int64_t expire)
 {
+    uint64_t type_off = rdb_reader_offset(r) - 1; /* the type byte */
     const uint8_t *name;
     const rdb_sink *obj = NULL;
+    const char *what;
     size_t n;
     int rc;
 
     if ((rc = rdb_read_string(r, keybuf, &name, &n)))
         return rc;
+    /* A type that cannot be read: said at its byte, with the key. */
+    if ((rc = rdb_obj_kind(type, &what)) < 0) {
+        if (rc == RDB_EUNSUPPORTED)
+            rdb_reader_fail(r, rc, "a %s (type %d)", what, type);
+        else
+            rdb_reader_fail(r, rc, "unknown object type %d", type);
+        r->err_off = type_off;
+        name_the_key(r, db, name, n);
+        return rc;
+    }
     if (s->key && s->key(s->ctx, db, name, n, type, expire, &obj)) {
         rc = refused(r, "key");
         name_the_key(r, db, name, n);

@@ -24,9 +24,12 @@
 #define EXACT_INT_MIN (-4503599627370495.0)
 #define EXACT_INT_MAX 4503599627370496.0
 #define SCORE_BUF 32
+/* What Redis 7.0 adds to an element's length to estimate its listpack
+ * entry when it decides whether a quicklist node takes it. */
+#define RDB_QL_OVERHEAD 8
 
 const rdb_limits rdb_limits_default = {
-    .hash_entries = 128,
+    .hash_entries = 512,
     .hash_value = 64,
     .zset_entries = 128,
     .zset_value = 64,
@@ -459,6 +462,7 @@ int rdb_enc_begin(rdb_enc *e, rdb_writer *w, const rdb_limits *lim, int kind,
     e->added = 0;
     e->generic = 0;
     e->intset = 0;
+    e->too_long = 0;
     e->nodes = 0;
     e->pack.len = 0;
     if (count == 0)
@@ -527,9 +531,11 @@ int rdb_enc_elem(rdb_enc *e, const void *p, size_t n)
     if ((rc = too_many(e)))
         return rc;
     if (e->kind == RDB_KIND_LIST) {
-        size_t sz = rdb_lp_entry_size(p, n);
+        /* Redis's rule: a node takes an element while its bytes plus the
+         * element's length plus an overhead estimate stay in the limit. */
         if (e->lp.count > 0 &&
-            rdb_lp_bytes(&e->lp) + sz > e->lim->list_node_bytes &&
+            rdb_lp_bytes(&e->lp) + n + RDB_QL_OVERHEAD >
+                e->lim->list_node_bytes &&
             (rc = flush_node(e)))
             return rc;
         e->added++;
@@ -626,9 +632,10 @@ int rdb_enc_scored(rdb_enc *e, const void *m, size_t mn, double score)
         return EINVAL;
     if ((rc = too_many(e)))
         return rc;
-    if (!e->generic && mn > e->lim->zset_value &&
-        (rc = go_generic(e, RDB_TYPE_ZSET_2)))
-        return rc;
+    /* A member past the value limit: still buffered (there are at most
+     * zset_entries), written in the plain form at the end. */
+    if (!e->generic && mn > e->lim->zset_value)
+        e->too_long = 1;
     e->added++;
     if (!e->generic)
         return (rc = rdb_lp_add(&e->lp, m, mn))
@@ -636,6 +643,49 @@ int rdb_enc_scored(rdb_enc *e, const void *m, size_t mn, double score)
                    : rdb_lp_add(&e->lp, t, score_text(score, t));
     return (rc = rdb_put_string(e->w, m, mn)) ? rc
                                               : rdb_put_double_bin(e->w, score);
+}
+
+/* The buffered sorted set in the plain form, highest score first (the
+ * order Redis writes it in). */
+static int zset_plain_from_pack(rdb_enc *e)
+{
+    rdb_pack_iter it;
+    rdb_pack_item *items;
+    char t[RDB_LL_MAX];
+    const uint8_t *s;
+    size_t n = 0, len;
+    double score;
+    int rc;
+
+    if ((rc = rdb_lp_end(&e->lp)))
+        return rc;
+    if (!(items = malloc(2 * (size_t)e->count * sizeof *items)))
+        return ENOMEM;
+    rc = rdb_pack_open(&it, RDB_PACK_LISTPACK, e->pack.data, e->pack.len);
+    while (rc == 0 && n < 2 * e->count &&
+           (rc = rdb_pack_next(&it, &items[n])) == 1) {
+        n++;
+        rc = 0;
+    }
+    if (rc < 0 || n != 2 * e->count) {
+        free(items);
+        return RDB_ECORRUPT;
+    }
+    if ((rc = head(e->w, RDB_TYPE_ZSET_2, e->key, e->klen)) ||
+        (rc = rdb_put_len(e->w, e->count)))
+        goto out;
+    for (size_t i = n; i >= 2 && rc == 0; i -= 2) {
+        rdb_pack_item_text(&items[i - 2], t, &s, &len);
+        if (item_score(&items[i - 1], &score)) {
+            rc = RDB_ECORRUPT;
+            break;
+        }
+        if ((rc = rdb_put_string(e->w, s, len)) == 0)
+            rc = rdb_put_double_bin(e->w, score);
+    }
+out:
+    free(items);
+    return rc;
 }
 
 static int cmp_ll(const void *a, const void *b)
@@ -672,6 +722,9 @@ int rdb_enc_end(rdb_enc *e)
             return rc;
         return rdb_put_blob(w, e->pack.data, e->pack.len);
     case RDB_KIND_ZSET:
+        if (e->too_long)
+            return zset_plain_from_pack(e);
+        /* fall through */
     case RDB_KIND_HASH:
         if ((rc = rdb_lp_end(&e->lp)) ||
             (rc = head(w,

@@ -114,14 +114,19 @@ typedef struct rdb_limits {
     size_t list_node_bytes;            /* list-max-listpack-size -2 */
 } rdb_limits;
 
-/* Redis 7.0's defaults. */
+/* redis-server 7.0's built-in defaults (hash-max-listpack-entries 512,
+ * hash-max-listpack-value 64, zset-max-listpack-entries 128,
+ * zset-max-listpack-value 64, set-max-intset-entries 512,
+ * list-max-listpack-size -2). */
 extern const rdb_limits rdb_limits_default;
 
 /*
  * An object being encoded: rdb_enc_begin (kind, exact element count,
  * and for RDB files the key name written after the type byte), one add
  * call per element, rdb_enc_end. Sorted set members must come in
- * ascending score order (ties by member), as listpacks keep them. The
+ * ascending score order (ties by member) when there are at most
+ * zset_entries of them (listpacks keep that order); past that any order
+ * is right, and Redis writes the highest score first. The
  * encoder's buffers are kept for the next object; rdb_enc_fini frees
  * them.
  */
@@ -134,6 +139,7 @@ typedef struct rdb_enc {
     uint64_t count, added;
     int generic;  /* writing the plain encoding as it comes */
     int intset;   /* set: every member so far is an integer */
+    int too_long; /* zset: a member past the value limit */
     rdb_buf pack; /* the compact blob being built */
     rdb_lp lp;
     rdb_writer side; /* list: finished quicklist nodes */
