@@ -139,7 +139,9 @@ int srv_rdbkey_encode(struct st_txn *t, st_keyref *k, const st_rec *r,
         rc = st_list_range(t, &o, 0, o.c.card, 0, on_list, &x);
         break;
     case ST_TYPE_ZSET: {
+        /* Past the listpack limit Redis writes the highest score first. */
         st_zrange zr = { .by = ST_ZBY_RANK,
+                         .rev = o.c.card > rdb_limits_default.zset_entries,
                          .start = 0,
                          .count = o.c.card,
                          .offset = 0,
@@ -190,6 +192,17 @@ static int add_digest(check_ctx *x, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* Redis 7.0 loads a plain hash of up to hash-max-listpack-entries into a
+ * listpack without looking for duplicates; past that it refuses them. */
+static int chk_begin(void *ctx, int kind, uint64_t hint)
+{
+    check_ctx *x = ctx;
+
+    if (kind == RDB_KIND_HASH && hint <= rdb_limits_default.hash_entries)
+        x->collect = 0;
+    return 0;
+}
+
 static int chk_elem(void *ctx, const uint8_t *p, size_t n)
 {
     return add_digest(ctx, p, n);
@@ -217,9 +230,11 @@ int srv_rdbkey_check(rdb_reader *r, int type, rdb_scratch *sc, rdb_buf *digests)
                     type == RDB_TYPE_SET || type == RDB_TYPE_HASH ||
                         type == RDB_TYPE_ZSET || type == RDB_TYPE_ZSET_2,
                     0 };
-    rdb_sink s = {
-        .ctx = &x, .elem = chk_elem, .pair = chk_pair, .scored = chk_scored
-    };
+    rdb_sink s = { .ctx = &x,
+                   .begin = chk_begin,
+                   .elem = chk_elem,
+                   .pair = chk_pair,
+                   .scored = chk_scored };
     size_t size = DIGEST_WORDS * sizeof(uint64_t), n;
     int rc;
 
@@ -322,15 +337,20 @@ static int ld_elem(void *ctx, const uint8_t *p, size_t n)
     return element_done(l);
 }
 
+/* A field that comes twice keeps its first value: what a lookup in
+ * Redis's listpack (which keeps both) finds. */
 static int ld_pair(void *ctx, const uint8_t *f, size_t fn, const uint8_t *v,
                    size_t vn)
 {
     srv_rdbkey_load *l = ctx;
-    int created, rc = st_hash_set(l->t, &l->o, f, fn, v, vn, 0, &created);
+    int created = 0, rc = st_hash_set(l->t, &l->o, f, fn, v, vn, 1, &created);
 
+    if (rc == ST_EEXISTS) {
+        l->dup = 1;
+        return 0;
+    }
     if (rc)
         return failed(l, rc);
-    l->dup |= !created;
     return element_done(l);
 }
 

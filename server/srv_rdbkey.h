@@ -39,8 +39,10 @@ int srv_rdbkey_dump(struct st_txn *t, st_keyref *k, const st_rec *r,
 
 /*
  * Check a value completely without storing it: the decode of type
- * `type` from r, and for the plain set, hash and sorted set encodings no
- * member twice (Redis refuses those). `digests` is the caller's reusable
+ * `type` from r, and for the plain set and sorted set encodings, and
+ * plain hashes past hash-max-listpack-entries, no member twice (Redis
+ * refuses those; smaller hashes it takes as they are). `digests` is the
+ * caller's reusable
  * memory. 0, RDB_ECORRUPT for a duplicate (r->why says so), or the
  * decode's code.
  */

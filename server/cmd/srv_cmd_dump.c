@@ -5,7 +5,9 @@
  *
  * RESTORE checks the whole payload before it writes anything (a first
  * decode into no storage, duplicates of the plain encodings included),
- * so a bad payload leaves the keyspace untouched, also inside EXEC.
+ * so a bad payload leaves the keyspace untouched, also inside EXEC. As
+ * in Redis, the value is read from the payload with its trailer (an
+ * object that runs into the version and CRC bytes is taken as it reads).
  * IDLETIME and FREQ are checked as Redis checks them; larder keeps no
  * per-key LRU/LFU state to put them in.
  */
@@ -122,7 +124,7 @@ static int payload_or_reply(srv_conn *c, srv_rdbkey_kit *kit, int *type)
                            "supported yet");
         return -1;
     }
-    rdb_reader_mem(&r, p->ptr + 1, p->len - 1 - RDB_DUMP_TRAILER,
+    rdb_reader_mem(&r, p->ptr + 1, p->len - 1,
                    (size_t)srv_her.cfg->proto_max_bulk_len);
     rc = srv_rdbkey_check(&r, *type, &kit->sc, &kit->digests);
     if (rc == ENOMEM) {
@@ -196,8 +198,7 @@ void srv_cmd_restore(srv_conn *c)
         srv_rdbkey_kit_trim(kit);
         return;
     }
-    rdb_reader_mem(&r, c->argv[3].ptr + 1,
-                   c->argv[3].len - 1 - RDB_DUMP_TRAILER,
+    rdb_reader_mem(&r, c->argv[3].ptr + 1, c->argv[3].len - 1,
                    (size_t)srv_her.cfg->proto_max_bulk_len);
     srv_rdbkey_load_init(&l, t, &k, srv_cmd_now(c), at);
     rc = rdb_obj_decode(&r, type, srv_rdbkey_load_sink(&l, &s), &kit->sc);

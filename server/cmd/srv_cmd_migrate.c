@@ -235,17 +235,20 @@ static int connect_to(const srv_slice *host, const srv_slice *port,
     if (getaddrinfo(h, p, &hints, &res))
         return -1;
     for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-        int err = 0;
-        socklen_t len = sizeof err;
         fd = socket(ai->ai_family,
                     ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                     ai->ai_protocol);
         if (fd < 0)
             continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
-            (errno == EINPROGRESS && wait_fd(fd, POLLOUT, timeout) == 0 &&
-             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0))
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
             break;
+        if (errno == EINPROGRESS) {
+            /* As Redis: wait for the connection within the timeout but
+             * take the socket whatever came of it; a refused or pending
+             * connection then fails the first write ("writing"). */
+            wait_fd(fd, POLLOUT, timeout);
+            break;
+        }
         close(fd);
         fd = -1;
     }

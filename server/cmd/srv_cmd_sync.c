@@ -108,11 +108,11 @@ void srv_cmd_replconf(srv_conn *c)
                    srv_util_streq(o->ptr, o->len, "getack")) {
             return; /* for replicas and masters: no reply, as in Redis */
         } else if (srv_util_streq(o->ptr, o->len, "rdb-only")) {
-            if (!srv_util_str2ll(a->ptr, a->len, &v) || v < 0 || v > 1) {
-                srv_reply_error(c, v < 0 || v > 1
-                                       ? "ERR value is out of range, value "
-                                         "must between 0 and 1"
-                                       : SRV_ERR_NOT_INT);
+            if (srv_args_ll_or_reply(c, a, &v))
+                return;
+            if (v < 0 || v > 1) {
+                srv_reply_error(c, "ERR value is out of range, value must "
+                                   "between 0 and 1");
                 return;
             }
         } else if (srv_util_streq(o->ptr, o->len, "rdb-filter-only")) {
