@@ -1,7 +1,9 @@
 /*
  * st_dbmap.c - the database map (st_dbmap.h).
  *
- * The record ST_DBMAP_META lists every number a SWAPDB ever touched:
+ * The record ST_DBMAP_META, in LMDB's unnamed database (beside the names
+ * of the named databases: read with every transaction's start, it costs
+ * no extra database open), lists every number a SWAPDB ever touched:
  * big-endian u16 number, u16 stored database, u32 swap count, sorted by
  * number; a number not listed is its own stored database and was never
  * swapped, and no record at all is the identity. A transaction loads it
@@ -97,11 +99,23 @@ static void refresh_hint(st_txn *t)
     e->map_hint_n = span;
 }
 
+/*
+ * The map of t's snapshot. Without a map record LMDB's unnamed database
+ * holds only the names of the named databases: its entry count (read in
+ * O(1) from the transaction's own copy of its root) then says there is
+ * nothing to look up, so a never-swapped environment pays no lookup.
+ */
 static int load(st_txn *t)
 {
     MDB_val k = meta_key(ST_DBMAP_META), v;
-    int rc = mdb_get(t->txn, t->env->dbi[ST_DBI_META], &k, &v);
+    MDB_stat st;
+    int rc;
 
+    if (mdb_stat(t->txn, t->env->dbi_main, &st) == 0 &&
+        st.ms_entries <= t->env->main_names)
+        rc = MDB_NOTFOUND;
+    else
+        rc = mdb_get(t->txn, t->env->dbi_main, &k, &v);
     t->map_n = 0;
     if (rc == 0)
         rc = decode(&v, &t->map, &t->map_cap, &t->map_n);
@@ -203,7 +217,7 @@ static int store(st_txn *t)
 
     v.mv_size = (size_t)t->map_n * ENTRY_BYTES;
     v.mv_data = NULL;
-    if ((rc = mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, MDB_RESERVE)))
+    if ((rc = mdb_put(t->txn, t->env->dbi_main, &k, &v, MDB_RESERVE)))
         return st_err_map(rc);
     buf = v.mv_data;
     for (unsigned i = 0; i < t->map_n; i++, buf += ENTRY_BYTES) {
@@ -287,8 +301,14 @@ int st_dbmap_space(st_env *env, MDB_txn *txn, unsigned *nstored)
     MDB_val k = meta_key(ST_DBMAP_META), v;
     entry *map = NULL;
     unsigned cap = 0, n = 0, need = ST_DBMAP_SPACE(env->databases);
-    int rc = mdb_get(txn, env->dbi[ST_DBI_META], &k, &v);
+    MDB_stat st;
+    int rc = mdb_dbi_open(txn, NULL, 0, &env->dbi_main);
 
+    if (rc || (rc = mdb_stat(txn, env->dbi_main, &st)))
+        return st_err_map(rc);
+    rc = mdb_get(txn, env->dbi_main, &k, &v);
+    /* What the unnamed database holds besides the map: names. */
+    env->main_names = st.ms_entries - (rc == 0);
     if (rc == MDB_NOTFOUND) {
         *nstored = need;
         return 0;

@@ -26,7 +26,8 @@
 #include "storage/st_codec.h"
 #include "storage/st_env.h"
 
-/* The meta records: the map, and the hidden numbers a bulk load owns. */
+/* The records: the map (in LMDB's unnamed database, see st_dbmap.c) and
+ * the hidden numbers a bulk load owns (in the meta database). */
 #define ST_DBMAP_META "dbmap"
 #define ST_DBMAP_STAGE_META "dbstage"
 

@@ -76,6 +76,8 @@ struct st_seen {
 struct st_env {
     MDB_env *env;
     MDB_dbi dbi[ST_DBI_COUNT];
+    MDB_dbi dbi_main;       /* LMDB's unnamed database (st_dbmap.c) */
+    size_t main_names;      /* its entries that are database names */
     unsigned databases;
     unsigned nstored;       /* stored databases counted (st_dbmap.h) */
     uint64_t map_stamps;    /* last stamp handed to a transaction's map */

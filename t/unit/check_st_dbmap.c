@@ -6,7 +6,8 @@
  * it at once, an abort forgets it, a reader's snapshot keeps the map it
  * began with, another process sees the swap whole at its commit, the
  * shared cache never serves one number's value for the other, the hidden
- * numbers and the staging record, and reopening with fewer databases.
+ * numbers and the staging record, reopening with fewer databases, and a
+ * hot backup carrying the map.
  */
 #include "storage/st_coll.h"
 #include "storage/st_dbmap.h"
@@ -244,6 +245,34 @@ START_TEST(test_reopen_keeps_map)
 }
 END_TEST
 
+START_TEST(test_backup_keeps_map)
+{
+    /* A hot backup (LMDB's compacting copy) carries the map along. */
+    char file[UNIT_ST_DIR_SIZE + 32], bdir[UNIT_ST_DIR_SIZE + 32],
+        data[UNIT_ST_DIR_SIZE + 48];
+    st_env_opts o = { .map_size = UNIT_ST_MAP_SIZE,
+                      .databases = UNIT_ST_DATABASES,
+                      .nosync = 1 };
+    st_env *saved = unit_st_env;
+
+    unit_st_put1(0, "k", "zero", 0);
+    unit_st_put1(6, "k", "six", 0);
+    swap1(0, 6);
+    snprintf(file, sizeof file, "%s/backup.mdb", unit_st_root);
+    ck_assert_int_eq(st_env_backup(unit_st_env, file), 0);
+    snprintf(bdir, sizeof bdir, "%s/restore.XXXXXX", unit_st_root);
+    ck_assert_ptr_nonnull(mkdtemp(bdir));
+    snprintf(data, sizeof data, "%s/data.mdb", bdir);
+    ck_assert_int_eq(rename(file, data), 0);
+    o.dir = bdir;
+    ck_assert_int_eq(st_env_open(&o, &unit_st_env), 0);
+    unit_st_expect(0, "k", "six");
+    unit_st_expect(6, "k", "zero");
+    st_env_close(&unit_st_env);
+    unit_st_env = saved;
+}
+END_TEST
+
 static Suite *dbmap_suite(void)
 {
     Suite *s = suite_create("st_dbmap");
@@ -256,6 +285,7 @@ static Suite *dbmap_suite(void)
     tcase_add_test(tc, test_swap_in_txn_abort_and_snapshot);
     tcase_add_test(tc, test_hidden_and_stage);
     tcase_add_test(tc, test_reopen_keeps_map);
+    tcase_add_test(tc, test_backup_keeps_map);
     suite_add_tcase(s, tc);
     tc = tcase_create("cache");
     unit_st_fixture(tc, UNIT_ST_CACHE);
