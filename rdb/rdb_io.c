@@ -380,7 +380,7 @@ static int read_lzf_string(rdb_reader *r, rdb_buf *scratch, const uint8_t **s,
         return rc;
     /* One allocation: the output, then the compressed bytes after it. */
     if ((size_t)ulen > SIZE_MAX - (size_t)clen ||
-        (rc = rdb_buf_reserve(scratch, (size_t)ulen + (size_t)clen)))
+        (rc = rdb_buf_reserve(scratch, (size_t)ulen + (size_t)clen + 1)))
         return rdb_reader_fail(r, ENOMEM, "out of memory for %llu bytes",
                                (unsigned long long)ulen);
     cbuf = scratch->data + ulen;

@@ -357,8 +357,8 @@ void srv_cmd_migrate(srv_conn *c)
 
     if (args_or_reply(c, &a))
         return;
-    keys = calloc((size_t)a.nkeys, sizeof *keys);
-    acked = calloc((size_t)a.nkeys, sizeof *acked);
+    keys = calloc((size_t)a.nkeys + 1, sizeof *keys); /* KEYS may be empty */
+    acked = calloc((size_t)a.nkeys + 1, sizeof *acked);
     l = calloc(1, sizeof *l);
     if (!keys || !acked || !l) {
         srv_reply_error(c, "ERR out of memory");

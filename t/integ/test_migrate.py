@@ -150,6 +150,7 @@ def test_replies_match_redis(larder):
                        'KEYS', 'a']),                              # SELECT
             (reset(), ['MIGRATE', h, p, 'nosuch', 0, 5000]),          # NOKEY
             (reset(), ['MIGRATE', h, p, '', 0, 5000, 'KEYS', 'x', 'y']),
+            (reset(), ['MIGRATE', h, p, '', 0, 5000, 'KEYS']),
             (reset(), ['MIGRATE', h, p, 'a', 0, 5000, 'KEYS', 'b']),
             (reset(), ['MIGRATE', h, p, 'a', 0, 5000, 'BOGUS']),
             (reset(), ['MIGRATE', h, p, 'a', 0, 5000, 'AUTH']),
