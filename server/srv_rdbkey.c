@@ -108,17 +108,36 @@ static int kind_of(int st_type)
     }
 }
 
+/*
+ * The bytes of string record r in one piece: the one place this module
+ * (DUMP, MIGRATE, the RDB export, SYNC) reads a string's value. Here a
+ * string is always its record's payload; a storage that keeps long
+ * strings elsewhere (spans) must assemble them here, valid until t ends.
+ * 0 or a storage code.
+ */
+static int string_bytes(struct st_txn *t, const st_rec *r, const uint8_t **p,
+                        size_t *n)
+{
+    *p = r->payload;
+    *n = r->payload_len;
+    return 0;
+}
+
 int srv_rdbkey_encode(struct st_txn *t, st_keyref *k, const st_rec *r,
                       rdb_writer *w, rdb_enc *e, const void *name, size_t nlen)
 {
     enc_ctx x = { e, 0 };
     st_obj o;
     uint64_t next, visited;
+    const uint8_t *sp;
+    size_t sn;
     int rc;
 
-    if (r->type == ST_TYPE_STRING)
-        return enc_code(
-            rdb_enc_string(w, name, nlen, r->payload, r->payload_len));
+    if (r->type == ST_TYPE_STRING) {
+        if ((rc = string_bytes(t, r, &sp, &sn)))
+            return rc;
+        return enc_code(rdb_enc_string(w, name, nlen, sp, sn));
+    }
     memset(&o, 0, sizeof o);
     o.k = k;
     o.type = r->type;
