@@ -145,6 +145,42 @@ LIMIT_ZSET = 128        # zset-max-listpack-entries
 LIMIT_INTSET = 512      # set-max-intset-entries
 
 
+def older_encodings():
+    """Objects (type byte and value) in the encodings of Redis before 7:
+    ziplist, zipmap, quicklist of ziplists, linked list, text-score zset,
+    zset2, plain hash, intsets, plain set, integer strings."""
+    lots = [b'e%d' % i for i in range(300)]
+    longs = b'L' * 300
+    return {
+        'zl_list': b'\x0a' + rdb_str(ziplist(
+            [b'a', 0, 12, 13, -1, 200, -30000, 8000000, -2000000000,
+             5000000000, -2 ** 63, longs, b'end'])),
+        'zl_hash': b'\x0d' + rdb_str(ziplist([b'f', b'v', b'n', 7,
+                                              b'big', longs])),
+        'zl_zset': b'\x0c' + rdb_str(ziplist([b'a', -3, b'b', b'2.5',
+                                              b'c', 10])),
+        'zipmap': b'\x09' + rdb_str(zipmap([(b'a', b'vw', 0),
+                                            (b'bcd', b'', 2),
+                                            (b'x' * 300, b'y' * 260, 5)])),
+        'ql1': b'\x0e' + rdb_len(3) + rdb_str(ziplist(lots[:150])) +
+               rdb_str(ziplist([b'mid'])) + rdb_str(ziplist(lots[150:])),
+        'linked': b'\x01' + rdb_len(3) + rdb_str(b'a') + rdb_str(b'b') +
+                  rdb_str(b'c'),
+        'zset_text': b'\x03' + rdb_len(3) + rdb_str(b'm') + b'\x030.5' +
+                     rdb_str(b'n') + b'\xff' + rdb_str(b'o') + b'\xfe',
+        'zset2': b'\x05' + rdb_len(2) + rdb_str(b'p') +
+                 struct.pack('<d', -1.5) + rdb_str(b'q') +
+                 struct.pack('<d', 1e-300),
+        'hash_plain': b'\x04' + rdb_len(2) + rdb_str(b'f') + rdb_str(b'1') +
+                      rdb_str(b'g') + rdb_str(b'2'),
+        'intset16': b'\x0b' + rdb_str(intset([-5, 3, 700])),
+        'intset64': b'\x0b' + rdb_str(intset([-2 ** 63, 0, 2 ** 63 - 1])),
+        'set_plain': b'\x02' + rdb_len(2) + rdb_str(b'x') + b'\xc0\x05',
+        'str_int16': b'\x00\xc1\x39\x30',
+        'str_int32': b'\x00\xc2' + struct.pack('<i', -123456789),
+    }
+
+
 def every_encoding(prefix=b''):
     """(name, commands) pairs building one key each: every type, small and
     past each compact limit, integers, binary, long LZF-able strings."""

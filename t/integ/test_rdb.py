@@ -1,4 +1,4 @@
-"""Checks larder-server --import-rdb and --export-rdb against redis-server 7.0: an RDB saved by redis-server (every type, small and large, several databases, TTLs; LARDER_RDB_KEYS keys, 200000 by default) imports and every key compares equal (type and expire time of every key and the value of one in LARDER_RDB_SAMPLE, 8 by default, directly; every value through the export), larder's export loads into redis-server with the same DEBUG DIGEST as the original, an import replaces what the data directory held, and a bad file (truncated, bad CRC, bad type byte, a stream, a function, a database past `databases`) or a running server fails cleanly with the offset and reason and nothing imported."""
+"""Checks larder-server --import-rdb and --export-rdb against redis-server 7.0: an RDB saved by redis-server (every type, small and large, several databases, TTLs; LARDER_RDB_KEYS keys, 200000 by default) imports and every key compares equal (type and expire time of every key and the value of one in LARDER_RDB_SAMPLE, 8 by default, directly; every value through the export), larder's export loads into redis-server with the same DEBUG DIGEST as the original, an import replaces what the data directory held, and a bad file (truncated, bad CRC, bad type byte, a stream, a function, a database past `databases`) or a running server fails cleanly with the offset and reason and nothing imported; an RDB of Redis 6.x (version 9, the older encodings) imports as redis-server 7.0 loads it."""
 
 import os
 import shutil
@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from dump_data import crc64, peer, rdb_str
+from dump_data import crc64, older_encodings, peer, rdb_len, rdb_str
 from larder_test import (Server, assert_eq, assert_true, larder_only, main,
                          server_binary)
 from rdb_data import compare, write
@@ -201,6 +201,56 @@ def test_expired_and_empty_left_out():
                         err, err)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def rdb_v9(expire_ms):
+    """An RDB file as Redis 6.x writes it (version 9: AUX fields,
+    RESIZEDB, millisecond expiries), holding every object of
+    older_encodings() in db 0, every other one with a TTL, and a few in
+    db 1."""
+    aux = b''.join(b'\xfa' + rdb_str(k) + v for k, v in
+                   [(b'redis-ver', rdb_str(b'6.2.14')),
+                    (b'redis-bits', b'\xc0\x40'),
+                    (b'ctime', b'\xc2' + struct.pack('<i', 1700000000)),
+                    (b'used-mem', b'\xc2' + struct.pack('<i', 1000000)),
+                    (b'aof-preamble', b'\xc0\x00')])
+    bodies = older_encodings()
+    out = b'REDIS0009' + aux + b'\xfe\x00\xfb' + rdb_len(len(bodies)) + \
+        rdb_len(len(bodies) // 2)
+    for i, (name, body) in enumerate(sorted(bodies.items())):
+        if i % 2:
+            out += b'\xfc' + struct.pack('<Q', expire_ms + i)
+        out += body[:1] + rdb_str(name.encode()) + body[1:]
+    out += b'\xfe\x01\xfb\x02\x00' + b'\x00' + rdb_str(b'a') + \
+        rdb_str(b'in db 1') + b'\x0b' + rdb_str(b'ints') + \
+        older_encodings()['intset16'][1:]
+    out += b'\xff'
+    return out + struct.pack('<Q', crc64(out))
+
+
+def test_import_version9():
+    """An RDB of Redis 6.x (version 9, every older encoding, TTLs, two
+    databases) imports into larder as redis-server 7.0 loads it: every
+    key, type, expire time and value equal."""
+    larder_only()
+    d = tempfile.mkdtemp(prefix='larder-rdb-')
+    rd = tempfile.mkdtemp(prefix='larder-rdb-v9-')
+    try:
+        data = rdb_v9(int(time.time() * 1000) + 3600 * 1000)
+        with open(os.path.join(rd, 'dump.rdb'), 'wb') as f:
+            f.write(data)
+        rc, err = tool(d, '--import-rdb', os.path.join(rd, 'dump.rdb'))
+        assert_eq(rc, 0, err)
+        n = len(older_encodings()) + 2
+        assert_true('imported %d keys' % n in err, err)
+        with peer(dir=rd) as r, Server(dir=d) as s:
+            with r.client() as c:
+                assert_eq(c.call('DBSIZE'), n - 2, 'redis loaded the file')
+            got, vals = compare(s, r, 2)
+            assert_eq((got, vals), (n, n))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(rd, ignore_errors=True)
 
 
 test_import_compare_export.timeout = 1800
