@@ -162,6 +162,23 @@ int st_dbmap_resolve(st_txn *t, unsigned db, unsigned *stored)
     return *stored < t->env->nstored ? 0 : ST_ESCHEMA;
 }
 
+int st_dbmap_number(st_txn *t, unsigned stored, unsigned *db)
+{
+    int rc;
+
+    if ((rc = ensure_loaded(t)))
+        return rc;
+    /* A permutation: a stored database no entry names is its own
+     * number's (that number is unlisted too). */
+    *db = stored;
+    for (unsigned i = 0; i < t->map_n; i++)
+        if (t->map[i].stored == stored) {
+            *db = t->map[i].db;
+            break;
+        }
+    return 0;
+}
+
 int st_dbmap_swaps(st_txn *t, unsigned db, uint32_t *swaps)
 {
     unsigned at;

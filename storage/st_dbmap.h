@@ -43,6 +43,14 @@
 int st_dbmap_resolve(st_txn *t, unsigned db, unsigned *stored);
 
 /*
+ * The inverse: the number that names stored database `stored` as t sees
+ * the map. A key known only by its LMDB key (active expiry, FLUSHDB's
+ * walk) holds its stored database; anything told to clients about it
+ * (keyspace events) names it by this number. 0 or as st_dbmap_resolve.
+ */
+int st_dbmap_number(st_txn *t, unsigned stored, unsigned *db);
+
+/*
  * How many times a SWAPDB changed what number `db` names, as t sees it
  * (WATCH compares it: a key watched in a swapped database is touched, as
  * Redis has it). 0 or as st_dbmap_resolve.

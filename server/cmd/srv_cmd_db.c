@@ -85,10 +85,12 @@ void srv_cmd_swapdb(srv_conn *c)
     /*
      * WATCH sees the swap by itself: a watched key compares its stored
      * database and swap count at EXEC (srv_multi.c).
-     * TODO(#11): blocked clients waiting on keys of databases a and b
-     * must be woken here (Redis re-checks them after a swap: a list that
-     * now exists in the waiter's database serves it), through the "keys
-     * changed" wake-up issue #11 exposes, once this transaction commits.
+     * TODO(#11): clients blocked on keys of a or b must try again (Redis
+     * re-checks them after a swap: a list that now exists in the waiter's
+     * database serves it). With issue 11's srv_block.h this is
+     * srv_block_db_changed(c, a) and, when b != a, (c, b), here. MOVE
+     * needs nothing: its destination key comes into being through
+     * st_keyspace_rename, which storage reports as created.
      */
     srv_reply_ok(c);
 }

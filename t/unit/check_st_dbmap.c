@@ -6,7 +6,7 @@
  * it at once, an abort forgets it, a reader's snapshot keeps the map it
  * began with, another process sees the swap whole at its commit, the
  * shared cache never serves one number's value for the other, the hidden
- * numbers and the staging record, reopening with fewer databases, and a
+ * numbers and the staging record, the inverse map, reopening with fewer databases, and a
  * hot backup carrying the map.
  */
 #include "storage/st_coll.h"
@@ -80,6 +80,17 @@ START_TEST(test_swap_values_and_counts)
     unit_st_expect(0, "a", "one");
     unit_st_expect(1, "a", "two");
     unit_st_expect(2, "a", "zero");
+    /* The inverse names each stored database by its number now. */
+    t = unit_st_rbegin();
+    for (unsigned db = 0; db < 6; db++) {
+        unsigned n;
+        ck_assert_int_eq(st_dbmap_resolve(t, db, &s), 0);
+        ck_assert_int_eq(st_dbmap_number(t, s, &n), 0);
+        ck_assert_uint_eq(n, db);
+    }
+    ck_assert_int_eq(st_dbmap_number(t, 0, &s), 0);
+    ck_assert_uint_eq(s, 2); /* 2 holds what 0 held */
+    unit_st_commit(&t);
 }
 END_TEST
 
