@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -216,6 +217,30 @@ static int wait_fd(int fd, short events, long long timeout_ms)
     return rc > 0 ? 0 : -1;
 }
 
+/*
+ * The port as Redis reads it, with glibc's atoi: leading white space, a
+ * sign and the digits that follow ("12ab" is 12, garbage 0), saturated
+ * at the limits of a long and then cut to an int ("-2^63" is 0).
+ */
+static int port_atoi(const srv_slice *a)
+{
+    const char *p = a->ptr, *end = p + a->len;
+    unsigned long long v = 0, lim;
+    int neg = 0;
+
+    while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r')))
+        p++;
+    if (p < end && (*p == '+' || *p == '-'))
+        neg = *p++ == '-';
+    lim = neg ? (unsigned long long)LONG_MAX + 1 : LONG_MAX;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        v = v > (lim - d) / 10 ? lim : v * 10 + d;
+    }
+    /* To an int the way gcc converts: modulo 2^32. */
+    return (int)(unsigned)(neg ? 0 - v : v);
+}
+
 /* A TCP connection to host:port within the timeout; -1 on failure. */
 static int connect_to(const srv_slice *host, const srv_slice *port,
                       long long timeout)
@@ -224,14 +249,11 @@ static int connect_to(const srv_slice *host, const srv_slice *port,
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
     int fd = -1;
 
-    if (host->len >= sizeof h || port->len >= sizeof p)
+    if (host->len >= sizeof h)
         return -1;
     memcpy(h, host->ptr, host->len);
     h[host->len] = '\0';
-    /* Redis reads the port with atoi: "12ab" is 12, garbage is 0. */
-    memcpy(p, port->ptr, port->len);
-    p[port->len] = '\0';
-    snprintf(p, sizeof p, "%d", atoi(p));
+    snprintf(p, sizeof p, "%d", port_atoi(port));
     if (getaddrinfo(h, p, &hints, &res))
         return -1;
     for (ai = res; ai && fd < 0; ai = ai->ai_next) {

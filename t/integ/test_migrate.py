@@ -8,6 +8,11 @@ from dump_data import every_encoding, load, peer, snapshot, ttl_class
 from larder_test import (RespError, Server, assert_eq, assert_true,
                          free_port, larder_only, main)
 
+NUMERIC_EDGES = [b'0', b'-1', b'1', b'2147483647', b'2147483648',
+                 b'-2147483648', b'-2147483649', b'9223372036854775807',
+                 b'-9223372036854775808', b'9223372036854775808',
+                 b'18446744073709551616', b'nan', b'inf', b'-inf', b'abc',
+                 b'', b'1.5', b' 1', b'0x10', b'65536', b'99999']
 SMALL = (b'str:int', b'str:lzf', b'list:small', b'list:nodes', b'set:intset',
          b'set:big', b'zset:small', b'zset:big', b'hash:small', b'hash:big')
 
@@ -165,6 +170,16 @@ def test_replies_match_redis(larder):
         ]
         for target_reset, args in cases:
             both_sources(lc, rc, target_reset, *args)
+        # Every numeric edge in the destination database, the timeout
+        # and the port (Redis takes the port as C's atoi would).
+        for v in NUMERIC_EDGES:
+            both_sources(lc, rc, reset(), 'MIGRATE', h, p, 'a', v, 5000,
+                         'COPY', 'AUTH', 'sekret')
+            if v != b'1':       # 1 ms: whether the target makes it varies
+                both_sources(lc, rc, reset(), 'MIGRATE', h, p, 'a', 0, v,
+                             'COPY', 'AUTH', 'sekret')
+            both_sources(lc, rc, reset(), 'MIGRATE', h, v, 'a', 0, 1000,
+                         'COPY', 'AUTH', 'sekret')
         # A refused connection, and a target that never answers.
         closed = free_port()
         both_sources(lc, rc, reset(), 'MIGRATE', h, closed, 'a', 0, 1000)
