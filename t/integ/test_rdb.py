@@ -1,4 +1,4 @@
-"""Checks larder-server --import-rdb and --export-rdb against redis-server 7.0: an RDB saved by redis-server (every type, small and large, several databases, TTLs; LARDER_RDB_KEYS keys, 200000 by default) imports and every key compares equal (type and expire time of every key and the value of one in LARDER_RDB_SAMPLE, 8 by default, directly; every value through the export), larder's export loads into redis-server with the same DEBUG DIGEST as the original, an import replaces what the data directory held, and a bad file (truncated, bad CRC, bad type byte, a stream, a function, a database past `databases`) or a running server fails cleanly with the offset and reason and nothing imported; an RDB of Redis 6.x (version 9, the older encodings) imports as redis-server 7.0 loads it."""
+"""Checks larder-server --import-rdb and --export-rdb against redis-server 7.0: an RDB saved by redis-server (every type, small and large, several databases, TTLs; LARDER_RDB_KEYS keys, 200000 by default) imports and every key compares equal (type and expire time of every key and the value of one in LARDER_RDB_SAMPLE, 8 by default, directly; every value through the export), larder's export loads into redis-server with the same DEBUG DIGEST as the original, an import replaces what the data directory held, and a bad file (truncated, bad CRC, bad type byte, a stream, a function, a database past `databases`) or a running server fails cleanly with the offset and reason and nothing imported, an import killed midway leaves the keys as they were; an RDB of Redis 6.x (version 9, the older encodings) imports as redis-server 7.0 loads it."""
 
 import os
 import shutil
@@ -19,6 +19,10 @@ KEYS = int(os.environ.get('LARDER_RDB_KEYS', '200000'))
 SAMPLE = int(os.environ.get('LARDER_RDB_SAMPLE', '8'))
 DBS = 4
 TOOL_TIMEOUT = 900
+# The killed imports: an RDB of KILL_KEYS strings in two databases (about
+# 3 s of an import's CPU), killed this long after each start.
+KILL_KEYS = 600000
+KILL_AFTER_S = (0.05, 0.3, 0.8)
 
 
 def tool(dirname, *args):
@@ -251,6 +255,68 @@ def test_import_version9():
     finally:
         shutil.rmtree(d, ignore_errors=True)
         shutil.rmtree(rd, ignore_errors=True)
+
+
+def test_killed_import_leaves_the_keys():
+    """An import killed at any point before its switch leaves the data
+    directory's keys as they were (a server started after it serves
+    them, and only them); the next import replaces exactly those keys,
+    whatever the killed ones staged."""
+    larder_only()
+    d = tempfile.mkdtemp(prefix='larder-rdb-')
+    work = tempfile.mkdtemp(prefix='larder-rdb-files-')
+    try:
+        with peer() as r:
+            old = fresh_rdb(r, [['SET', 'old', 'x'], ['SELECT', 1],
+                                ['RPUSH', 'oldlist', 'a', 'b']])
+            shutil.copy(old, os.path.join(work, 'old.rdb'))
+            new = fresh_rdb(r, [['SET', 'n1', 'y'], ['SELECT', 2],
+                                ['SADD', 'n2', 'm'], ['SET', 'n3', 'z']])
+            shutil.copy(new, os.path.join(work, 'new.rdb'))
+            big = os.path.join(work, 'big.rdb')
+            shutil.copy(fresh_rdb(r, [['DEBUG', 'POPULATE', KILL_KEYS // 2],
+                                      ['SELECT', 3],
+                                      ['DEBUG', 'POPULATE', KILL_KEYS // 2]]),
+                        big)
+        rc, err = tool(d, '--import-rdb', os.path.join(work, 'old.rdb'))
+        assert_eq(rc, 0, err)
+        for delay in KILL_AFTER_S:
+            p = subprocess.Popen([server_binary(), '--dir', d,
+                                  '--import-rdb', big],
+                                 stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(delay)
+                assert_true(p.poll() is None,
+                            'the import was still running at %.1fs' % delay)
+            finally:
+                p.kill()
+                p.wait()
+            with Server(dir=d) as s, s.client() as c:
+                sizes = []
+                for db in range(DBS):
+                    c.call('SELECT', db)
+                    sizes.append(c.call('DBSIZE'))
+                assert_eq(sizes, [1, 1, 0, 0], 'after a kill at %.1fs'
+                          % delay)
+                assert_eq(c.call('SELECT', 1), 'OK')
+                assert_eq(c.call('LRANGE', 'oldlist', 0, -1), [b'a', b'b'])
+        rc, err = tool(d, '--import-rdb', os.path.join(work, 'new.rdb'))
+        assert_eq(rc, 0, err)
+        assert_true('imported 3 keys' in err and 'replaced 2 keys' in err,
+                    err)
+        with Server(dir=d) as s, s.client() as c:
+            sizes = []
+            for db in range(DBS):
+                c.call('SELECT', db)
+                sizes.append(c.call('DBSIZE'))
+            assert_eq(sizes, [1, 0, 2, 0], 'exactly the new file')
+            c.call('SELECT', 2)
+            assert_eq(c.call('SMEMBERS', 'n2'), [b'm'])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 test_import_compare_export.timeout = 1800
