@@ -274,8 +274,9 @@ def test_restore_mutations_never_break_larder(larder):
 
 
 def test_big_values_both_ways(larder):
-    """A hash of 30000 fields, a list of 60000 elements and a 1 MB
-    compressible string: DUMP/RESTORE both ways, equal."""
+    """A hash of 30000 fields, a list of 60000 elements, a 1 MB
+    compressible string, a 200 KB one built by APPEND and a 500 KB sparse
+    one built by SETRANGE: DUMP/RESTORE both ways, equal."""
     with peer() as r, larder.client() as lc, r.client() as rc:
         for c in (lc, rc):
             for i in range(0, 30000, 5000):
@@ -285,7 +286,13 @@ def test_big_values_both_ways(larder):
                 c.call('RPUSH', 'bl', *[b'%d' % j for j in range(i,
                                                                  i + 10000)])
             c.call('SET', 'bs', b'0123456789abcdef' * 65536)
-        for k in ('bh', 'bl', 'bs'):
+            # Strings grown piece by piece, and a sparse bitmap-like one
+            # (storages may keep these outside the key's record).
+            for i in range(40):
+                c.call('APPEND', 'ba', b'%05d' % i * 1000)
+            c.call('SETRANGE', 'br', 500000, b'end')
+            c.call('SETRANGE', 'br', 20000, b'mid')
+        for k in ('bh', 'bl', 'bs', 'ba', 'br'):
             p = lc.call('DUMP', k)
             rc.call('SELECT', 1)
             assert_eq(rc.call('RESTORE', k, 0, p), 'OK', 'to redis')
