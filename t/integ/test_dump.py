@@ -4,9 +4,9 @@ import os
 import random
 import struct
 
-from dump_data import (dump_frame, every_encoding, load, older_encodings,
-                       peer, rdb_len, rdb_str, snapshot, ttl_class,
-                       uncompressed)
+from dump_data import (dump_frame, every_encoding, intset, load,
+                       older_encodings, peer, rdb_len, rdb_str, snapshot,
+                       ttl_class, uncompressed)
 from larder_test import (RespError, assert_eq, assert_true, larder_only,
                          main)
 

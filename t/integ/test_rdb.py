@@ -36,6 +36,7 @@ def tool(dirname, *args):
 def saved_rdb(r):
     """SAVE on redis-server r; the path of its RDB."""
     with r.client() as c:
+        c.settimeout(TOOL_TIMEOUT)      # millions of keys take a while
         assert_eq(c.call('SAVE'), 'OK')
     return os.path.join(r.dir, 'dump.rdb')
 
