@@ -61,6 +61,12 @@ SERVER_LIBS += $(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS)
 # issue 14 (i14a): HyperLogLog values.
 libserver_a_SOURCES += server/srv_hll.c server/srv_hll.h \
 	server/srv_geo.c server/srv_geo.h
+# The RDB codec (rdb/), used by DUMP/RESTORE, MIGRATE, SYNC and the RDB
+# import and export; it comes after libserver.a in link order.
+SERVER_LIBS += librdb.a -lm
+libserver_a_SOURCES += server/srv_rdbkey.c server/srv_rdbkey.h \
+	server/srv_rdbfile.c server/srv_rdbfile.h \
+	server/srv_rdbtool.c server/srv_rdbtool.h
 
 # ==== issue 15 ====
 

@@ -22,6 +22,7 @@
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_rdbtool.h"
 #include "server/srv_reaper.h"
 #include "server/srv_role.h"
 #include "server/srv_services.h"
@@ -87,6 +88,10 @@ static void usage(FILE *out)
     fprintf(
         out,
         "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
+        "       larder-server [config] [--directive value ...] --import-rdb "
+        "FILE\n"
+        "       larder-server [config] [--directive value ...] --export-rdb "
+        "FILE\n"
         "       larder-server -v | --version\n"
         "       larder-server -h | --help\n\n"
         "Examples:\n"
@@ -623,7 +628,13 @@ int srv_master_main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    const char *rdb_file;
+    int rdb_mode = srv_rdbtool_take_args(&argc, argv, &rdb_file);
+    if (rdb_mode < 0)
+        die("%s", rdb_file);
     srv_her.cfg = load_config(argc, argv);
+    if (rdb_mode != SRV_RDBTOOL_NONE)
+        return srv_rdbtool_run(rdb_mode, rdb_file);
     srv_her.master_pid = getpid();
     srv_proc_init(&srv_self, SRV_ROLE_MASTER, -1, 0);
     srv_self.pid = srv_her.master_pid;

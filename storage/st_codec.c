@@ -89,6 +89,8 @@ void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name,
                           size_t len)
 {
     k->db = db;
+    k->stored_db = db;
+    k->bound = 0;
     k->name = name;
     k->len = len;
     k->hash = st_codec_scan_hash(name, len);

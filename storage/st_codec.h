@@ -48,7 +48,9 @@ uint64_t st_codec_scan_hash(const void *name, size_t len);
  * The struct borrows `name`; it must outlive the struct's use.
  */
 typedef struct st_keyref {
-    unsigned db;
+    unsigned db;        /* the number the caller named */
+    unsigned stored_db; /* the stored database enc holds (st_dbmap.h) */
+    uint64_t bound;     /* st_dbmap's stamp of that choice; 0: none yet */
     const uint8_t *name;
     size_t len;
     uint64_t hash; /* scan hash; the cache remixes it (st_keyspace.c) */
@@ -57,9 +59,14 @@ typedef struct st_keyref {
     uint8_t enc[ST_LMDB_MAXKEY];
 } st_keyref;
 
-/* Fill `k` for `name` in database `db` (0 <= db <= ST_KEY_MAXDB). */
+/* Fill `k` for `name` in database `db` (0 <= db <= ST_KEY_MAXDB). The
+ * keyspace maps `db` to its stored database on first use (st_dbmap.h). */
 void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name,
                           size_t len);
+
+/* k->bound of a key reference made from a stored LMDB key: its stored
+ * database is what the key says, whatever the map. */
+#define ST_KEYREF_STORED UINT64_MAX
 
 /* Big-endian helpers shared by the storage encodings. */
 void st_codec_put_be16(uint8_t *p, uint16_t v);

@@ -263,7 +263,7 @@ static int rec_write(st_txn *t, st_obj *o)
                                  o->expire_at);
     st_coll_encode(p, &o->c);
     if (!o->exists) {
-        st_txn_count_keys(t, o->k->db, 1, o->expire_at ? 1 : 0);
+        st_txn_count_keys(t, o->k->stored_db, 1, o->expire_at ? 1 : 0);
         o->exists = 1;
         st_internal_created(t->env, o->k->db, o->k->name, o->k->len, o->type,
                             o->c.card, 1);

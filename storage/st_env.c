@@ -81,6 +81,8 @@ static int open_dbis(st_env *e)
     for (int i = 0; i < ST_DBI_COUNT && !rc; i++)
         rc = mdb_dbi_open(txn, dbi_names[i], MDB_CREATE, &e->dbi[i]);
     rc = rc ? st_err_map(rc) : check_schema(e, txn);
+    if (rc == 0)
+        rc = st_dbmap_space(e, txn, &e->nstored);
     if (rc) {
         mdb_txn_abort(txn);
         return rc;
@@ -125,12 +127,6 @@ int st_env_open(const st_env_opts *o, st_env **out)
     }
     e->rtxn.env = e->wtxn.env = e;
     e->wtxn.write = 1;
-    e->wtxn.dkeys = calloc(e->databases, sizeof *e->wtxn.dkeys);
-    e->wtxn.dexpires = calloc(e->databases, sizeof *e->wtxn.dexpires);
-    if (!e->wtxn.dkeys || !e->wtxn.dexpires) {
-        rc = ENOMEM;
-        goto fail;
-    }
     if (!(e->dir = strdup(o->dir))) {
         rc = ENOMEM;
         goto fail;
@@ -169,6 +165,13 @@ int st_env_open(const st_env_opts *o, st_env **out)
         goto fail;
     if (e->boot_id[0] && (rc = open_lockfd(e)))
         goto fail;
+    /* Key counts per stored database (st_dbmap.h: hidden ones too). */
+    e->wtxn.dkeys = calloc(e->nstored, sizeof *e->wtxn.dkeys);
+    e->wtxn.dexpires = calloc(e->nstored, sizeof *e->wtxn.dexpires);
+    if (!e->wtxn.dkeys || !e->wtxn.dexpires) {
+        rc = ENOMEM;
+        goto fail;
+    }
     *out = e;
     return 0;
 fail_map:
@@ -195,6 +198,9 @@ void st_env_close(st_env **envp)
     free(e->dir);
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
+    free(e->wtxn.map);
+    free(e->rtxn.map);
+    free(e->map_hint);
     free(e->scratch);
     free(e->span_rd);
     free(e->span_wr);

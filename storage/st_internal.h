@@ -55,6 +55,20 @@ struct st_txn {
     int64_t *dkeys;        /* per db: key count change, not yet in meta */
     int64_t *dexpires;     /* per db: keys-with-TTL count change */
     st_arena_chunk *arena; /* this transaction's values; newest first */
+    /* the database map as this transaction sees it (st_dbmap.c) */
+    int map_loaded;
+    uint64_t map_stamp;         /* keyrefs bound with this stamp are current */
+    struct st_dbmap_entry *map; /* numbers swapped at least once */
+    unsigned map_n;
+    unsigned map_cap;
+};
+
+/* A number of the database map (st_dbmap.c): what it names, and how
+ * many times a SWAPDB changed that. */
+struct st_dbmap_entry {
+    uint16_t db;
+    uint16_t stored;
+    uint32_t swaps;
 };
 
 struct st_seen {
@@ -78,7 +92,14 @@ struct st_env {
     unsigned psize;               /* LMDB page size, once a record was read */
     uint64_t pressure_gave_up;    /* record seq after which waiting timed out */
     MDB_dbi dbi[ST_DBI_COUNT];
+    MDB_dbi dbi_main;  /* LMDB's unnamed database (st_dbmap.c) */
+    size_t main_names; /* its entries that are database names */
     unsigned databases;
+    unsigned nstored;    /* stored databases counted (st_dbmap.h) */
+    uint64_t map_stamps; /* last stamp handed to a transaction's map */
+    uint16_t *map_hint;  /* the last map loaded: number -> stored */
+    unsigned map_hint_n;
+    unsigned map_hint_cap;
     st_txn rtxn;
     st_txn wtxn;
     MDB_txn *rtxn_parked; /* reset read txn kept for renew */
@@ -133,7 +154,7 @@ int st_err_map(int rc);
 /* The grow-only scratch buffer of the environment, at least `len` bytes. */
 int st_env_scratch(st_env *env, size_t len, uint8_t **out);
 
-/* Record a change of key / TTL counts for `db` in the transaction. */
+/* Record a change of key / TTL counts for stored database `db`. */
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires);
 
 /*
@@ -180,5 +201,9 @@ int st_string_copy_rec(st_txn *t, st_keyref *dst, const st_rec *r);
 #define ST_META_SCHEMA "schema"
 #define ST_META_COUNTS "counts"
 #define ST_META_NEXT_ID "next-id"
+
+/* Read the map at open: how many stored databases it needs counted
+ * (st_dbmap.c). */
+int st_dbmap_space(st_env *env, MDB_txn *txn, unsigned *nstored);
 
 #endif

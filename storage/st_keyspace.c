@@ -7,6 +7,7 @@
 #include "shm/shm_cache.h"
 #include "shm/shm_clock.h"
 #include "storage/st_coll.h"
+#include "storage/st_dbmap.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 #include "storage/st_string.h"
@@ -86,6 +87,8 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
     uint8_t used[PROBES] = { 0 };
     int rc;
 
+    if ((rc = st_dbmap_bind(t, k)))
+        return rc;
     if (!k->is_long)
         return st_err_map(mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, val));
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
@@ -138,9 +141,10 @@ static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
     return h;
 }
 
+/* Keyed by the stored database: a SWAPDB changes no cache entry. */
 static uint64_t cache_hash(const st_keyref *k)
 {
-    return cache_hash_of(k->hash, k->db);
+    return cache_hash_of(k->hash, k->stored_db);
 }
 
 #define MS_PER_S 1000
@@ -185,6 +189,7 @@ void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
 
     if (!env->cache)
         return;
+    db = st_dbmap_hint(env, db);
     for (size_t i = 0; i < n && m < PREFETCH_BATCH; i++)
         if (lens[i] <= ST_KEY_INLINE_MAX)
             h[m++] = cache_hash_of(st_codec_scan_hash(names[i], lens[i]), db);
@@ -243,7 +248,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
     cache_invalidate(t, k);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
         return rc;
-    st_txn_count_keys(t, k->db, -1, at ? -1 : 0);
+    st_txn_count_keys(t, k->stored_db, -1, at ? -1 : 0);
     return 0;
 }
 
@@ -371,6 +376,8 @@ int st_keyspace_peek(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
     uint64_t hash;
     int rc;
 
+    if ((rc = st_dbmap_bind(t, k)))
+        return rc;
     if (!cacheable(t, k)) {
         rc = st_keyspace_lookup_raw(t, k, now, out);
         return rc ? rc : st_keyspace_inflate(t, out);
@@ -427,7 +434,7 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
         if (expire_at && (rc = exp_put(t, k->enc, k->enc_len, expire_at)))
             return rc;
     }
-    st_txn_count_keys(t, k->db, existed ? 0 : 1,
+    st_txn_count_keys(t, k->stored_db, existed ? 0 : 1,
                       (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
     touch(t->env, k, -1);
@@ -604,11 +611,15 @@ static void note_expired(st_txn *t, const MDB_val *key, const st_rec *r)
 {
     const uint8_t *name;
     size_t len;
+    unsigned db;
 
     if (!t->env->obs.expired)
         return;
+    /* the number clients know the key's database by (st_dbmap.h) */
+    if (st_dbmap_number(t, (unsigned)key_db(key), &db))
+        db = (unsigned)key_db(key);
     rec_name(key, r, &name, &len);
-    t->env->obs.expired(t->env->obs.ctx, (unsigned)key_db(key), name, len);
+    t->env->obs.expired(t->env->obs.ctx, db, name, len);
 }
 
 static uint64_t key_hash(const MDB_val *key)
@@ -645,6 +656,8 @@ int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
     *next = 0;
     if (count == 0)
         count = 1; /* always progress */
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, cursor, &key, &val); rc == 0;
@@ -696,6 +709,8 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     MDB_val key, val;
     int rc, wrapped = 0;
 
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (int i = 0; i < RANDOM_TRIES; i++) {
@@ -731,7 +746,8 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_err_map(rc);
 }
 
-int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys,
+/* Keys and keys-with-TTL of stored database `db`. */
+static int stored_size(st_txn *t, unsigned db, uint64_t *keys,
                        uint64_t *expires)
 {
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
@@ -751,6 +767,14 @@ int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys,
     return 0;
 }
 
+int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys,
+                       uint64_t *expires)
+{
+    int rc = st_dbmap_resolve(t, db, &db);
+
+    return rc ? rc : stored_size(t, db, keys, expires);
+}
+
 /* Empty every data database in one transaction (FLUSHALL). */
 static int drop_all(st_txn *t)
 {
@@ -765,7 +789,7 @@ static int drop_all(st_txn *t)
         if (rc == MDB_NOTFOUND)
             rc = 0;
     }
-    for (unsigned db = 0; db < t->env->databases; db++)
+    for (unsigned db = 0; db < t->env->nstored; db++)
         t->dkeys[db] = t->dexpires[db] = 0;
     return st_err_map(rc);
 }
@@ -776,7 +800,8 @@ static void keyref_from_enc(st_keyref *k, const void *enc, size_t len)
 {
     memcpy(k->enc, enc, len);
     k->enc_len = len;
-    k->db = st_codec_get_be16(k->enc);
+    k->db = k->stored_db = st_codec_get_be16(k->enc);
+    k->bound = ST_KEYREF_STORED;
     k->hash = st_codec_get_be64(k->enc + ST_KEY_DB_BYTES);
     k->is_long = len == ST_LMDB_MAXKEY;
     k->name = NULL;
@@ -792,6 +817,8 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
     int rc;
 
     *more = 0;
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, 0, &key, &val); rc == 0;
@@ -828,7 +855,7 @@ static int total_keys(st_txn *t, uint64_t *total)
             memcpy(&c, (const uint8_t *)v.mv_data + off, sizeof c);
             *total += c > 0 ? (uint64_t)c : 0;
         }
-    for (unsigned d = 0; d < t->env->databases; d++)
+    for (unsigned d = 0; d < t->env->nstored; d++)
         *total += (uint64_t)t->dkeys[d];
     return st_err_map(rc);
 }

@@ -88,6 +88,7 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
         return st_err_map(rc);
     t->active = 1;
     t->counts_dirty = 0;
+    t->map_loaded = 0; /* this snapshot's map loads on first use */
     *out = t;
     return 0;
 }
@@ -101,7 +102,7 @@ static int apply_counts(st_txn *t)
 {
     st_env *e = t->env;
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
-    size_t n = (size_t)e->databases * 2 * sizeof(int64_t), len = n;
+    size_t n = (size_t)e->nstored * 2 * sizeof(int64_t), len = n;
     int64_t *c;
     uint8_t *buf;
     int rc = mdb_get(t->txn, e->dbi[ST_DBI_META], &k, &v);
@@ -117,7 +118,7 @@ static int apply_counts(st_txn *t)
     memset(c, 0, len);
     if (found)
         memcpy(c, v.mv_data, v.mv_size);
-    for (unsigned db = 0; db < e->databases; db++) {
+    for (unsigned db = 0; db < e->nstored; db++) {
         c[db * 2] += t->dkeys[db];
         c[db * 2 + 1] += t->dexpires[db];
         t->dkeys[db] = t->dexpires[db] = 0;
@@ -178,7 +179,7 @@ void st_txn_abort(st_txn **tp)
     } else {
         uint64_t id = mdb_txn_id(t->txn);
         mdb_txn_abort(t->txn);
-        for (unsigned db = 0; db < t->env->databases; db++)
+        for (unsigned db = 0; db < t->env->nstored; db++)
             t->dkeys[db] = t->dexpires[db] = 0;
         if (t->env->obs.aborted)
             t->env->obs.aborted(t->env->obs.ctx, id);

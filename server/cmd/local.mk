@@ -46,6 +46,10 @@ libserver_a_SOURCES += \
 	server/cmd/srv_commands_misc14.def server/cmd/srv_cmd_sort.c \
 	server/cmd/srv_cmd_lcs.c server/cmd/srv_cmd_object.c \
 	server/cmd/srv_objinfo.c server/cmd/srv_objinfo.h
+# DUMP/RESTORE, MIGRATE, MOVE and SWAPDB.
+libserver_a_SOURCES += server/cmd/srv_commands_dump.def \
+	server/cmd/srv_cmd_dump.c server/cmd/srv_cmd_migrate.c \
+	server/cmd/srv_cmd_db.c server/cmd/srv_cmd_sync.c
 
 # ==== issue 15 ====
 

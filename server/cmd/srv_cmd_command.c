@@ -233,7 +233,7 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
-    if (cmd->complexity) {
+    if (cmd->complexity) { /* Redis gives none for SYNC and PSYNC */
         srv_reply_bulk_cstr(c, "complexity");
         srv_reply_bulk_cstr(c, cmd->complexity);
     }

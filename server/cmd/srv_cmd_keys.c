@@ -401,16 +401,18 @@ void srv_cmd_copy(srv_conn *c)
         if (srv_util_streq(o->ptr, o->len, "replace")) {
             replace = 1;
         } else if (srv_util_streq(o->ptr, o->len, "db") && j + 1 < c->argc) {
+            /* Checked where it comes, as Redis does (before a later bad
+             * option). */
             if (srv_args_int_or_reply(c, &c->argv[++j], &db))
                 return;
+            if (db < 0 || db >= srv_her.cfg->databases) {
+                srv_reply_error(c, "ERR DB index is out of range");
+                return;
+            }
         } else {
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-    }
-    if (db < 0 || db >= srv_her.cfg->databases) {
-        srv_reply_error(c, "ERR DB index is out of range");
-        return;
     }
     srv_key_ref(c, 1, &src);
     st_codec_keyref_init(&dst, (unsigned)db, c->argv[2].ptr, c->argv[2].len);

@@ -16,6 +16,7 @@
 #include "server/srv_hooks.h"
 #include "server/srv_reply.h"
 #include "server/srv_worker.h"
+#include "storage/st_dbmap.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 
@@ -32,10 +33,18 @@ typedef struct arg {
     size_t off, len; /* into `bytes` */
 } arg;
 
+/* A watched key as it was: its version, the stored database its number
+ * named and that number's SWAPDB count (st_dbmap.h). */
+typedef struct keystate {
+    uint64_t version; /* 0: absent */
+    unsigned stored;
+    uint32_t swaps;
+} keystate;
+
 typedef struct watched {
     unsigned db;
-    size_t off, len;  /* name, into `names` */
-    uint64_t version; /* 0: absent when watched */
+    size_t off, len; /* name, into `names` */
+    keystate at;     /* when watched */
 } watched;
 
 /* What a rewind goes back to. */
@@ -137,13 +146,20 @@ static void on_refused(srv_conn *c, void *state)
         m->dirty = 1;
 }
 
-/* Inside MULTI a checked command is queued and +QUEUED replied. */
+/* Inside MULTI a checked command is queued and +QUEUED replied (or
+ * refused, for the commands Redis keeps out of transactions). */
 static int on_intercept(srv_conn *c, void *state)
 {
     srv_multi *m = state;
 
     if (!m->active || (c->cmd->flags & F_TXCTL))
         return 0;
+    if (c->cmd->flags & F_NO_MULTI) {
+        /* As Redis: refused, and EXEC will answer EXECABORT. */
+        m->dirty = 1;
+        srv_reply_error(c, "ERR Command not allowed inside a transaction");
+        return 1;
+    }
     if (grow((void **)&m->q, m->nq, &m->capq, sizeof *m->q))
         goto oom;
     for (int i = 0; i < c->argc; i++) {
@@ -263,15 +279,34 @@ void srv_cmd_unwatch(srv_conn *c)
     srv_reply_ok(c);
 }
 
-/* The version `k` has now: its record's, or 0 when absent or expired. */
-static int version_of(const srv_conn *c, struct st_txn *t, st_keyref *k,
-                      uint64_t *ver)
+/* The state `k` has now: its record's version (0 when absent or
+ * expired), where its number points and how often that was swapped. */
+static int state_of(const srv_conn *c, struct st_txn *t, st_keyref *k,
+                    keystate *s)
 {
     st_rec r;
     int rc = st_keyspace_lookup(t, k, srv_cmd_now(c), &r);
 
-    *ver = rc == 0 ? r.version : 0;
-    return rc == ST_ENOTFOUND ? 0 : rc;
+    if (rc && rc != ST_ENOTFOUND)
+        return rc;
+    s->version = rc == 0 ? r.version : 0;
+    s->stored = k->stored_db;
+    return st_dbmap_swaps(t, k->db, &s->swaps);
+}
+
+/*
+ * Was a watched key touched? Its version changed; or it exists (now or
+ * when watched) and a SWAPDB changed its database in between (Redis
+ * touches the watched keys that exist in either swapped database). A
+ * key absent throughout stays untouched by swaps, as in Redis.
+ */
+static int touched(const keystate *then, const keystate *now)
+{
+    if (then->version != now->version)
+        return 1;
+    if (then->version == 0)
+        return 0;
+    return then->stored != now->stored || then->swaps != now->swaps;
 }
 
 static int is_watched(const srv_multi *m, unsigned db, const srv_slice *a)
@@ -305,13 +340,13 @@ void srv_cmd_watch(srv_conn *c)
         return;
     for (int i = 1; i < c->argc; i++) {
         st_keyref k;
-        uint64_t ver;
+        keystate ks;
         int rc;
 
         if (is_watched(m, c->db, &c->argv[i]))
             continue;
         st_codec_keyref_init(&k, c->db, c->argv[i].ptr, c->argv[i].len);
-        if ((rc = version_of(c, t, &k, &ver))) {
+        if ((rc = state_of(c, t, &k, &ks))) {
             srv_txn_error(c, rc);
             return;
         }
@@ -321,7 +356,7 @@ void srv_cmd_watch(srv_conn *c)
             return;
         }
         m->w[m->nw++] = (watched){ c->db, m->names.len - c->argv[i].len,
-                                   c->argv[i].len, ver };
+                                   c->argv[i].len, ks };
     }
     srv_reply_ok(c);
 }
@@ -331,14 +366,14 @@ static int watch_broken(const srv_conn *c, srv_multi *m, struct st_txn *t)
 {
     for (unsigned i = 0; i < m->nw; i++) {
         st_keyref k;
-        uint64_t ver;
+        keystate now;
         int rc;
 
         st_codec_keyref_init(&k, m->w[i].db, m->names.data + m->w[i].off,
                              m->w[i].len);
-        if ((rc = version_of(c, t, &k, &ver)))
+        if ((rc = state_of(c, t, &k, &now)))
             return rc;
-        if (ver != m->w[i].version)
+        if (touched(&m->w[i].at, &now))
             return 1;
     }
     return 0;

@@ -58,6 +58,14 @@ I14A_INTEG = t/integ/test_bigstrings.py t/integ/test_bitmap.py \
 	t/integ/test_introspect.py
 TESTS += $(I14A_INTEG)
 EXTRA_DIST += $(I14A_INTEG)
+# DUMP/RESTORE, COPY/MOVE/SWAPDB, MIGRATE, SYNC and the RDB import and
+# export, each against a redis-server they start (dump_data.py and
+# rdb_data.py are their shared data sets). test_rdb.py's size is
+# LARDER_RDB_KEYS (200000 by default; the few-million run is
+# LARDER_RDB_KEYS=3000000 make check TESTS=t/integ/test_rdb.py).
+INTEG_TESTS += t/integ/test_dump.py t/integ/test_dbmove.py \
+	t/integ/test_migrate.py t/integ/test_sync.py t/integ/test_rdb.py
+EXTRA_DIST += t/integ/dump_data.py t/integ/rdb_data.py
 
 # ==== issue 15 ====
 

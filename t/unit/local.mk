@@ -248,6 +248,31 @@ t_unit_check_shm_clock_SOURCES = t/unit/check_shm_clock.c
 t_unit_check_shm_clock_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_shm_clock_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_shm_clock
+# The RDB codec (rdb/): pure, so it links only librdb.a.
+check_PROGRAMS += t/unit/check_rdb_io
+t_unit_check_rdb_io_SOURCES = t/unit/check_rdb_io.c
+t_unit_check_rdb_io_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_io_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_io
+
+check_PROGRAMS += t/unit/check_rdb_obj
+t_unit_check_rdb_obj_SOURCES = t/unit/check_rdb_obj.c
+t_unit_check_rdb_obj_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_obj_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_obj
+
+check_PROGRAMS += t/unit/check_rdb_file
+t_unit_check_rdb_file_SOURCES = t/unit/check_rdb_file.c
+t_unit_check_rdb_file_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_file_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_file
+
+# The database map behind SWAPDB and the RDB import's switch.
+check_PROGRAMS += t/unit/check_st_dbmap
+t_unit_check_st_dbmap_SOURCES = t/unit/check_st_dbmap.c $(UNIT_ST)
+t_unit_check_st_dbmap_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_dbmap_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_dbmap
 
 # ==== issue 15 ====
 
