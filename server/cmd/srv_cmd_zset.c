@@ -751,8 +751,11 @@ void srv_cmd_zrandmember(srv_conn *c)
         rc = st_zset_sample(t, &o, srv_coll_rand64(), n, emit_member, &e);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
+        if (srv_reply_room_or_drop(c, n, SRV_REPLY_BULK_MIN * (withscores + 1)))
+            return;
         rc = 0;
-        for (unsigned long long i = 0; i < n && !rc; i++)
+        for (unsigned long long i = 0; i < n && !rc && !srv_reply_dropped(c);
+             i++)
             rc = st_zset_sample(t, &o, srv_coll_rand64(), 1, emit_member, &e);
     }
     if (rc) {
