@@ -257,7 +257,8 @@ void srv_cmd_zrevrank(srv_conn *c) { rank_generic(c, 1); }
 
 /* ---- range parsing ---- */
 
-/* "(1.5", "-inf", "3": 1 ok, 0 invalid. */
+/* "(1.5", "-inf", "3": 1 ok, 0 invalid. Redis parses these with a bare
+ * strtod (so "", "(", " 1" and 1e400 are bounds), unlike scores. */
 static int parse_score_bound(const srv_slice *a, double *d, int *ex)
 {
     const char *p = a->ptr;
@@ -269,7 +270,7 @@ static int parse_score_bound(const srv_slice *a, double *d, int *ex)
         p++;
         n--;
     }
-    return srv_util_str2d(p, n, d) && !isnan(*d);
+    return srv_util_str2d_lax(p, n, d);
 }
 
 static int parse_lex_bound(const srv_slice *a, st_zlex *b)
