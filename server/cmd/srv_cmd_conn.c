@@ -294,13 +294,60 @@ void srv_cmd_client_info(srv_conn *c)
     srv_reply_verbatim(c, line, strlen(line));
 }
 
+/* CLIENT LIST's TYPE filter: x is of the type named by t (Redis's names;
+ * larder has no replicas or masters). -1 if t names no type. */
+static int client_of_type(const srv_conn *x, const srv_slice *t)
+{
+    int pubsub = (x->flags & SRV_CONN_SUBSCRIBED) != 0;
+
+    if (srv_util_streq(t->ptr, t->len, "normal"))
+        return !pubsub;
+    if (srv_util_streq(t->ptr, t->len, "pubsub"))
+        return pubsub;
+    if (srv_util_streq(t->ptr, t->len, "master") ||
+        srv_util_streq(t->ptr, t->len, "replica") ||
+        srv_util_streq(t->ptr, t->len, "slave"))
+        return 0;
+    return -1;
+}
+
+/* CLIENT LIST [TYPE type | ID id [id ...]], with Redis's errors. */
 void srv_cmd_client_list(srv_conn *c)
 {
     /* This worker's connections: a connection lives on one worker. */
     list_ctx l = { { NULL, 0, 0 } };
+    const srv_slice *type = NULL;
+    int by_id = 0;
 
-    for (srv_conn *x = c->worker->clients; x; x = x->next)
-        list_one(x, &l);
+    if (c->argc == 4 &&
+        srv_util_streq(c->argv[2].ptr, c->argv[2].len, "type")) {
+        type = &c->argv[3];
+        if (client_of_type(c, type) < 0) {
+            srv_reply_errorf(c, "ERR Unknown client type '%.*s'",
+                             (int)type->len, type->ptr);
+            return;
+        }
+    } else if (c->argc > 3 &&
+               srv_util_streq(c->argv[2].ptr, c->argv[2].len, "id")) {
+        by_id = 1;
+    } else if (c->argc != 2) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    for (int j = 3; by_id && j < c->argc; j++) {
+        long long id;
+        if (!srv_util_str2ll(c->argv[j].ptr, c->argv[j].len, &id)) {
+            srv_buf_free(&l.text);
+            srv_reply_error(c, "ERR Invalid client ID");
+            return;
+        }
+        for (srv_conn *x = c->worker->clients; x; x = x->next)
+            if (x->id == (uint64_t)id)
+                list_one(x, &l);
+    }
+    for (srv_conn *x = c->worker->clients; !by_id && x; x = x->next)
+        if (!type || client_of_type(x, type) == 1)
+            list_one(x, &l);
     srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
     srv_buf_free(&l.text);
 }
