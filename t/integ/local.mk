@@ -41,5 +41,6 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+INTEG_TESTS += t/integ/test_sweep.py
 
 # ==== issue 17 ====
