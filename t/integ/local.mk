@@ -41,6 +41,6 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
-INTEG_TESTS += t/integ/test_sweep.py
+INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py
 
 # ==== issue 17 ====
