@@ -84,10 +84,16 @@ void srv_reply_error(srv_conn *c, const char *msg)
     size_t n = strlen(msg);
 
     srv_reply_raw(c, "-", 1);
-    /* An error line must not break the protocol: no CR/LF inside. */
-    for (size_t i = 0; i < n; i++) {
-        char ch = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
-        srv_reply_raw(c, &ch, 1);
+    /* An error line must not break the protocol: no CR/LF inside (each
+     * becomes a space; the runs between them go in one append). */
+    for (size_t i = 0; i < n;) {
+        size_t run = strcspn(msg + i, "\r\n");
+        srv_reply_raw(c, msg + i, run);
+        i += run;
+        if (i < n) {
+            srv_reply_raw(c, " ", 1);
+            i++;
+        }
     }
     srv_reply_raw(c, "\r\n", 2);
 }
