@@ -41,6 +41,7 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
-INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py
+INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py \
+	t/integ/test_chaos.py
 
 # ==== issue 17 ====

@@ -1,0 +1,387 @@
+"""Chaos: a mixed load (strings, INCR, lists, sets, hashes, sorted sets, MULTI/EXEC, pub/sub) runs while random server processes - workers, the reaper, the syncer, the broker and the master - are killed with SIGKILL (the master takes the rest with it, and the test starts the server again on the same data): every acknowledged write is there at the end, every client reconnects and is served, no process is left behind, and the data file stays bounded. LARDER_CHAOS_SECONDS sets the length (default 40)."""
+
+import os
+import random
+import signal
+import threading
+import time
+
+from larder_test import (Client, ConnectionClosed, Server, assert_eq,
+                         assert_true, larder_only, main, proc_alive,
+                         proc_comm, short, wait_until)
+
+SECONDS = float(os.environ.get('LARDER_CHAOS_SECONDS', '40'))
+SEED = int(os.environ.get('LARDER_CHAOS_SEED', '0')) or int(time.time())
+WORKERS = 2
+KILL_EVERY = (0.3, 1.5)     # seconds between kills, uniform
+# Of the kills, the master's share: it stops everything, so less often.
+MASTER_SHARE = 0.1
+REPLY_TIMEOUT = 5.0         # one command; longer is a broken connection
+RECONNECT_DEADLINE = 30.0   # a client must be served again within this
+# data.mdb after the run: the live data is a few MB; killed readers must
+# not make LMDB grow the file without bound (the reaper clears their
+# slots).
+DATA_FILE_BOUND_MIB = 64
+# Scripts (EVAL) and blocking pops (BLPOP ...) join the load once the
+# server has them; until then they are named in the output as not run.
+LATER = ['blpop', 'eval']
+
+
+class Chaos:
+    """The server under test, its processes by role, and the kills."""
+
+    def __init__(self, server):
+        self.server = server
+        self.lock = threading.Lock()
+        self.roles = {}         # pid -> 'worker' | 'reaper' | 'syncer' ...
+        self.kills = {}         # role -> count
+        self.restarts = 0
+        self.last_kill = time.time()
+        self.epoch = 0          # bumped when the server is restarted
+        self.learn_roles()
+
+    @property
+    def port(self):
+        return self.server.port
+
+    def learn_roles(self):
+        """At start: children in fork order are the workers, the reaper,
+        the syncer; the broker names itself."""
+        wait_until(lambda: len(self.server.children()) >= WORKERS + 3, 10,
+                   'the server\'s children')
+        kids = sorted(self.server.children())
+        rest = []
+        for p in kids:
+            if 'larder-broker' in open('/proc/%d/comm' % p).read():
+                self.roles[p] = 'broker'
+            else:
+                rest.append(p)
+        names = ['worker'] * WORKERS + ['reaper', 'syncer']
+        assert_eq(len(rest), len(names), 'children %r' % kids)
+        for p, r in zip(rest, names):
+            self.roles[p] = r
+
+    def kill_one(self, rnd):
+        if rnd.random() < MASTER_SHARE:
+            self.kill_master()
+            return
+        pid = rnd.choice(sorted(self.roles))
+        role = self.roles[pid]
+        before = set(self.server.children())
+        os.kill(pid, signal.SIGKILL)
+        self.last_kill = time.time()
+        self.kills[role] = self.kills.get(role, 0) + 1
+        wait_until(lambda: not proc_alive(pid), 10, '%s %d to die' % (role,
+                                                                      pid))
+        # Its replacement (the master respawns it, with back-off).
+        def replaced():
+            new = set(self.server.children()) - before
+            return new and new.pop()
+        newpid = wait_until(replaced, 15, 'a new %s' % role)
+        del self.roles[pid]
+        self.roles[newpid] = role
+
+    def kill_master(self):
+        tree = [self.server.pid] + self.server.children()
+        os.kill(self.server.pid, signal.SIGKILL)
+        self.server.proc.wait()
+        self.last_kill = time.time()
+        self.kills['master'] = self.kills.get('master', 0) + 1
+        # Children die with the master (PDEATHSIG): none may linger.
+        wait_until(lambda: not any(proc_alive(p) for p in tree), 15,
+                   'the children of a killed master to exit')
+        self.roles.clear()
+        self.server.start()
+        self.restarts += 1
+        self.epoch += 1
+        self.learn_roles()
+
+
+class Load(threading.Thread):
+    """One client: runs `step` in a loop, reconnecting when its connection
+    breaks; what the server acknowledged is recorded by the steps (what
+    was in flight when a connection broke may or may not be there)."""
+
+    def __init__(self, chaos, name, stop):
+        super().__init__(daemon=True)
+        self.chaos = chaos
+        self.name = name
+        self.stop = stop
+        self.c = None
+        self.ops = 0
+        self.reconnects = 0
+        self.last_ok = time.time()
+        self.error = None
+        self.n = 0
+
+    def connect(self):
+        end = time.time() + RECONNECT_DEADLINE
+        while True:
+            try:
+                c = Client(self.chaos.port, timeout=REPLY_TIMEOUT)
+                self.setup(c)
+                return c
+            except (OSError, ConnectionClosed, ValueError):
+                if time.time() > end:
+                    raise AssertionError('%s: not served again within %.0f '
+                                         's' % (self.name,
+                                                RECONNECT_DEADLINE))
+                time.sleep(0.02)
+
+    def setup(self, c):
+        pass
+
+    def run(self):
+        try:
+            while not self.stop.is_set():
+                if self.c is None:
+                    self.c = self.connect()
+                try:
+                    self.step(self.c)
+                    self.ops += 1
+                    self.last_ok = time.time()
+                except (OSError, ConnectionClosed, ValueError):
+                    self.c.close()
+                    self.c = None
+                    self.reconnects += 1
+        except Exception as e:
+            self.error = '%s: %s' % (self.name, e)
+        finally:
+            if self.c is not None:
+                self.c.close()
+
+    def expect(self, got, want, what):
+        if got != want:
+            raise AssertionError('%s: %s replied %s, expected %s' % (
+                self.name, what, short(got), short(want)))
+
+
+class Strings(Load):
+    """SET of a fresh key each time, and an INCR counter."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.acked = []
+        self.incr_acked = 0
+
+    def step(self, c):
+        self.n += 1
+        k, v = 'str:%s:%d' % (self.name, self.n), 'v%d' % self.n
+        self.expect(c.call('SET', k, v), 'OK', 'SET')
+        self.acked.append((k, v.encode()))
+        r = c.call('INCR', 'ctr:%s' % self.name)
+        if not isinstance(r, int):
+            raise AssertionError('%s: INCR replied %s' % (self.name, short(r)))
+        self.incr_acked = max(self.incr_acked, r)
+
+    def verify(self, c):
+        for k, v in self.acked:
+            assert_eq(c.call('GET', k), v, 'acknowledged SET %s' % k)
+        got = int(c.call('GET', 'ctr:%s' % self.name) or 0)
+        assert_true(got >= self.incr_acked, '%s: counter %d below the %d '
+                    'acknowledged' % (self.name, got, self.incr_acked))
+        return len(self.acked) + self.incr_acked
+
+
+class Collections(Load):
+    """RPUSH, SADD, HSET and ZADD of element n into this client's
+    collections, one command each."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.acked = {'l': [], 's': [], 'h': [], 'z': []}
+
+    def step(self, c):
+        self.n += 1
+        e = b'%d' % self.n
+        key = lambda t: '%s:%s' % (t, self.name)
+        r = c.call('RPUSH', key('l'), e)
+        assert_true(isinstance(r, int), 'RPUSH %s' % short(r))
+        self.acked['l'].append(e)
+        self.expect(c.call('SADD', key('s'), e), 1, 'SADD')
+        self.acked['s'].append(e)
+        self.expect(c.call('HSET', key('h'), b'f' + e, e), 1, 'HSET')
+        self.acked['h'].append(e)
+        self.expect(c.call('ZADD', key('z'), e, b'm' + e), 1, 'ZADD')
+        self.acked['z'].append(e)
+
+    def verify(self, c):
+        key = lambda t: '%s:%s' % (t, self.name)
+        lst = c.call('LRANGE', key('l'), 0, -1)
+        # Each element at most once, in the order pushed; every acked one.
+        assert_eq(lst, sorted(set(lst), key=int), '%s: list order' % key('l'))
+        missing = set(self.acked['l']) - set(lst)
+        assert_eq(missing, set(), 'acknowledged RPUSH lost')
+        members = set(c.call('SMEMBERS', key('s')))
+        assert_eq(set(self.acked['s']) - members, set(),
+                  'acknowledged SADD lost')
+        h = c.call('HGETALL', key('h'))
+        fields = dict(zip(h[0::2], h[1::2]))
+        for e in self.acked['h']:
+            assert_eq(fields.get(b'f' + e), e, 'acknowledged HSET f%s' % e)
+        z = c.call('ZRANGE', key('z'), 0, -1, 'WITHSCORES')
+        scores = dict(zip(z[0::2], z[1::2]))
+        for e in self.acked['z']:
+            assert_eq(scores.get(b'm' + e), e, 'acknowledged ZADD m%s' % e)
+        return sum(len(v) for v in self.acked.values())
+
+
+class Transactions(Load):
+    """MULTI / SET / HSET / INCR / EXEC: all of a transaction or none of
+    it, and every acknowledged one whole."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.acked = []
+
+    def step(self, c):
+        self.n += 1
+        n = self.n
+        r = c.pipeline([('MULTI',), ('SET', 'tx:%s:%d' % (self.name, n), n),
+                        ('HSET', 'txh:%s' % self.name, n, n),
+                        ('INCR', 'txc:%s' % self.name), ('EXEC',)])
+        self.expect(r[:4], ['OK', 'QUEUED', 'QUEUED', 'QUEUED'], 'MULTI')
+        if not (isinstance(r[4], list) and r[4][:2] == ['OK', 1]):
+            raise AssertionError('%s: EXEC replied %s' % (self.name,
+                                                          short(r[4])))
+        self.acked.append((n, r[4][2]))
+
+    def verify(self, c):
+        h = c.call('HGETALL', 'txh:%s' % self.name)
+        fields = dict(zip(h[0::2], h[1::2]))
+        count = int(c.call('GET', 'txc:%s' % self.name) or 0)
+        # Atomic: the string and the field exist for exactly the same n,
+        # and the counter counts them.
+        strings = set(int(k.split(b':')[-1]) for k in
+                      c.call('KEYS', 'tx:%s:*' % self.name))
+        assert_eq(strings, set(int(f) for f in fields),
+                  '%s: transactions half applied' % self.name)
+        assert_eq(count, len(strings), '%s: INCR of the transactions'
+                  % self.name)
+        for n, _ in self.acked:
+            assert_true(n in strings, 'acknowledged EXEC %d lost' % n)
+        return len(self.acked)
+
+
+class PubSub(Load):
+    """A subscriber on its own connection and a publisher: each message
+    whose PUBLISH counted the subscriber arrives, in order (a message lost
+    to a kill breaks the subscriber's wait: both connect again)."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.sub = None
+        self.received = 0
+        self.last_msg_at = time.time()
+
+    def setup(self, c):
+        if self.sub is not None:
+            self.sub.close()
+        self.sub = Client(self.chaos.port, timeout=REPLY_TIMEOUT)
+        ch = 'chaos:%s' % self.name
+        r = self.sub.call('SUBSCRIBE', ch)
+        if r != [b'subscribe', ch.encode(), 1]:
+            raise ConnectionClosed('subscribe: %r' % (r,))
+
+    def step(self, c):
+        self.n += 1
+        r = c.call('PUBLISH', 'chaos:%s' % self.name, self.n)
+        if r not in (0, 1):
+            raise AssertionError('%s: PUBLISH replied %s' % (self.name,
+                                                             short(r)))
+        if r == 0:
+            return              # the subscription is not known everywhere yet
+        m = self.sub.read_reply()
+        self.expect(m, [b'message', b'chaos:%s' % self.name.encode(),
+                        b'%d' % self.n], 'the subscriber\'s message')
+        self.received += 1
+        self.last_msg_at = time.time()
+
+    def verify(self, c):
+        return self.received
+
+
+LOADS = [Strings, Strings, Collections, Collections, Transactions, PubSub]
+
+
+def processes_of(server):
+    """PIDs of processes whose command line names this server's dir."""
+    out = []
+    for name in os.listdir('/proc'):
+        if name.isdigit() and server.dir in proc_comm(int(name)) and \
+                proc_alive(int(name)):
+            out.append(int(name))
+    return out
+
+
+def test_chaos():
+    larder_only()
+    rnd = random.Random(SEED)
+    print('# chaos: %.0f s, seed %d' % (SECONDS, SEED))
+    with Server(workers=WORKERS) as server:
+        with server.client() as c:
+            names = set(n.decode() for n in c.call('COMMAND', 'LIST'))
+        missing = [n for n in LATER if n not in names]
+        chaos = Chaos(server)
+        stop = threading.Event()
+        loads = [cls(chaos, '%s%d' % (cls.__name__.lower(), i), stop)
+                 for i, cls in enumerate(LOADS)]
+        for l in loads:
+            l.start()
+        t0 = time.time()
+        try:
+            while time.time() - t0 < SECONDS:
+                time.sleep(rnd.uniform(*KILL_EVERY))
+                errors = [l.error for l in loads if l.error]
+                assert_eq(errors, [], 'load errors')
+                chaos.kill_one(rnd)
+            # Quiet: every client is served again, without new kills.
+            quiet = time.time()
+            wait_until(lambda: all(l.last_ok > quiet + 0.5 for l in loads),
+                       RECONNECT_DEADLINE, 'every client served after the '
+                       'last kill')
+            wait_until(lambda: all(l.last_msg_at > quiet for l in loads
+                                   if isinstance(l, PubSub)),
+                       RECONNECT_DEADLINE, 'pub/sub messages after the '
+                       'last kill')
+        finally:
+            stop.set()
+            for l in loads:
+                l.join(RECONNECT_DEADLINE + REPLY_TIMEOUT)
+        assert_eq([l.error for l in loads if l.error], [], 'load errors')
+        assert_true(all(not l.is_alive() for l in loads), 'a client hung')
+        # What is left: the acknowledged writes, read after a restart too
+        # (the data on disk, not a process's memory).
+        counts = {}
+        for rnd_ in ('running', 'restarted'):
+            with server.client() as c:
+                for l in loads:
+                    counts[l.name] = l.verify(c)
+            if rnd_ == 'running':
+                server.restart()
+        procs = processes_of(server)
+        assert_eq(sorted(procs), sorted([server.pid] + server.children()),
+                  'processes of this server')
+        assert_eq(len(server.children()), WORKERS + 3, 'children')
+        size = os.path.getsize(os.path.join(server.dir, 'data.mdb'))
+        ops = sum(l.ops for l in loads)
+        print('# chaos: %.0f s, %d kills %s, %d restarts, %d client '
+              'operations, %d reconnects, %d acknowledged writes checked, '
+              '0 lost; data.mdb %.1f MiB (bound %d); not in the load yet '
+              '(no such command): %s' % (
+                  SECONDS, sum(chaos.kills.values()),
+                  dict(sorted(chaos.kills.items())), chaos.restarts, ops,
+                  sum(l.reconnects for l in loads),
+                  sum(v for k, v in counts.items() if 'pubsub' not in k),
+                  size / 2 ** 20, DATA_FILE_BOUND_MIB,
+                  ', '.join(missing) or 'none'))
+        assert_true(size <= DATA_FILE_BOUND_MIB * 2 ** 20,
+                    'data.mdb is %d bytes' % size)
+    # Stopped: nothing of it is left running.
+    assert_eq(processes_of(server), [], 'processes left after stop')
+
+
+test_chaos.timeout = int(SECONDS) + 300
+
+if __name__ == '__main__':
+    main(globals())
