@@ -42,6 +42,6 @@ AM_TESTS_ENVIRONMENT = \
 
 # ==== issue 16 ====
 INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py \
-	t/integ/test_chaos.py
+	t/integ/test_chaos.py t/integ/test_connections.py
 
 # ==== issue 17 ====
