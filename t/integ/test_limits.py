@@ -4,8 +4,9 @@ import socket
 import threading
 import time
 
-from larder_test import (Client, RespError, Server, assert_eq, assert_true,
-                         larder_only, main, short, wait_until)
+from larder_test import (Client, RespError, Server, asan_small_quarantine,
+                         assert_eq, assert_true, larder_only, main, proc_kib,
+                         rss_bound_mib, short, wait_until)
 
 MIB = 1024 * 1024
 VALUE = b'x' * 100
@@ -15,29 +16,21 @@ BACKLOG = '4mb'             # its server's client-reply-backlog
 # buffer that doubles (8 MiB), what it read but did not run, and the
 # allocator's slack. Unbounded it would hold 108 MB of replies and 22 MB
 # of commands.
-PIPELINE_RSS_MIB = 24
+PIPELINE_RSS_MIB = rss_bound_mib(24)
 LIMIT = '2mb'               # client-reply-limit of the big-reply tests
 BIG = 10000                 # elements of each big collection
 ELEM = b'e' * 300           # so that each holds about 3 MB
 # A worker's RSS with the big data set mapped (LMDB pages it read, about
 # 20 MB) and one reply refused at 2 MB; SRANDMEMBER s -100000000 alone
 # would be 30 GB without the limit.
-BIG_RSS_MIB = 96
-
-
-def rss_kib(pid):
-    try:
-        with open('/proc/%d/status' % pid) as f:
-            for line in f:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+BIG_RSS_MIB = rss_bound_mib(96)
+# A worker's RSS with a small data set (a few keys).
+SMALL_RSS_MIB = rss_bound_mib(64)
+asan_small_quarantine()
 
 
 def max_child_rss_mib(server):
-    return max(rss_kib(p) for p in server.children()) / 1024.0
+    return max(proc_kib(p) for p in server.children()) / 1024.0
 
 
 def log_has(server, text):
@@ -183,7 +176,7 @@ def test_count_that_cannot_fit_is_refused_at_once():
                 victim.send(*cmd)
                 assert_true(victim.is_closed(5.0), '%s answered' % (cmd,))
                 assert_true(time.time() - t0 < 1.0, '%s was slow' % (cmd,))
-        assert_true(max_child_rss_mib(s) < 64, 'RSS')
+        assert_true(max_child_rss_mib(s) < SMALL_RSS_MIB, 'RSS')
         with s.client() as c:
             assert_eq(len(c.call('SRANDMEMBER', 's', '-1000')), 1000)
 

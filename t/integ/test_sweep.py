@@ -9,7 +9,8 @@ import threading
 import time
 
 from larder_test import (Client, ConnectionClosed, RespError, Server, Skip,
-                         assert_true, larder_only, main, proc_tree, short)
+                         asan_small_quarantine, assert_true, larder_only,
+                         main, proc_kib, proc_tree, rss_bound_mib, short)
 
 # The boundary values of issue 16, with INT_MAX and LLONG_MAX beside 2^31
 # and 2^63 (an int index or a count + 1 overflows at them: LMPOP
@@ -40,7 +41,8 @@ REDIS_DEADLINE = 5.0        # the reference; silent past it: not compared
 # cache region is touched only as far as it is filled); a command that
 # allocated without bound (the SRANDMEMBER -2^63 of issue 16 reached
 # 24 GB) passes it within a fraction of its first second.
-RSS_BOUND_MIB = 64
+RSS_BOUND_MIB = rss_bound_mib(64)
+asan_small_quarantine()
 RSS_SAMPLE_EVERY = 200      # cases (VmHWM keeps the peak in between)
 # Past this a larder process is killed at once (and the case fails).
 WATCHDOG_MIB = 1024
@@ -488,7 +490,7 @@ class Watchdog(threading.Thread):
                 except Exception:
                     pids = []
                 for pid in pids:
-                    if rss_kib(pid) > WATCHDOG_MIB * 1024:
+                    if proc_kib(pid) > WATCHDOG_MIB * 1024:
                         self.fired = True
                         try:
                             os.kill(pid, signal.SIGKILL)
@@ -508,28 +510,13 @@ class Watchdog(threading.Thread):
         self.done = True
 
 
-def rss_kib(pid):
-    try:
-        with open('/proc/%d/status' % pid) as f:
-            for line in f:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def rss_peaks(server):
     """{pid: VmHWM in KiB} of the master and its children."""
     out = {}
     for pid in [server.pid] + server.children():
-        try:
-            with open('/proc/%d/status' % pid) as f:
-                for line in f:
-                    if line.startswith('VmHWM:'):
-                        out[pid] = int(line.split()[1])
-        except OSError:
-            pass
+        kib = proc_kib(pid, 'VmHWM')
+        if kib:
+            out[pid] = kib
     return out
 
 
