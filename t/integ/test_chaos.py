@@ -1,4 +1,4 @@
-"""Chaos: a mixed load (strings, INCR, lists, sets, hashes, sorted sets, MULTI/EXEC, pub/sub) runs while random server processes - workers, the reaper, the syncer, the broker and the master - are killed with SIGKILL (the master takes the rest with it, and the test starts the server again on the same data): every acknowledged write is there at the end, every client reconnects and is served, no process is left behind, and the data file stays within twice its compacted copy. LARDER_CHAOS_SECONDS sets the length (default 30)."""
+"""Chaos: a mixed load (strings, INCR, lists, sets, hashes, sorted sets, MULTI/EXEC, pub/sub, and BLPOP and EVAL once the server has them) runs while random server processes - workers, the reaper, the syncer, the broker and the master - are killed with SIGKILL (the master takes the rest with it, and the test starts the server again on the same data): every acknowledged write is there at the end, every client reconnects and is served, no process is left behind, and the data file stays within twice its compacted copy. LARDER_CHAOS_SECONDS sets the length (default 30)."""
 
 import os
 import random
@@ -25,9 +25,9 @@ RECONNECT_DEADLINE = 30.0   # a client must be served again within this
 # while it was read and LMDB's own free lists.
 DATA_FILE_FACTOR = 2.0
 DATA_FILE_SLACK_MIB = 16
-# Scripts (EVAL) and blocking pops (BLPOP ...) join the load once the
-# server has them; until then they are named in the output as not run.
-LATER = ['blpop', 'eval']
+# A blocking pop waits this long for its element (which was pushed, and
+# acknowledged, right after it was sent): a timeout is a lost wake-up.
+BLOCK_TIMEOUT = 10
 
 
 class Chaos:
@@ -306,7 +306,100 @@ class PubSub(Load):
         return self.received
 
 
+class BlockingPops(Load):
+    """A consumer blocked in BLPOP on its own connection and a producer
+    that RPUSHes element n after the BLPOP was sent: the consumer gets the
+    elements in push order, each once, and at the end every acknowledged
+    one was received or is still in the list, but for at most one per
+    BLPOP whose connection broke (it may have popped an element whose
+    reply the kill lost, as in Redis)."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.cons = None
+        self.acked = []
+        self.received = []
+        self.broken_pops = 0
+        self.key = 'bq:%s' % self.name
+
+    def setup(self, c):
+        if self.cons is not None:
+            self.cons.close()
+        self.cons = Client(self.chaos.port,
+                           timeout=BLOCK_TIMEOUT + REPLY_TIMEOUT)
+
+    def step(self, c):
+        self.n += 1
+        self.cons.send('BLPOP', self.key, BLOCK_TIMEOUT)
+        try:
+            r = c.call('RPUSH', self.key, self.n)
+            assert_true(isinstance(r, int), 'RPUSH %s' % short(r))
+            self.acked.append(self.n)
+            r = self.cons.read_reply()
+        except (OSError, ConnectionClosed, ValueError):
+            self.broken_pops += 1
+            raise
+        if r is None:
+            raise AssertionError('%s: BLPOP timed out with element %d '
+                                 'acknowledged' % (self.name, self.n))
+        if not (isinstance(r, list) and r[0] == self.key.encode()):
+            raise AssertionError('%s: BLPOP replied %s' % (self.name,
+                                                           short(r)))
+        e = int(r[1])
+        if self.received and e <= self.received[-1]:
+            raise AssertionError('%s: BLPOP gave %d after %d' % (
+                self.name, e, self.received[-1]))
+        self.received.append(e)
+
+    def verify(self, c):
+        left = [int(e) for e in c.call('LRANGE', self.key, 0, -1)]
+        assert_eq(left, sorted(set(left)), '%s: list order' % self.key)
+        got = set(left) | set(self.received)
+        assert_eq(len(got), len(left) + len(self.received),
+                  '%s: an element both popped and left' % self.key)
+        missing = set(self.acked) - got
+        assert_true(len(missing) <= self.broken_pops, '%s: %d acknowledged '
+                    'pushes neither popped nor left (%d pops broken)' % (
+                        self.key, len(missing), self.broken_pops))
+        return len(self.acked) - len(missing)
+
+
+# INCR a counter and RPUSH n, in one script: both or neither.
+SCRIPT = ("redis.call('INCR', KEYS[1]) "
+          "return redis.call('RPUSH', KEYS[2], ARGV[1])")
+
+
+class Scripts(Load):
+    """EVAL of SCRIPT: every acknowledged run is there, and no run is half
+    applied (the counter counts the list)."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.acked = []
+        self.keys = ('sc:c:%s' % self.name, 'sc:l:%s' % self.name)
+
+    def step(self, c):
+        self.n += 1
+        r = c.call('EVAL', SCRIPT, 2, self.keys[0], self.keys[1], self.n)
+        if not isinstance(r, int):
+            raise AssertionError('%s: EVAL replied %s' % (self.name,
+                                                          short(r)))
+        self.acked.append(self.n)
+
+    def verify(self, c):
+        count = int(c.call('GET', self.keys[0]) or 0)
+        lst = [int(e) for e in c.call('LRANGE', self.keys[1], 0, -1)]
+        assert_eq(count, len(lst), '%s: a script half applied' % self.name)
+        assert_eq(lst, sorted(set(lst)), '%s: list order' % self.name)
+        assert_eq(set(self.acked) - set(lst), set(),
+                  '%s: acknowledged EVAL lost' % self.name)
+        return len(self.acked)
+
+
 LOADS = [Strings, Strings, Collections, Collections, Transactions, PubSub]
+# Loads that join once the server has their command (named in the output
+# as not run until then).
+LATER = {'blpop': BlockingPops, 'eval': Scripts}
 
 
 def processes_of(server):
@@ -326,11 +419,12 @@ def test_chaos():
     with Server(workers=WORKERS) as server:
         with server.client() as c:
             names = set(n.decode() for n in c.call('COMMAND', 'LIST'))
-        missing = [n for n in LATER if n not in names]
+        missing = [n for n in sorted(LATER) if n not in names]
+        kinds = LOADS + [LATER[n] for n in sorted(LATER) if n in names]
         chaos = Chaos(server)
         stop = threading.Event()
         loads = [cls(chaos, '%s%d' % (cls.__name__.lower(), i), stop)
-                 for i, cls in enumerate(LOADS)]
+                 for i, cls in enumerate(kinds)]
         for l in loads:
             l.start()
         t0 = time.time()
