@@ -150,6 +150,10 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
       "300", 0, 2147483647, 0)                                                 \
     X("tls-replication", tls_replication, SRV_CFG_YESNO, "no", 0, 0, 0)        \
     X("tls-cluster", tls_cluster, SRV_CFG_YESNO, "no", 0, 0, 0)                \
+    X("client-reply-limit", client_reply_limit, SRV_CFG_BYTES, "1gb",          \
+      1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                      \
+    X("client-reply-backlog", client_reply_backlog, SRV_CFG_BYTES, "64mb",     \
+      64 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                        \
     /* ==== issue 17 ==== */                                                   \
     /* ==== end of the directives ==== */
 
@@ -221,6 +225,10 @@ typedef struct srv_config {
     long long tls_session_cache_timeout;
     long long tls_replication;
     long long tls_cluster;
+    long long client_reply_limit;   /* a connection whose replies would
+                                     * pass it is closed */
+    long long client_reply_backlog; /* unsent replies above it: the
+                                     * connection's input waits */
     /* ==== issue 17 ==== */
     char config_file[SRV_PATH_MAX]; /* absolute path, "" if none */
 } srv_config;

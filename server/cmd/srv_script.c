@@ -596,7 +596,9 @@ void srv_script_eval(srv_conn *c, int by_sha, int ro)
     script *s;
     int rc;
 
-    if (srv_script_numkeys_or_reply(c, 0, &nkeys))
+    /* EVAL checks numkeys first; EVALSHA finds its script first (Redis
+     * answers NOSCRIPT whatever numkeys says). */
+    if (!by_sha && srv_script_numkeys_or_reply(c, 0, &nkeys))
         return;
     if (by_sha) {
         if (c->argv[1].len != SRV_SHA1_HEX_LEN) {
@@ -631,6 +633,8 @@ void srv_script_eval(srv_conn *c, int by_sha, int ro)
             return;
         }
     }
+    if (by_sha && srv_script_numkeys_or_reply(c, 0, &nkeys))
+        return;
     if (!by_sha && !s->in_lmdb) {
         /* Keep the body where every worker finds it, in the transaction
          * the script runs in (a read-only run that finds it missing takes

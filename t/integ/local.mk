@@ -71,5 +71,7 @@ EXTRA_DIST += t/integ/dump_data.py t/integ/rdb_data.py
 
 # ==== issue 16 ====
 INTEG_TESTS += t/integ/test_acl.py t/integ/test_tls.py
+INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py \
+	t/integ/test_chaos.py t/integ/test_connections.py
 
 # ==== issue 17 ====

@@ -32,11 +32,11 @@
 /* What srv_config is today: 8 text directives of SRV_PATH_MAX bytes and
  * 22 numbers, issue 16's (ACL, TLS) 10 texts and 11 numbers, issue 11's
  * one number (notify-keyspace-events) and issue 12's two
- * (busy-reply-threshold, lua-memory-limit) and issue 14's seven (HLL and
- * encoding limits). A change
- * here changes the region: bump SRV_CFGSHM_VERSION. */
+ * (busy-reply-threshold, lua-memory-limit) issue 14's seven (HLL and
+ * encoding limits) and issue 16's two (client-reply-limit and -backlog). A
+ * change here changes the region: bump SRV_CFGSHM_VERSION. */
 #define CONFIG_TEXTS (8 + 10)
-#define CONFIG_NUMBERS (22 + 11 + 1 + 2 + 7)
+#define CONFIG_NUMBERS (22 + 11 + 1 + 2 + 7 + 2)
 
 static srv_cfgshm *region(void)
 {
@@ -88,7 +88,7 @@ START_TEST(test_layout_pinned)
     ck_assert_uint_eq(srv_cfgshm_size(NACKS),
                       offsetof(srv_cfgshm_sh, ack) +
                           NACKS * sizeof(srv_cfgshm_ack_sh));
-    ck_assert_uint_eq(SRV_CFGSHM_VERSION, 1);
+    ck_assert_uint_eq(SRV_CFGSHM_VERSION, 2);
 }
 END_TEST
 
