@@ -15,6 +15,8 @@
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_monitor.h"
+#include "server/srv_track.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -71,12 +73,15 @@ static void flags_of(srv_conn *x, char *f)
 {
     char *p = f;
 
+    if (srv_monitor_is(x))
+        *p++ = 'O';
     if (x->flags & SRV_CONN_SUBSCRIBED)
         *p++ = 'P';
     if (srv_multi_queued(x) >= 0)
         *p++ = 'x';
     if (srv_block_is_blocked(x))
         *p++ = 'b';
+    srv_track_list(x, &p); /* t R B */
     if (x->flags & SRV_CONN_CLOSE_AFTER_REPLY)
         *p++ = 'c';
     if (x->flags & SRV_CONN_CLOSE_ASAP)
@@ -105,7 +110,7 @@ int srv_clients_line(srv_conn *x, srv_buf *out)
                  "flags=%s db=%u sub=%zu psub=%zu ssub=%zu multi=%d "
                  "qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
                  "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
-                 "user=default redir=-1 resp=%d lib-name=%s lib-ver=%s "
+                 "user=default redir=%lld resp=%d lib-name=%s lib-ver=%s "
                  "worker=%d\n",
                  (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
                  (long long)((now - x->created_ms) / MS_PER_S),
@@ -116,7 +121,8 @@ int srv_clients_line(srv_conn *x, srv_buf *out)
                  x->in.len - x->in_done, x->in.cap - x->in.len, x->in.cap,
                  x->in.len, pending,
                  sizeof *x + x->in.cap + x->out.cap, x->writing ? "w" : "",
-                 x->last_cmd ? x->last_cmd : "NULL", x->resp, x->lib_name,
+                 x->last_cmd ? x->last_cmd : "NULL", srv_track_list(x, NULL),
+                 x->resp, x->lib_name,
                  x->lib_ver, x->worker->index);
     if (n < 0)
         return -1;

@@ -31,6 +31,10 @@ struct srv_command;
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
 #define SRV_CONN_NO_EVICT 0x20u   /* CLIENT NO-EVICT on */
 #define SRV_CONN_NO_TOUCH 0x40u   /* CLIENT NO-TOUCH on */
+#define SRV_CONN_REPLY_OFF 0x80u        /* CLIENT REPLY OFF */
+#define SRV_CONN_REPLY_SKIP_NEXT 0x100u /* CLIENT REPLY SKIP: the next */
+#define SRV_CONN_REPLY_SKIP 0x200u      /* this command's reply is dropped */
+#define SRV_CONN_TRACKING 0x400u /* CLIENT TRACKING or CACHING state */
 
 typedef struct srv_conn {
     int fd;
@@ -43,6 +47,8 @@ typedef struct srv_conn {
     srv_buf in;
     srv_buf out;
     size_t out_sent; /* bytes of `out` already written */
+    int64_t obuf_soft_ms; /* when output first stayed over the soft
+                           * limit (client-output-buffer-limit), 0 */
     srv_parser parser;
     /* group commit: input handled but not consumed until the commit */
     size_t in_done;      /* bytes of `in` already executed */

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/srv_conn.h"
 #include "server/srv_worker.h"
 
 /*
@@ -66,11 +67,17 @@ void srv_keys_on_ready(srv_keys_ready_fn *fn);
 void srv_keys_want_created(int type);
 
 /*
- * Keyspace event `event` of `key` in `db`, in the open write transaction
- * (srv_notify decides whether it is wanted). With the service only.
+ * Tracking invalidations of this worker's own writes, while the broker
+ * is away: `key` written by client `writer` (`all`: every key, FLUSHALL).
+ * One listener (client tracking).
  */
-void srv_keys_event(unsigned db, const char *event, const void *key,
-                    size_t len);
+typedef void srv_keys_inval_fn(uint64_t writer, int all, const char *key,
+                               size_t len);
+void srv_keys_on_inval(srv_keys_inval_fn *fn);
+
+/* FLUSHDB / FLUSHALL by c: tracking clients forget every key (recorded
+ * with the flush's first transaction). */
+void srv_keys_flushed(srv_conn *c);
 
 /*
  * Every key of `db` may have changed in the open write transaction

@@ -68,9 +68,3 @@ void srv_notify_format(long long flags, char *out, size_t size)
     buf[n] = '\0';
     snprintf(out, size, "%s", buf);
 }
-
-void srv_notify_record(srv_conn *c, int type, const char *event,
-                       const void *key, size_t len)
-{
-    srv_keys_event(c->db, event, key, len);
-}

@@ -35,6 +35,10 @@ typedef struct srv_service {
     /* after each group commit: deliver what arrived, resume clients;
      * return 1 if commands ran (the group must settle again), else 0 */
     int (*settled)(struct srv_worker *w);
+    /* before a looked-up command of c runs: 1 to hold it (c runs none of
+     * its commands until the service wakes it with srv_group_wake), else
+     * 0. One service of the table may have it (CLIENT PAUSE's). */
+    int (*hold)(srv_conn *c);
 } srv_service;
 
 typedef struct srv_worker {
@@ -43,6 +47,7 @@ typedef struct srv_worker {
     struct st_env *env;
     srv_stats_slot *stats;
     const srv_service *const *services; /* NULL-terminated */
+    int (*hold)(srv_conn *c);           /* the services' hold, or NULL */
     srv_conn *clients;                  /* doubly linked list */
     unsigned nclients;
     int nlisten;

@@ -125,6 +125,9 @@ typedef struct srv_keyspec {
 
 typedef void srv_cmd_proc(srv_conn *c);
 
+/* A key of a command line with its key-spec flags (KS_*). */
+typedef void srv_cmd_key_fn(srv_conn *c, const srv_slice *key, unsigned flags);
+
 typedef struct srv_command {
     const char *name;   /* lower case; "client|list" for a sub */
     srv_cmd_proc *proc; /* NULL for a container */
@@ -195,5 +198,16 @@ const srv_command *srv_cmd_table(int *count);
 /* The clock of the command c runs, ms since the epoch (set by the
  * dispatcher; one for every command of an EXEC). */
 static inline int64_t srv_cmd_now(const srv_conn *c) { return c->now_ms; }
+
+/*
+ * Call `found` for each key of the command line argv[0..argc) of `cmd`
+ * (argv[0] the command's name), as its key specs find them; specs
+ * flagged KS_NOT_KEY are left out. Returns how many, or -1 when the
+ * arguments contradict a spec. `found` NULL only counts. (COMMAND
+ * GETKEYS, and the keys a tracking client reads.)
+ */
+struct srv_command;
+int srv_cmd_each_key(srv_conn *c, const struct srv_command *cmd, int argc,
+                     const srv_slice *argv, srv_cmd_key_fn *found);
 
 #endif

@@ -236,7 +236,9 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS + (cmd->doc_flags != 0) +
+    /* A command without a complexity (MONITOR) has no such field. */
+    srv_reply_map(c, DOCS_FIELDS - (cmd->complexity == NULL) +
+                         (cmd->doc_flags != 0) +
                          (cmd->deprecated_since != NULL) +
                          (cmd->replaced_by != NULL) + (nhist > 0) +
                          (cmd->nsubs > 0));
@@ -246,8 +248,10 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
-    srv_reply_bulk_cstr(c, "complexity");
-    srv_reply_bulk_cstr(c, cmd->complexity);
+    if (cmd->complexity) {
+        srv_reply_bulk_cstr(c, "complexity");
+        srv_reply_bulk_cstr(c, cmd->complexity);
+    }
     if (cmd->doc_flags) {
         srv_reply_bulk_cstr(c, "doc_flags");
         srv_reply_set(c, popcount(cmd->doc_flags));
@@ -408,7 +412,7 @@ void srv_cmd_command_list(srv_conn *c)
 
 /* ---- COMMAND GETKEYS / GETKEYSANDFLAGS <command> [arg ...] ---- */
 
-typedef void key_found(srv_conn *c, const srv_slice *key, unsigned flags);
+typedef srv_cmd_key_fn key_found;
 
 /*
  * Flags of a spec flagged KS_VARIABLE_FLAGS, which depend on the
@@ -449,8 +453,8 @@ static int spec_begin(const srv_keyspec *s, int argc, const srv_slice *argv)
  * (a key count that is not a positive integer or runs past the end).
  * With `found` NULL it only counts.
  */
-static int each_key(srv_conn *c, const srv_command *cmd, int argc,
-                    const srv_slice *argv, key_found *found)
+int srv_cmd_each_key(srv_conn *c, const srv_command *cmd, int argc,
+                     const srv_slice *argv, key_found *found)
 {
     int n = 0;
 
@@ -527,13 +531,13 @@ static void getkeys(srv_conn *c, key_found *found)
                            "command");
         return;
     }
-    int n = each_key(c, cmd, argc, argv, NULL);
+    int n = srv_cmd_each_key(c, cmd, argc, argv, NULL);
     if (n <= 0) {
         srv_reply_error(c, "ERR Invalid arguments specified for command");
         return;
     }
     srv_reply_array(c, n);
-    each_key(c, cmd, argc, argv, found);
+    srv_cmd_each_key(c, cmd, argc, argv, found);
 }
 
 void srv_cmd_command_getkeys(srv_conn *c) { getkeys(c, key_only); }

@@ -124,6 +124,16 @@ int srv_multi_queued(const srv_conn *c)
     return m && m->active ? (int)m->nq : -1;
 }
 
+unsigned srv_multi_queued_flags(const srv_conn *c)
+{
+    const srv_multi *m = multi_of(c);
+    unsigned f = 0;
+
+    for (unsigned i = 0; m && m->active && i < m->nq; i++)
+        f |= m->q[i].cmd->flags;
+    return f;
+}
+
 /* ---- the connection's hooks ---- */
 
 /* A command refused by the dispatcher's checks: EXEC will answer

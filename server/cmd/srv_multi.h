@@ -27,4 +27,8 @@
 /* Queued commands (-1 outside MULTI), for CLIENT LIST's multi= field. */
 int srv_multi_queued(const srv_conn *c);
 
+/* The F_* flags of c's queued commands, OR-ed (0 outside MULTI): an EXEC
+ * that writes waits out CLIENT PAUSE WRITE. */
+unsigned srv_multi_queued_flags(const srv_conn *c);
+
 #endif

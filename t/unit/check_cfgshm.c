@@ -32,7 +32,9 @@
 /* What srv_config is today: 8 text directives of SRV_PATH_MAX bytes and
  * 22 numbers. A change here changes the region: bump SRV_CFGSHM_VERSION. */
 #define CONFIG_TEXTS 8
-#define CONFIG_NUMBERS 22
+/* 22, and issue 11's notify-keyspace-events and the 9 numbers of
+ * client-output-buffer-limit */
+#define CONFIG_NUMBERS 32
 
 static srv_cfgshm *region(void)
 {
