@@ -283,7 +283,7 @@ void bench_opts_usage(FILE *f)
         DEFAULT_VALUE_SIZE, DEFAULT_PRELOAD_CONNS, DEFAULT_RATIO, DEFAULT_BATCH,
         DEFAULT_MEMBERS, DEFAULT_RANGE, DEFAULT_SUBSCRIBERS, DEFAULT_TTL_MS);
     for (i = 0; i < BENCH_WL_COUNT; i++)
-        fprintf(f, "  %-10s %s\n", workload_names[i], workload_help[i]);
+        fprintf(f, "  %-12s %s\n", workload_names[i], workload_help[i]);
     fprintf(
         f,
         "\n"
@@ -296,7 +296,11 @@ void bench_opts_usage(FILE *f)
         "gives commits/s and aborts, and checks that the total is unchanged\n"
         "(exit status 3 when it is not).  Each connection runs one transfer at "
         "a\n"
-        "time.\n"
+        "time.  transfer-lua does each transfer as one EVALSHA of a script "
+        "that\n"
+        "checks and moves the balance (EVAL once on NOSCRIPT); lua-get is "
+        "EVALSHA\n"
+        "of a script returning GET key.\n"
         "\n"
         "Throughput counts successful replies that completed inside the "
         "measured\n"
@@ -427,7 +431,7 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
         o->threads = o->connections;
     if (o->rate > 0.0 && !o->pipeline_given)
         o->pipeline = DEFAULT_OPEN_LOOP_INFLIGHT;
-    if (o->workload == BENCH_WL_TRANSFER) {
+    if (bench_workload_is_transfer(o->workload)) {
         if (o->keyspace < 2) {
             snprintf(err, errlen, "transfer needs --keyspace >= 2");
             return BENCH_OPTS_ERROR;
@@ -436,6 +440,8 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
          * connection, so concurrency comes from connections. */
         o->pipeline = 1;
     }
+    if (o->workload == BENCH_WL_LUA_GET)
+        o->pipeline = 1; /* its state keeps the key for a NOSCRIPT retry */
     if (o->workload == BENCH_WL_COMMAND &&
         (o->command == NULL || strspn(o->command, " ") == strlen(o->command))) {
         snprintf(err, errlen, "--workload command needs --command \"CMD ...\"");

@@ -41,6 +41,9 @@
     X(EXPIRE, "expire", "ttl:", "SET key value PX --ttl-ms, GET by --ratio") \
     X(TRANSFER, "transfer",                                                  \
       "acct:", "WATCH/MULTI/EXEC moves between accounts")                    \
+    X(TRANSFER_LUA, "transfer-lua",                                          \
+      "acct:", "EVALSHA of a script that moves between accounts")            \
+    X(LUA_GET, "lua-get", "key:", "EVALSHA of a script that GETs key")       \
     X(COMMAND, "command", "key:", "the --command given, placeholders filled")
 
 typedef enum bench_workload {
@@ -107,6 +110,12 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv, char *err,
 
 /* Print the --help text. */
 void bench_opts_usage(FILE *f);
+
+/* The transfer workloads: accounts preloaded, the total checked after. */
+static inline bool bench_workload_is_transfer(bench_workload w)
+{
+    return w == BENCH_WL_TRANSFER || w == BENCH_WL_TRANSFER_LUA;
+}
 
 /* Name of a workload ("get") and the key prefix it uses ("key:"). */
 const char *bench_workload_name(bench_workload w);

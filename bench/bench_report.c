@@ -251,7 +251,7 @@ bool bench_report_transfer_ok(const bench_report *r)
 {
     unsigned i;
 
-    if (r->opts->workload != BENCH_WL_TRANSFER)
+    if (!bench_workload_is_transfer(r->opts->workload))
         return true;
     for (i = 0; i < r->n_runs; i++) {
         if (!run_transfer_ok(r, i))
@@ -463,7 +463,7 @@ static void json_workload_extras(bench_json *j, const bench_report *r, int run)
                                : run_fig(r, (unsigned)run, FIG_OPS_PER_SEC)) *
                               o->batch,
                           RATE_DIGITS);
-    if (o->workload == BENCH_WL_TRANSFER) {
+    if (bench_workload_is_transfer(o->workload)) {
         bench_json_object_begin(j, "transfer");
         bench_json_u64(j, "commits", oc[BENCH_OUT_HIT]);
         bench_json_u64(j, "aborts", oc[BENCH_OUT_ABORT]);
@@ -687,7 +687,7 @@ void bench_report_table(const bench_report *r, FILE *f)
         fprintf(f, "\nhits %llu, misses %llu\n",
                 (unsigned long long)oc[BENCH_OUT_HIT],
                 (unsigned long long)oc[BENCH_OUT_MISS]);
-    if (o->workload == BENCH_WL_TRANSFER) {
+    if (bench_workload_is_transfer(o->workload)) {
         double elapsed = 0.0;
 
         for (i = 0; i < r->n_runs; i++)

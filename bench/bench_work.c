@@ -11,6 +11,10 @@
  * Writing computed balances with SET, not INCRBY, is deliberate: if WATCH
  * failed to protect the read-modify-write, updates would be lost and the
  * final total would change, which the check after the run catches.
+ *
+ * transfer-lua and lua-get, per operation:
+ *   phase 1  EVALSHA sha 2 a b x  (lua-get: EVALSHA sha 1 key)
+ *   phase 2  EVAL body ..., only when phase 1 answered NOSCRIPT
  */
 #include "bench/bench_work.h"
 
@@ -235,6 +239,43 @@ static unsigned start_transfer(const bench_work *w, bench_work_conn *c,
     return 3;
 }
 
+/* EVALSHA (or, with `body`, EVAL) of a workload script. */
+static void lua_cmd(const bench_work *w, const bench_work_conn *c,
+                    bench_buf *out, const char *body)
+{
+    bool transfer = w->opts->workload == BENCH_WL_TRANSFER_LUA;
+
+    bench_cmd_begin(out, transfer ? 6 : 4);
+    bench_cmd_arg_str(out, body ? "EVAL" : "EVALSHA");
+    bench_cmd_arg_str(out, body       ? body
+                           : transfer ? BENCH_LUA_TRANSFER_SHA
+                                      : BENCH_LUA_GET_SHA);
+    bench_cmd_arg_str(out, transfer ? "2" : "1");
+    bench_cmd_arg_key(out, w->prefix, c->acct[0]);
+    if (transfer) {
+        bench_cmd_arg_key(out, w->prefix, c->acct[1]);
+        bench_cmd_arg_i64(out, c->amount);
+    }
+}
+
+static unsigned start_lua(const bench_work *w, bench_work_conn *c,
+                          bench_buf *out)
+{
+    if (w->opts->workload == BENCH_WL_TRANSFER_LUA) {
+        c->acct[0] = next_key(w, c);
+        do {
+            c->acct[1] = next_key(w, c);
+        } while (c->acct[1] == c->acct[0]);
+        c->amount = 1 + (int64_t)bench_rng_below(&c->rng,
+                                                 BENCH_TRANSFER_MAX_AMOUNT);
+    } else {
+        c->acct[0] = next_key(w, c);
+    }
+    c->phase = 1;
+    lua_cmd(w, c, out, NULL);
+    return 1;
+}
+
 /* --command: the template with its placeholders filled. */
 static void start_command(const bench_work *w, bench_work_conn *c,
                           bench_buf *out)
@@ -349,6 +390,8 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         }
         break;
     case BENCH_WL_TRANSFER: return start_transfer(w, c, out);
+    case BENCH_WL_TRANSFER_LUA:
+    case BENCH_WL_LUA_GET: return start_lua(w, c, out);
     case BENCH_WL_COMMAND: start_command(w, c, out); break;
     case BENCH_WL_COUNT:
     default: abort(); /* the option parser admits no other workload */
@@ -446,6 +489,33 @@ static void transfer_reply(const bench_work *w, bench_work_conn *c,
     }
 }
 
+#define NOSCRIPT_PREFIX "NOSCRIPT"
+
+/* transfer-lua and lua-get: NOSCRIPT sends the body once, else done. */
+static void lua_reply(const bench_work *w, bench_work_conn *c,
+                      const bench_reply *r, bench_buf *out, bench_step *step)
+{
+    bool transfer = w->opts->workload == BENCH_WL_TRANSFER_LUA;
+
+    if (c->phase == 1 && r->type == BENCH_REPLY_ERROR &&
+        r->len >= sizeof NOSCRIPT_PREFIX - 1 &&
+        memcmp(r->str, NOSCRIPT_PREFIX, sizeof NOSCRIPT_PREFIX - 1) == 0) {
+        lua_cmd(w, c, out, transfer ? BENCH_LUA_TRANSFER : BENCH_LUA_GET);
+        c->phase = 2;
+        step->next = 1;
+        return;
+    }
+    step->done = true;
+    if (!transfer)
+        step->outcome = simple_outcome(r);
+    else if (r->type == BENCH_REPLY_INTEGER && r->integer == 1)
+        step->outcome = BENCH_OUT_HIT;
+    else if (r->type == BENCH_REPLY_INTEGER && r->integer == 0)
+        step->outcome = BENCH_OUT_DECLINED;
+    else
+        step->outcome = BENCH_OUT_ERROR;
+}
+
 void bench_work_reply(const bench_work *w, bench_work_conn *c,
                       const bench_reply *r, bool last, bench_buf *out,
                       bench_step *step)
@@ -453,6 +523,11 @@ void bench_work_reply(const bench_work *w, bench_work_conn *c,
     memset(step, 0, sizeof(*step));
     if (w->opts->workload == BENCH_WL_TRANSFER) {
         transfer_reply(w, c, r, last, out, step);
+        return;
+    }
+    if (w->opts->workload == BENCH_WL_TRANSFER_LUA ||
+        w->opts->workload == BENCH_WL_LUA_GET) {
+        lua_reply(w, c, r, out, step);
         return;
     }
     step->done = last;
@@ -723,7 +798,9 @@ bool bench_work_has_preload(const bench_work *w)
     case BENCH_WL_PUBLISH: return false;
     case BENCH_WL_WAKE:
     case BENCH_WL_JOBS:
-    case BENCH_WL_TRANSFER: return true;
+    case BENCH_WL_TRANSFER:
+    case BENCH_WL_TRANSFER_LUA:
+    case BENCH_WL_LUA_GET: return true; /* lua-get: its script at least */
     default: return w->opts->preload;
     }
 }
@@ -756,7 +833,20 @@ int bench_work_preload(const bench_work *w, bench_sync *c, uint64_t begin,
 
     if (!bench_work_has_preload(w) || begin >= end)
         return 0;
-    if (o->workload == BENCH_WL_TRANSFER)
+    if (o->workload == BENCH_WL_TRANSFER_LUA ||
+        o->workload == BENCH_WL_LUA_GET) {
+        /* the script cached first, so runs see no NOSCRIPT */
+        const char *const argv[] = { "SCRIPT", "LOAD",
+                                     o->workload == BENCH_WL_LUA_GET
+                                         ? BENCH_LUA_GET
+                                         : BENCH_LUA_TRANSFER };
+        bench_cmd_argv(&c->out, 3, argv);
+        if ((rc = loader_queued(&l, true)) != 0)
+            return rc;
+        if (o->workload == BENCH_WL_LUA_GET && !o->preload)
+            return 0;
+    }
+    if (bench_workload_is_transfer(o->workload))
         return transfer_init(w, &l, begin, end);
     if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) {
         /* A clean start: no element of an earlier run is left waiting.

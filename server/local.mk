@@ -9,6 +9,7 @@ libserver_a_SOURCES = \
 	server/srv_broker.c server/srv_broker.h \
 	server/srv_cfgshm.c server/srv_cfgshm.h \
 	server/srv_child.c server/srv_child.h \
+	server/srv_cinfo.c server/srv_cinfo.h \
 	server/srv_config.c server/srv_config.h \
 	server/srv_conn.c server/srv_conn.h \
 	server/srv_dict.c server/srv_dict.h \
@@ -54,6 +55,8 @@ libserver_a_SOURCES += \
 	server/srv_track.c server/srv_track.h
 
 # ==== issue 12 ====
+libserver_a_SOURCES += server/srv_scriptshm.c server/srv_scriptshm.h
+SERVER_LIBS += $(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS)
 
 # ==== issue 13 ====
 
@@ -62,5 +65,14 @@ libserver_a_SOURCES += \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+# ACL (rules, the shared region, the rules in force) and TLS.
+libserver_a_SOURCES += \
+	server/srv_acl.c server/srv_acl.h \
+	server/srv_aclset.c server/srv_aclset.h \
+	server/srv_aclshm.c server/srv_aclshm.h \
+	server/srv_aclconn.c server/srv_aclconn.h \
+	server/srv_tls.c server/srv_tls.h
+libserver_a_CFLAGS += $(OPENSSL_CFLAGS)
+SERVER_LIBS += $(OPENSSL_LIBS)
 
 # ==== issue 17 ====

@@ -19,11 +19,11 @@
 #define U64_BYTES 8
 
 typedef struct ask_pending {
-    uint64_t id;       /* 0: free */
-    srv_conn *c;       /* NULL once it is gone */
+    uint64_t id; /* 0: free */
+    srv_conn *c; /* NULL once it is gone */
     int kind;
     srv_ask_reply_fn *reply;
-    srv_buf q;         /* a copy, to answer without the broker */
+    srv_buf q; /* a copy, to answer without the broker */
 } ask_pending;
 
 static struct {
@@ -119,8 +119,8 @@ void srv_ask(srv_conn *c, int kind, const void *q, size_t qlen,
 {
     ask_pending *p;
 
-    if (!ak.w || !srv_link_up() || (c->flags & SRV_CONN_IN_EXEC) ||
-        attach(c) || !(p = slot())) {
+    if (!ak.w || !srv_link_up() || (c->flags & SRV_CONN_IN_TXN) || attach(c) ||
+        !(p = slot())) {
         answer_here(c, kind, q, qlen, reply);
         return;
     }
@@ -170,8 +170,8 @@ static int on_frame(const srv_bframe *f)
         if (ak.part[f->kind] &&
             ak.part[f->kind](f->body, (size_t)f->len, &ak.scratch))
             srv_log(SRV_LOG_WARNING, ENOMEM, "a worker's answer");
-        srv_link_put(SRV_BP_ANSWER, 0, f->arg, ak.scratch.data,
-                     ak.scratch.len, NULL, 0);
+        srv_link_put(SRV_BP_ANSWER, 0, f->arg, ak.scratch.data, ak.scratch.len,
+                     NULL, 0);
         ak.scratch.len = 0;
         return 0;
     }

@@ -205,8 +205,7 @@ static int registered(const bk_waiter *x)
            srv_link_state() != SRV_LINK_DOWN;
 }
 
-static void report(bk_waiter *x, int done, int key, uint64_t left,
-                   uint64_t txn)
+static void report(bk_waiter *x, int done, int key, uint64_t left, uint64_t txn)
 {
     const srv_slice *k = &x->argv[key];
     size_t off;
@@ -429,7 +428,7 @@ static int run_again(srv_group *g)
 /* A run again committed: tell the broker how it went. */
 static void outcome(bk_waiter *x)
 {
-    int key = x->served_key >= 0   ? x->served_key
+    int key = x->served_key >= 0  ? x->served_key
               : x->grant_key >= 0 ? x->grant_key
                                   : x->first_key;
 
@@ -481,9 +480,9 @@ static void wake_local(void)
         const bk_ready *r = &bk.ready[i];
         uint64_t n = r->n;
         for (bk_waiter *x = bk.head; x && (n || r->len == 0); x = x->next) {
-            int key = r->len == 0 ? x->first_key
-                                  : key_index(x, bk.names.data + r->off,
-                                              r->len);
+            int key = r->len == 0
+                          ? x->first_key
+                          : key_index(x, bk.names.data + r->off, r->len);
             if (x->db != r->db || key < 0 || x->queued)
                 continue;
             queue_retry(x, key);
@@ -557,8 +556,9 @@ static int on_settled(srv_worker *w)
     /* The check must see a snapshot taken after the broker can read the
      * registrations (see the header). */
     if (sent && srv_link_flush_wait(REGISTER_FLUSH_MS))
-        srv_log(SRV_LOG_VERBOSE, 0, "checking waiters before the broker "
-                                    "took their registration");
+        srv_log(SRV_LOG_VERBOSE, 0,
+                "checking waiters before the broker "
+                "took their registration");
     for (size_t i = 0; i < bk.reg.n; i++) {
         bk_waiter *x = bk.reg.v[i];
         if (x && x->check) {
@@ -689,7 +689,7 @@ void srv_block_or_reply(srv_conn *c, const srv_block_spec *spec)
         x->reblocked = 1; /* found nothing: it waits on */
         return;
     }
-    if (!bk.w || (c->flags & SRV_CONN_IN_EXEC)) {
+    if (!bk.w || (c->flags & SRV_CONN_IN_TXN)) {
         if (spec->null_array)
             srv_reply_null_array(c);
         else
@@ -757,10 +757,7 @@ int srv_block_is_blocked(const srv_conn *c)
 
 unsigned srv_block_count(void) { return bk.nblocked; }
 
-void srv_block_db_changed(srv_conn *c, unsigned db)
-{
-    srv_keys_db_changed(db);
-}
+void srv_block_db_changed(srv_conn *c, unsigned db) { srv_keys_db_changed(db); }
 
 /* ---- the service ---- */
 
@@ -772,8 +769,9 @@ static void service_start(srv_worker *w)
     srv_keys_want_created(ST_TYPE_ZSET);
     srv_keys_on_ready(on_ready);
     if (srv_link_register(&link_feature))
-        srv_log(SRV_LOG_WARNING, 0, "blocking commands could not join the "
-                                    "link");
+        srv_log(SRV_LOG_WARNING, 0,
+                "blocking commands could not join the "
+                "link");
 }
 
 static void service_stop(srv_worker *w)

@@ -94,8 +94,7 @@ static int key_name(srv_bwait *w, unsigned db, const char *name, size_t len)
     return 0;
 }
 
-static bw_key *key_find(srv_bwait *w, unsigned db, const char *name,
-                        size_t len)
+static bw_key *key_find(srv_bwait *w, unsigned db, const char *name, size_t len)
 {
     srv_dict_entry *de;
 
@@ -305,7 +304,6 @@ void srv_bwait_served(srv_bwait *w, uint32_t link, uint64_t token, int done,
 {
     bw_waiter *x = waiter_find(w, link, token);
     bw_key *k = key_find(w, db, key, len), *held = NULL;
-
 
     if (k)
         estimate(k, left, txn);

@@ -10,8 +10,10 @@
 #include "server/srv_clients.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_multi.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_block.h"
 #include "server/srv_bproto.h"
+#include "server/srv_cinfo.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
@@ -35,13 +37,7 @@
 #define LINES_MIN 64
 
 /* Client types of TYPE filters (Redis's). */
-enum ct_type {
-    CT_ANY = -1,
-    CT_NORMAL,
-    CT_REPLICA,
-    CT_MASTER,
-    CT_PUBSUB
-};
+enum ct_type { CT_ANY = -1, CT_NORMAL, CT_REPLICA, CT_MASTER, CT_PUBSUB };
 
 /* A parsed filter. Strings point into the question (or argv). */
 typedef struct ct_filter {
@@ -49,16 +45,16 @@ typedef struct ct_filter {
     int type;     /* enum ct_type */
     uint64_t id;  /* KILL ID, 0: any */
     uint64_t *ids;
-    size_t nids;         /* LIST ID ... */
-    int have_ids;        /* LIST ID given (maybe none valid) */
-    const char *addr;    /* or NULL */
+    size_t nids;      /* LIST ID ... */
+    int have_ids;     /* LIST ID given (maybe none valid) */
+    const char *addr; /* or NULL */
     size_t addr_len;
-    const char *laddr;   /* or NULL */
+    const char *laddr; /* or NULL */
     size_t laddr_len;
-    int skipme;          /* KILL: default yes */
-    long long maxage;    /* KILL MAXAGE (s), 0: none */
-    uint64_t asker;      /* the asking client's id */
-    int64_t now_ms;      /* the asking command's clock */
+    int skipme;       /* KILL: default yes */
+    long long maxage; /* KILL MAXAGE (s), 0: none */
+    uint64_t asker;   /* the asking client's id */
+    int64_t now_ms;   /* the asking command's clock */
 } ct_filter;
 
 /* ---- the line ---- */
@@ -66,71 +62,6 @@ typedef struct ct_filter {
 static int type_of(const srv_conn *x)
 {
     return (x->flags & SRV_CONN_SUBSCRIBED) ? CT_PUBSUB : CT_NORMAL;
-}
-
-/* CLIENT LIST's flags field, in Redis's order. */
-static void flags_of(srv_conn *x, char *f)
-{
-    char *p = f;
-
-    if (srv_monitor_is(x))
-        *p++ = 'O';
-    if (x->flags & SRV_CONN_SUBSCRIBED)
-        *p++ = 'P';
-    if (srv_multi_queued(x) >= 0)
-        *p++ = 'x';
-    if (srv_block_is_blocked(x))
-        *p++ = 'b';
-    srv_track_list(x, &p); /* t R B */
-    if (x->flags & SRV_CONN_CLOSE_AFTER_REPLY)
-        *p++ = 'c';
-    if (x->flags & SRV_CONN_CLOSE_ASAP)
-        *p++ = 'A';
-    if (x->flags & SRV_CONN_UNIX)
-        *p++ = 'U';
-    if (x->flags & SRV_CONN_NO_EVICT)
-        *p++ = 'e';
-    if (x->flags & SRV_CONN_NO_TOUCH)
-        *p++ = 'T';
-    if (p == f)
-        *p++ = 'N';
-    *p = '\0';
-}
-
-int srv_clients_line(srv_conn *x, srv_buf *out)
-{
-    int64_t now = srv_util_mstime();
-    char flags[FLAGS_MAX], line[LINE_MAX_BYTES];
-    size_t pending = x->out.len - x->out_sent;
-    int n;
-
-    flags_of(x, flags);
-    n = snprintf(line, sizeof line,
-                 "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
-                 "flags=%s db=%u sub=%zu psub=%zu ssub=%zu multi=%d "
-                 "qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
-                 "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
-                 "user=default redir=%lld resp=%d lib-name=%s lib-ver=%s "
-                 "worker=%d\n",
-                 (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
-                 (long long)((now - x->created_ms) / MS_PER_S),
-                 (long long)((now - x->last_ms) / MS_PER_S), flags, x->db,
-                 srv_pubsub_count(x, SRV_PS_CHANNEL),
-                 srv_pubsub_count(x, SRV_PS_PATTERN),
-                 srv_pubsub_count(x, SRV_PS_SHARD), srv_multi_queued(x),
-                 x->in.len - x->in_done, x->in.cap - x->in.len, x->in.cap,
-                 x->in.len, pending,
-                 sizeof *x + x->in.cap + x->out.cap, x->writing ? "w" : "",
-                 x->last_cmd ? x->last_cmd : "NULL", srv_track_list(x, NULL),
-                 x->resp, x->lib_name,
-                 x->lib_ver, x->worker->index);
-    if (n < 0)
-        return -1;
-    return srv_buf_append(out, line,
-                          (size_t)n < sizeof line ? (size_t)n
-                                                  : sizeof line - 1)
-               ? -1
-               : 0;
 }
 
 /* ---- filters ---- */
@@ -366,7 +297,7 @@ static int list_part(const char *q, size_t n, srv_buf *part)
     }
     for (srv_conn *x = cw ? cw->clients : NULL; x && !rc; x = x->next)
         if (matches(&f, x))
-            rc = srv_clients_line(x, part);
+            rc = srv_cinfo_line(x, srv_aclconn_user_name(x), NULL, part);
     free(f.ids);
     free(a);
     return rc;

@@ -1,7 +1,7 @@
 /*
  * srv_clients.h - the clients of a worker as the server-wide client
- * commands see them: a client's CLIENT LIST line with Redis's fields,
- * CLIENT LIST's and CLIENT KILL's filters, and this worker's parts of
+ * commands see them: CLIENT LIST's and CLIENT KILL's filters (the line
+ * itself is srv_cinfo.h's), and this worker's parts of
  * the questions those commands (and CLIENT UNBLOCK) ask every worker
  * (srv_ask.h): its lines, the clients it killed, the client it
  * unblocked. Runs on the worker's thread.
@@ -13,10 +13,6 @@
 #include "server/srv_buf.h"
 #include "server/srv_conn.h"
 #include "server/srv_worker.h"
-
-/* Append x's CLIENT LIST / CLIENT INFO line (ending with '\n'). 0 or -1
- * when out of memory. */
-int srv_clients_line(srv_conn *x, srv_buf *out);
 
 /*
  * CLIENT LIST's arguments (argv[2..]: TYPE type, ID id ...) checked as

@@ -164,6 +164,33 @@ static int parse_bytes(const char *s, long long *out)
     return 1;
 }
 
+/* The index of `word` (any case) among the '|'-separated `choices`, or
+ * -1. */
+static long long choice_index(const char *choices, const char *word)
+{
+    size_t wlen = strlen(word);
+    long long i = 0;
+
+    for (const char *p = choices; *p; i++) {
+        size_t n = strcspn(p, "|");
+        if (n == wlen && strncasecmp(p, word, n) == 0)
+            return i;
+        p += n + (p[n] == '|');
+    }
+    return -1;
+}
+
+/* The i-th of the '|'-separated `choices` into out. */
+static void choice_name(const char *choices, long long i, char *out,
+                        size_t size)
+{
+    const char *p = choices;
+
+    for (; i > 0 && *p; i--)
+        p += strcspn(p, "|") + (p[strcspn(p, "|")] == '|');
+    snprintf(out, size, "%.*s", (int)strcspn(p, "|"), p);
+}
+
 static int set_value(srv_config *cfg, const directive *d, const char **args,
                      int nargs, char *err, size_t errlen)
 {
@@ -237,6 +264,14 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         snprintf(err, errlen, "'%s' must be no, yes or local, got '%s'",
                  d->name, args[0]);
         return -1;
+    case SRV_CFG_CHOICE:
+        if ((v = choice_index(d->def, args[0])) < 0) {
+            snprintf(err, errlen, "'%s' must be one of %s, got '%s'", d->name,
+                     d->def, args[0]);
+            return -1;
+        }
+        *num = v;
+        return 0;
     case SRV_CFG_OBUF: return set_obuf(num, args, nargs, err, errlen);
     case SRV_CFG_NOTIFY:
         if (srv_notify_parse(args[0], &v)) {
@@ -283,6 +318,8 @@ void srv_config_defaults(srv_config *cfg)
         const char *def = directives[i].def;
         if (is_text(directives[i].kind) && *def == '\0')
             continue;
+        if (directives[i].kind == SRV_CFG_CHOICE)
+            continue; /* the first choice: 0 */
         set_value(cfg, &directives[i], &def, 1, err, sizeof err);
     }
 }
@@ -417,6 +454,7 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
     case SRV_CFG_SYNC: snprintf(out, size, "%s", sync_names[v]); break;
     case SRV_CFG_YESNO: snprintf(out, size, "%s", v ? "yes" : "no"); break;
     case SRV_CFG_DEBUGMODE: snprintf(out, size, "%s", debug_names[v]); break;
+    case SRV_CFG_CHOICE: choice_name(d->def, v, out, size); break;
     case SRV_CFG_NOTIFY: srv_notify_format(v, out, size); break;
     case SRV_CFG_OBUF: {
         const long long *l = (const long long *)(const void *)field;

@@ -67,6 +67,16 @@ void srv_keys_on_ready(srv_keys_ready_fn *fn);
 void srv_keys_want_created(int type);
 
 /*
+ * Record `event` of `key` in `db` in the open write transaction, with
+ * `flags` saying what becomes of it (srv_notify.h: K and E messages,
+ * SRV_NOTIFY_INVALIDATE / _FLUSH for tracking clients; 0 records
+ * nothing); `writer` is the client id that wrote (NOLOOP), 0 for none.
+ * srv_notify.h's inlines decide the flags. With the service only.
+ */
+void srv_keys_record(unsigned db, unsigned flags, const char *event,
+                     const void *key, size_t len, uint64_t writer);
+
+/*
  * Tracking invalidations of this worker's own writes, while the broker
  * is away: `key` written by client `writer` (`all`: every key, FLUSHALL).
  * One listener (client tracking).

@@ -14,17 +14,21 @@
  * log level), so children forked later start from the current settings.
  */
 #include "server/srv_master.h"
+#include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_script.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_broker.h"
 #include "server/srv_config.h"
-#include "server/srv_reaper.h"
-#include "server/srv_syncer.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_reaper.h"
 #include "server/srv_role.h"
-#include "server/srv_stats.h"
-#include "server/srv_util.h"
 #include "server/srv_services.h"
+#include "server/srv_stats.h"
+#include "server/srv_syncer.h"
+#include "server/srv_tls.h"
+#include "server/srv_util.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
 #include "shm/shm_error.h"
@@ -55,17 +59,16 @@
 #define NS_PER_MS 1000000
 #define MS_PER_S 1000
 
-
 static volatile sig_atomic_t got_term, got_chld, got_hup;
 
 typedef struct child {
-    srv_proc proc;              /* role, index, pid (0: not running), slot */
-    int64_t started_ms;         /* monotonic */
-    int64_t respawn_at_ms;      /* monotonic; when to fork again */
+    srv_proc proc;         /* role, index, pid (0: not running), slot */
+    int64_t started_ms;    /* monotonic */
+    int64_t respawn_at_ms; /* monotonic; when to fork again */
     int64_t backoff_ms;
 } child;
 
-static child *children;         /* by stats slot: workers, then the duties */
+static child *children; /* by stats slot: workers, then the duties */
 static int nchildren;
 
 static void on_signal(int sig)
@@ -80,13 +83,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
-            "       larder-server -v | --version\n"
-            "       larder-server -h | --help\n\n"
-            "Examples:\n"
-            "       larder-server --port 7777 --dir /var/lib/larder\n"
-            "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
+    fprintf(
+        out,
+        "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
+        "       larder-server -v | --version\n"
+        "       larder-server -h | --help\n\n"
+        "Examples:\n"
+        "       larder-server --port 7777 --dir /var/lib/larder\n"
+        "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
 }
 
 static void die(const char *fmt, const char *arg)
@@ -148,7 +152,8 @@ static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
                       int reuseport)
 {
     int one = 1;
-    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
 
     if (fd < 0)
         return -1;
@@ -173,34 +178,34 @@ static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
  * thundering herd. A plain bind first proves nobody else holds the port
  * (a reuseport group would silently share it with another of our uid).
  */
-static void open_tcp_listeners(void)
+static void open_tcp_listeners(long long port, int **fds, int *count)
 {
     char binds[SRV_PATH_MAX], *save = NULL;
     const char *addrs[SRV_MAX_BINDS];
     int n = 0;
 
-    if (srv_her.cfg->port == 0)
-        return;                         /* as Redis: port 0 = no TCP */
+    if (port == 0)
+        return; /* as Redis: port 0 = no TCP */
     snprintf(binds, sizeof binds, "%s", srv_her.cfg->bind);
     for (char *tok = strtok_r(binds, " ", &save); tok && n < SRV_MAX_BINDS;
          tok = strtok_r(NULL, " ", &save))
         addrs[n++] = tok;
-    srv_her.tcp_fds = calloc((size_t)(n * srv_her.nworkers), sizeof(int));
-    if (!srv_her.tcp_fds)
+    *fds = calloc((size_t)(n * srv_her.nworkers), sizeof(int));
+    if (!*fds)
         die("%s", "out of memory");
     for (int i = 0; i < n; i++) {
         struct sockaddr_storage ss;
         socklen_t len;
         int optional = addrs[i][0] == '-';
         const char *addr = addrs[i] + optional;
-        if (parse_addr(addr, (int)srv_her.cfg->port, &ss, &len))
+        if (parse_addr(addr, (int)port, &ss, &len))
             die("bind: '%s' is not an IP address", addr);
         int probe = tcp_socket(&ss, len, 0);
         if (probe < 0) {
             if (optional)
                 continue;
             fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
-                    addr, srv_her.cfg->port, strerror(errno));
+                    addr, port, strerror(errno));
             exit(1);
         }
         close(probe);
@@ -208,17 +213,31 @@ static void open_tcp_listeners(void)
             int fd = tcp_socket(&ss, len, 1);
             if (fd < 0) {
                 fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
-                        addr, srv_her.cfg->port, strerror(errno));
+                        addr, port, strerror(errno));
                 exit(1);
             }
-            srv_her.tcp_fds[w * n + srv_her.ntcp] = fd;
+            (*fds)[w * n + *count] = fd;
         }
-        srv_her.ntcp++;
+        (*count)++;
     }
     /* Compact the per-worker rows if optional addresses were skipped. */
     for (int w = 0; w < srv_her.nworkers; w++)
-        for (int i = 0; i < srv_her.ntcp; i++)
-            srv_her.tcp_fds[w * srv_her.ntcp + i] = srv_her.tcp_fds[w * n + i];
+        for (int i = 0; i < *count; i++)
+            (*fds)[w * *count + i] = (*fds)[w * n + i];
+}
+
+/* The tls-port listeners and the TLS context, before any fork (issue 16). */
+static void open_tls_listeners(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    if (srv_tls_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("Failed to configure TLS: %s", err);
+    }
+    open_tcp_listeners(srv_her.cfg->tls_port, &srv_her.tls_fds, &srv_her.ntls);
+    if (srv_her.ntls)
+        srv_log(SRV_LOG_NOTICE, 0, "TLS on port %lld", srv_her.cfg->tls_port);
 }
 
 static void open_unix_listener(void)
@@ -255,12 +274,22 @@ static void open_unix_listener(void)
 /* Create or check the environment, then close it before any fork. */
 static void check_storage(void)
 {
-    st_env *env;
-    int rc = srv_heritage_env_open(0, &env);
+    int rc = srv_heritage_boot();
 
     if (rc) {
         fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
                 srv_her.cfg->dir, st_strerror(rc));
+        exit(1);
+    }
+    st_env *env;
+    if ((rc = srv_heritage_env_open(0, &env))) {
+        fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
+                srv_her.cfg->dir, st_strerror(rc));
+        exit(1);
+    }
+    if ((rc = srv_script_master_init(env, (unsigned)srv_her.nworkers))) {
+        fprintf(stderr, "larder-server: can't set scripting up: %s\n",
+                rc > 0 ? strerror(rc) : st_strerror(rc));
         exit(1);
     }
     st_env_close(&env);
@@ -283,6 +312,19 @@ static void create_cache(void)
     if ((rc = shm_cache_create(&o, &srv_her.cache)))
         die("can't create the cache (cache-mb, cache-stripes): %s",
             shm_strerror(rc));
+}
+
+/* The users (aclfile or requirepass) in their shared region, before any
+ * fork (issue 16). */
+static void load_acl(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    srv_cmd_init();
+    if (srv_aclconn_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("%s", err);
+    }
 }
 
 static void write_pidfile(void)
@@ -390,6 +432,11 @@ static void become_child(const srv_proc *p)
                 shm_strerror(rc));
         _exit(1);
     }
+    if ((rc = srv_aclconn_attach())) {
+        srv_log(SRV_LOG_WARNING, 0, "the shared ACL region is unusable: %s",
+                shm_strerror(rc));
+        _exit(1);
+    }
     _exit(child_main(p));
 }
 
@@ -398,7 +445,7 @@ static void spawn_child(child *c)
     char name[SRV_CONN_NAME_MAX];
     pid_t pid;
 
-    srv_config_refresh();               /* the child starts from our copy */
+    srv_config_refresh(); /* the child starts from our copy */
     if ((pid = fork()) < 0) {
         srv_proc_name(&c->proc, name, sizeof name);
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
@@ -431,20 +478,22 @@ static void reap_children(void)
                 break;
             srv_proc_name(&w->proc, name, sizeof name);
             if (WIFSIGNALED(status))
-                srv_log(SRV_LOG_WARNING, 0, "%s[%d] killed by signal %d",
-                        name, (int)pid, WTERMSIG(status));
+                srv_log(SRV_LOG_WARNING, 0, "%s[%d] killed by signal %d", name,
+                        (int)pid, WTERMSIG(status));
             else
                 srv_log(SRV_LOG_WARNING, 0, "%s[%d] exited with status %d",
                         name, (int)pid, WEXITSTATUS(status));
             if (now - w->started_ms < YOUNG_DEATH_MS)
-                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : RESPAWN_MIN_MS;
+                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2
+                                              : RESPAWN_MIN_MS;
             else
                 w->backoff_ms = 0;
             if (w->backoff_ms > RESPAWN_MAX_MS)
                 w->backoff_ms = RESPAWN_MAX_MS;
             w->respawn_at_ms = now + w->backoff_ms;
-            srv_stats_slot *slot =
-                srv_stats_slot_of(srv_her.stats, w->proc.role, w->proc.index);
+            srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats,
+                                                     w->proc.role,
+                                                     w->proc.index);
             SRV_STAT_ADD(slot, respawns, 1);
             /* Its reader slot may pin a snapshot: have it cleared now. */
             child *reaper = find_child(SRV_ROLE_REAPER);
@@ -516,7 +565,8 @@ static void create_eventfds(void)
     if (srv_her.sync_efd < 0 || !srv_her.worker_efd)
         die("eventfd() failed: %s", strerror(errno));
     for (int i = 0; i < srv_her.nworkers; i++)
-        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) <
+            0)
             die("eventfd() failed: %s", strerror(errno));
 }
 
@@ -533,7 +583,7 @@ static void install_signals(sigset_t *waitmask)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);   /* inherited: only the reaper handles it */
+    signal(SIGUSR1, SIG_IGN); /* inherited: only the reaper handles it */
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
     sigaddset(&block, SIGTERM);
@@ -551,7 +601,8 @@ int srv_master_main(int argc, char **argv)
     sigset_t waitmask;
     int rc;
 
-    if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
+    if (argc == 2 &&
+        (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
         printf("larder-server v=%s redis_version=%s\n", SRV_VERSION,
                SRV_REDIS_VERSION);
         return 0;
@@ -573,11 +624,13 @@ int srv_master_main(int argc, char **argv)
     if ((rc = srv_log_open(srv_her.cfg->logfile)))
         die("can't open logfile: %s", strerror(rc));
     check_storage();
-    open_tcp_listeners();
+    open_tcp_listeners(srv_her.cfg->port, &srv_her.tcp_fds, &srv_her.ntcp);
+    open_tls_listeners();
     open_unix_listener();
-    if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
+    if (srv_her.ntcp == 0 && srv_her.ntls == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     create_cache();
+    load_acl();
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.nworkers)))
         die("mmap() of the stats region failed: %s", strerror(errno));

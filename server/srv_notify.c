@@ -1,10 +1,10 @@
 /*
- * srv_notify.c - keyspace notifications: the flag letters (parsed and
- * printed as Redis does) and the record of one event (srv_keys.h carries
- * it with its transaction).
+ * srv_notify.c - keyspace notifications' flag letters, parsed and printed
+ * as Redis does (the events themselves: srv_notify.h's inline calls into
+ * srv_keys.h).
  */
 #include "server/srv_notify.h"
-#include "server/srv_keys.h"
+#include <stdio.h>
 
 #include <string.h>
 

@@ -6,6 +6,8 @@
  * event name and "__keyevent@<db>__:<event>" carrying the key (each when
  * K and E are set), to subscribers on every worker, in the order the
  * writes committed (srv_keys.h carries them with their transaction).
+ * srv_notify.c itself only knows the flag letters, so the config can
+ * parse them without reaching the event path.
  */
 #ifndef SRV_NOTIFY_H
 #define SRV_NOTIFY_H
@@ -15,28 +17,28 @@
 
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_keys.h"
 
 /* Event classes and the two kinds of message (Redis's values). */
-#define SRV_NOTIFY_KEYSPACE (1 << 0) /* K */
-#define SRV_NOTIFY_KEYEVENT (1 << 1) /* E */
-#define SRV_NOTIFY_GENERIC (1 << 2)  /* g */
-#define SRV_NOTIFY_STRING (1 << 3)   /* $ */
-#define SRV_NOTIFY_LIST (1 << 4)     /* l */
-#define SRV_NOTIFY_SET (1 << 5)      /* s */
-#define SRV_NOTIFY_HASH (1 << 6)     /* h */
-#define SRV_NOTIFY_ZSET (1 << 7)     /* z */
-#define SRV_NOTIFY_EXPIRED (1 << 8)  /* x */
-#define SRV_NOTIFY_EVICTED (1 << 9)  /* e */
-#define SRV_NOTIFY_STREAM (1 << 10)  /* t */
+#define SRV_NOTIFY_KEYSPACE (1 << 0)  /* K */
+#define SRV_NOTIFY_KEYEVENT (1 << 1)  /* E */
+#define SRV_NOTIFY_GENERIC (1 << 2)   /* g */
+#define SRV_NOTIFY_STRING (1 << 3)    /* $ */
+#define SRV_NOTIFY_LIST (1 << 4)      /* l */
+#define SRV_NOTIFY_SET (1 << 5)       /* s */
+#define SRV_NOTIFY_HASH (1 << 6)      /* h */
+#define SRV_NOTIFY_ZSET (1 << 7)      /* z */
+#define SRV_NOTIFY_EXPIRED (1 << 8)   /* x */
+#define SRV_NOTIFY_EVICTED (1 << 9)   /* e */
+#define SRV_NOTIFY_STREAM (1 << 10)   /* t */
 #define SRV_NOTIFY_KEY_MISS (1 << 11) /* m */
-#define SRV_NOTIFY_MODULE (1 << 12)  /* d */
-#define SRV_NOTIFY_NEW (1 << 13)     /* n */
+#define SRV_NOTIFY_MODULE (1 << 12)   /* d */
+#define SRV_NOTIFY_NEW (1 << 13)      /* n */
 /* A: every class but key misses and new keys. */
-#define SRV_NOTIFY_ALL                                                     \
-    (SRV_NOTIFY_GENERIC | SRV_NOTIFY_STRING | SRV_NOTIFY_LIST |            \
-     SRV_NOTIFY_SET | SRV_NOTIFY_HASH | SRV_NOTIFY_ZSET |                  \
-     SRV_NOTIFY_EXPIRED | SRV_NOTIFY_EVICTED | SRV_NOTIFY_STREAM |         \
-     SRV_NOTIFY_MODULE)
+#define SRV_NOTIFY_ALL                                                         \
+    (SRV_NOTIFY_GENERIC | SRV_NOTIFY_STRING | SRV_NOTIFY_LIST |                \
+     SRV_NOTIFY_SET | SRV_NOTIFY_HASH | SRV_NOTIFY_ZSET | SRV_NOTIFY_EXPIRED | \
+     SRV_NOTIFY_EVICTED | SRV_NOTIFY_STREAM | SRV_NOTIFY_MODULE)
 
 /* Longest flags text srv_notify_format writes, NUL included. */
 #define SRV_NOTIFY_FLAGS_MAX 24
@@ -51,10 +53,6 @@ void srv_notify_format(long long flags, char *out, size_t size);
 /* Flags of a write's record (srv_keys.h) besides K and E. */
 #define SRV_NOTIFY_INVALIDATE (1 << 14) /* tracking clients forget it */
 #define SRV_NOTIFY_FLUSH (1 << 15)      /* ... forget every key */
-
-/* The record of one event (srv_keys.c); for the handlers, srv_notify. */
-void srv_keys_record(unsigned db, unsigned flags, const char *event,
-                     const void *key, size_t len, uint64_t writer);
 
 /*
  * What srv_notify records for an event of class `type`: the messages

@@ -684,6 +684,23 @@ size_t srv_pubsub_count(const srv_conn *c, int kind)
     return pc ? pc->n[kind] : 0;
 }
 
+void srv_pubsub_each_subscription(const srv_conn *c,
+                                  int (*fn)(void *arg, const char *name,
+                                            size_t len, int pattern),
+                                  void *arg)
+{
+    const struct srv_pubsub_client *pc = state_of(c);
+    srv_dict_iter it;
+    srv_dict_entry *e;
+
+    for (int k = 0; pc && k < SRV_PS_KINDS; k++) {
+        srv_dict_iter_init(&it, &pc->names[k]);
+        while ((e = srv_dict_iter_next(&it)))
+            if (fn(arg, e->key, e->klen, k == SRV_PS_PATTERN))
+                return;
+    }
+}
+
 /* RESET: drop all of c's subscriptions. */
 static void on_reset(srv_conn *c, void *state)
 {
@@ -794,7 +811,7 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
 
     /* Inside EXEC a query answers from this worker's subscribers: the
      * transaction's reply cannot wait for the broker in the middle. */
-    if (srv_link_up() && !(c->flags & SRV_CONN_IN_EXEC) && client_of(c) &&
+    if (srv_link_up() && !(c->flags & SRV_CONN_IN_TXN) && client_of(c) &&
         (nargs == 0 || (copy = copy_args(nargs, args))) && (p = queue_push())) {
         if (put_query(query, kind, nargs, args) == 0) {
             p->c = c;

@@ -59,6 +59,17 @@ size_t srv_pubsub_unsubscribe_all(srv_conn *c, int kind,
 /* c's subscriptions of one kind. */
 size_t srv_pubsub_count(const srv_conn *c, int kind);
 
+/*
+ * Call fn(arg, name, len, pattern) for each of c's subscriptions (pattern:
+ * 1 for a PSUBSCRIBE pattern), until fn returns nonzero. The name lives
+ * until fn returns; fn must not change c's subscriptions. (ACL: does c's
+ * user still allow what it listens to?)
+ */
+void srv_pubsub_each_subscription(const srv_conn *c,
+                                  int (*fn)(void *arg, const char *name,
+                                            size_t len, int pattern),
+                                  void *arg);
+
 /* A client's state is attached to it as hooks (srv_hooks.h): RESET drops
  * its subscriptions; close also forgets its pending broker requests. */
 

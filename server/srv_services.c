@@ -2,6 +2,8 @@
  * srv_services.c - the table of worker services.
  */
 #include "server/srv_services.h"
+#include "server/cmd/srv_script.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_ask.h"
 #include "server/srv_block.h"
 #include "server/srv_clients.h"
@@ -25,6 +27,9 @@ const srv_service *const srv_services[] = {
     &srv_monitor_service,
     &srv_track_service,
     /* ==== issue 12 ==== */
+    &srv_script_service,
     /* ==== issue 13 ==== */
+    /* ==== issue 16 ==== */
+    &srv_aclconn_service,
     NULL,
 };

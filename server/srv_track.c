@@ -35,7 +35,6 @@
 #include "server/srv_ask.h"
 #include "server/srv_bproto.h"
 #include "server/srv_buf.h"
-#include "server/srv_clients.h"
 #include "server/srv_dict.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
@@ -243,8 +242,11 @@ static void send_flush(track *t)
 
 static void ids_free(srv_dict_entry *e) { free(e->val); }
 
-static void remember(srv_conn *c, const srv_slice *key, unsigned flags)
+/* srv_cmd_each_key's callback: key argv[pos] of the client ctx. */
+static int remember(void *ctx, int pos, unsigned flags)
 {
+    srv_conn *c = ctx;
+    const srv_slice *key = &c->argv[pos];
     uint64_t h = srv_dict_hash(key->ptr, key->len);
     srv_dict_entry *e = srv_dict_find(&tk.keys, key->ptr, key->len, h);
     ids *s;
@@ -254,7 +256,7 @@ static void remember(srv_conn *c, const srv_slice *key, unsigned flags)
     s = e->val;
     for (size_t i = 0; s && i < s->n; i++)
         if (s->id[i] == c->id)
-            return;
+            return 0;
     if (!s || s->n == s->cap) {
         size_t cap = s ? s->cap * 2 : IDS_MIN;
         ids *g = realloc(s, sizeof *g + cap * sizeof g->id[0]);
@@ -269,9 +271,10 @@ static void remember(srv_conn *c, const srv_slice *key, unsigned flags)
         e->val = s = g;
     }
     s->id[s->n++] = c->id;
-    return;
+    return 0;
 oom:
     srv_log(SRV_LOG_WARNING, ENOMEM, "a key a tracking client read");
+    return 0;
 }
 
 void srv_track_after(srv_conn *c, int top)
@@ -297,7 +300,7 @@ void srv_track_after(srv_conn *c, int top)
     if (((t->flags & T_OPTIN) && !(t->flags & T_CACHING)) ||
         ((t->flags & T_OPTOUT) && (t->flags & T_CACHING)))
         return;
-    srv_cmd_each_key(c, cmd, c->argc, c->argv, remember);
+    srv_cmd_each_key(cmd, c->argc, c->argv, remember, c);
 }
 
 /* ---- invalidations ---- */
@@ -777,9 +780,17 @@ void srv_track_command(srv_conn *c)
         o->on = 0;
     else if (!o->late_error)
         o->late_error = SRV_ERR_SYNTAX;
-    if (redirect_at > 0)
-        srv_clients_exists(c, o->redirect, exists_answered);
-    else
+    if (redirect_at > 0) {
+        /* Does the redirection's client exist on some worker? (the
+         * clients service answers the question, srv_clients.h) */
+        tk.frame.len = 0;
+        if (srv_bproto_put_u64(&tk.frame, o->redirect)) {
+            srv_reply_error(c, "ERR out of memory");
+            return;
+        }
+        srv_ask(c, SRV_BP_Q_EXISTS, tk.frame.data, tk.frame.len,
+                exists_answered);
+    } else
         finish(c, t);
 }
 

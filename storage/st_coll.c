@@ -99,7 +99,8 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
             return st_err_map(rc);
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
              rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-            if (k.mv_size < ST_COLL_ID_BYTES || st_codec_get_be64(k.mv_data) != c.id)
+            if (k.mv_size < ST_COLL_ID_BYTES ||
+                st_codec_get_be64(k.mv_data) != c.id)
                 break;
             size_t klen = k.mv_size;
             memcpy(at, k.mv_data, klen);
@@ -127,8 +128,8 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
 
 /* Delete up to *budget elements of collection `id` from `dbi`; *empty is
  * set when none remain. */
-static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
-                         size_t *budget, int *empty)
+static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id, size_t *budget,
+                         int *empty)
 {
     uint8_t prefix[ST_COLL_ID_BYTES];
     MDB_cursor *cur;
@@ -189,7 +190,7 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
         if (rc)
             break;
         if (!all_empty)
-            break;                      /* budget spent mid-collection */
+            break; /* budget spent mid-collection */
         if ((rc = mdb_cursor_del(cur, 0)))
             break;
     }
@@ -245,7 +246,7 @@ static int rec_write(st_txn *t, st_obj *o)
     if (rc)
         return st_err_map(rc);
     p = st_codec_rec_encode_head(v.mv_data, o->k, o->type, 0, st_txn_version(t),
-                           o->expire_at);
+                                 o->expire_at);
     st_coll_encode(p, &o->c);
     if (!o->exists) {
         st_txn_count_keys(t, o->k->db, 1, o->expire_at ? 1 : 0);

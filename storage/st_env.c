@@ -2,29 +2,31 @@
  * st_env.c - environment open/close, reusable transactions, and the
  * per-database key counters kept in the meta database.
  */
-#include "storage/st_internal.h"
 #include "storage/st_err.h"
+#include "storage/st_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <unistd.h>
-#include <zstd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
 
 #define ST_DATA_FILE "/data.mdb"
+#define ST_LOCK_FILE "/lock.mdb"
 #define ST_FILE_MODE 0600
 #define ST_DIR_MODE 0700
 
 static const char *const dbi_names[ST_DBI_COUNT] = {
-    [ST_DBI_KEYS] = "keys",         [ST_DBI_EXPIRES] = "expires",
-    [ST_DBI_HASHES] = "hashes",     [ST_DBI_SETS] = "sets",
-    [ST_DBI_ZMEMBERS] = "zmembers", [ST_DBI_ZSCORES] = "zscores",
-    [ST_DBI_LISTS] = "lists",       [ST_DBI_GARBAGE] = "garbage",
-    [ST_DBI_META] = "meta",
+    [ST_DBI_KEYS] = "keys",           [ST_DBI_EXPIRES] = "expires",
+    [ST_DBI_HASHES] = "hashes",       [ST_DBI_SETS] = "sets",
+    [ST_DBI_ZMEMBERS] = "zmembers",   [ST_DBI_ZSCORES] = "zscores",
+    [ST_DBI_LISTS] = "lists",         [ST_DBI_GARBAGE] = "garbage",
+    [ST_DBI_META] = "meta",           [ST_DBI_SCRIPTS] = "scripts",
+    [ST_DBI_FUNCTIONS] = "functions",
 };
 
 int st_env_scratch(st_env *env, size_t len, uint8_t **out)
@@ -71,6 +73,24 @@ static int open_dbis(st_env *e)
     return st_err_map(mdb_txn_commit(txn));
 }
 
+/*
+ * A descriptor of lock.mdb of our own, for st_durable.c to ask which
+ * processes hold their byte of it (LMDB's test of a reader's liveness).
+ * It is closed only after the environment: closing any descriptor of a
+ * file drops the process's POSIX locks on it, LMDB's included.
+ */
+static int open_lockfd(st_env *e)
+{
+    char path[PATH_MAX];
+
+    if ((size_t)snprintf(path, sizeof path, "%s%s", e->dir, ST_LOCK_FILE) >=
+        sizeof path)
+        return ENAMETOOLONG;
+    if ((e->lockfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    return 0;
+}
+
 int st_env_open(const st_env_opts *o, st_env **out)
 {
     st_env *e = calloc(1, sizeof *e);
@@ -78,6 +98,7 @@ int st_env_open(const st_env_opts *o, st_env **out)
 
     if (!e)
         return ENOMEM;
+    e->lockfd = -1;
     e->databases = o->databases ? o->databases : ST_DEFAULT_DATABASES;
     e->cache = o->cache;
     e->compress_threshold = o->compress_threshold;
@@ -94,6 +115,20 @@ int st_env_open(const st_env_opts *o, st_env **out)
         rc = ENOMEM;
         goto fail;
     }
+    if (!(e->dir = strdup(o->dir))) {
+        rc = ENOMEM;
+        goto fail;
+    }
+    if (o->boot_id && o->boot_id[0]) {
+        if (strlen(o->boot_id) >= sizeof e->boot_id) {
+            rc = EINVAL;
+            goto fail;
+        }
+        memcpy(e->boot_id, o->boot_id, strlen(o->boot_id) + 1);
+        if (o->nosync)
+            e->gate = ST_GATE_WAIT;
+        e->pressure = o->nosync;
+    }
     if (mkdir(o->dir, ST_DIR_MODE) && errno != EEXIST) {
         rc = errno;
         goto fail;
@@ -105,17 +140,18 @@ int st_env_open(const st_env_opts *o, st_env **out)
         goto fail;
     }
     mdb_env_set_maxdbs(e->env, ST_DBI_COUNT);
-    mdb_env_set_maxreaders(e->env,
-                           o->max_readers ? o->max_readers
-                                          : ST_DEFAULT_MAX_READERS);
-    mdb_env_set_mapsize(e->env, o->map_size ? o->map_size
-                                            : ST_DEFAULT_MAP_SIZE);
+    mdb_env_set_maxreaders(e->env, o->max_readers ? o->max_readers
+                                                  : ST_DEFAULT_MAX_READERS);
+    mdb_env_set_mapsize(e->env,
+                        o->map_size ? o->map_size : ST_DEFAULT_MAP_SIZE);
     if ((rc = mdb_env_open(e->env, o->dir,
-                           (o->nosync ? MDB_NOSYNC : 0) | MDB_NORDAHEAD | MDB_NOTLS |
-                               (o->writemap ? MDB_WRITEMAP : 0),
+                           (o->nosync ? MDB_NOSYNC : 0) | MDB_NORDAHEAD |
+                               MDB_NOTLS | (o->writemap ? MDB_WRITEMAP : 0),
                            ST_FILE_MODE)))
         goto fail_map;
     if ((rc = open_dbis(e)))
+        goto fail;
+    if (e->boot_id[0] && (rc = open_lockfd(e)))
         goto fail;
     *out = e;
     return 0;
@@ -138,6 +174,9 @@ void st_env_close(st_env **envp)
         mdb_txn_abort(e->rtxn.active ? e->rtxn.txn : e->rtxn_parked);
     if (e->env)
         mdb_env_close(e->env);
+    if (e->lockfd >= 0)
+        close(e->lockfd);
+    free(e->dir);
     free(e->wtxn.dkeys);
     free(e->wtxn.dexpires);
     free(e->scratch);
@@ -180,6 +219,10 @@ int st_env_backup(st_env *env, const char *path)
 
 int st_env_reader_check(st_env *env, int *dead)
 {
+    *dead = 0;
+    /* A dead syncer's pin must outlive it until a live pin is recorded. */
+    if (env->boot_id[0] && !st_durable_pin_live(env))
+        return 0;
     return st_err_map(mdb_reader_check(env->env, dead));
 }
 
@@ -213,7 +256,8 @@ int st_env_stat_get(st_env *env, st_env_stat *out)
     out->file_bytes = 0;
     char file[4096];
     if ((size_t)snprintf(file, sizeof file, "%s%s", path, ST_DATA_FILE) <
-            sizeof file && stat(file, &fs) == 0)
+            sizeof file &&
+        stat(file, &fs) == 0)
         out->file_bytes = (uint64_t)fs.st_size;
     return 0;
 }

@@ -1,11 +1,14 @@
 /*
  * st_env.h - the LMDB environment of one process and its transactions.
  *
- * Each process (master at boot, every worker, later the reaper) opens its
- * own environment after fork; LMDB forbids using one across fork. A process
- * holds at most one read and one write transaction at a time, both kept in
- * the environment handle and reused, so beginning one allocates nothing.
- * The handle is single-threaded.
+ * Each process (master at boot, every worker, the reaper, the syncer) opens
+ * its own environment after fork; LMDB forbids using one across fork. A
+ * process holds at most one read and one write transaction at a time, both
+ * kept in the environment handle and reused, so beginning one allocates
+ * nothing. The handle is single-threaded. Commits of a server environment
+ * are MDB_NOSYNC; what makes them durable, and safe across a power cut, is
+ * storage/st_durable.h (the master boots the directory through it, the
+ * syncer flushes through it).
  */
 #ifndef ST_ENV_H
 #define ST_ENV_H
@@ -20,22 +23,30 @@
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024
+/* Room for a boot id (st_durable_boot_id), NUL included. */
+#define ST_BOOT_ID_MAX 64
 
 typedef struct st_env st_env;
 typedef struct st_txn st_txn;
 struct shm_cache;
 
 typedef struct st_env_opts {
-    const char *dir;        /* directory holding data.mdb and lock.mdb */
-    uint64_t map_size;      /* bytes; the most the data file may grow to */
-    unsigned databases;     /* SELECT range: 0 .. databases-1 */
-    unsigned max_readers;   /* reader slots across all processes */
-    int nosync;             /* commits do not fsync; st_env_sync does */
-    int writemap;           /* write through the map (faster writes; a
-                             * full disk then faults instead of failing) */
-    struct shm_cache *cache;    /* shared cache in front of reads, or NULL */
-    size_t compress_threshold;  /* compress strings this long; 0 = never */
-    int compress_level;         /* zstd level */
+    const char *dir;           /* directory holding data.mdb and lock.mdb */
+    uint64_t map_size;         /* bytes; the most the data file may grow to */
+    unsigned databases;        /* SELECT range: 0 .. databases-1 */
+    unsigned max_readers;      /* reader slots across all processes */
+    int nosync;                /* commits do not fsync; st_env_sync does */
+    int writemap;              /* write through the map (faster writes; a
+                                * full disk then faults instead of failing) */
+    struct shm_cache *cache;   /* shared cache in front of reads, or NULL */
+    size_t compress_threshold; /* compress strings this long; 0 = never */
+    int compress_level;        /* zstd level */
+    const char *boot_id;       /* this boot's id: the directory is under
+                                * the durable-snapshot scheme
+                                * (st_durable.h): with nosync, the first
+                                * write waits for the syncer's pin, and
+                                * st_env_reader_check keeps a dead pin.
+                                * NULL or "": a plain environment */
 } st_env_opts;
 
 /*
@@ -50,7 +61,8 @@ int st_env_open(const st_env_opts *opts, st_env **out);
 /* Abort any open transaction, close the environment, NULL *env. */
 void st_env_close(st_env **env);
 
-/* Flush committed transactions to disk (fdatasync). Returns 0 or errno. */
+/* Flush committed transactions to disk (fdatasync). Returns 0 or errno.
+ * Not power-cut safe by itself under MDB_NOSYNC: see st_durable_flush. */
 int st_env_sync(st_env *env);
 
 /*
@@ -61,14 +73,18 @@ int st_env_sync(st_env *env);
  */
 int st_env_backup(st_env *env, const char *path);
 
-/* Clear reader slots of dead processes; *dead gets how many. */
+/*
+ * Clear reader slots of dead processes; *dead gets how many. Under the
+ * durable scheme nothing is cleared (0, *dead = 0) while the recorded
+ * pinner of the durable snapshot is dead: its slot is that pin.
+ */
 int st_env_reader_check(st_env *env, int *dead);
 
 typedef struct st_env_stat {
-    uint64_t map_size;      /* configured maximum bytes */
-    uint64_t used_bytes;    /* pages in use up to the high-water mark */
-    uint64_t file_bytes;    /* size of data.mdb on disk */
-    uint64_t last_txn;      /* id of the newest committed transaction */
+    uint64_t map_size;   /* configured maximum bytes */
+    uint64_t used_bytes; /* pages in use up to the high-water mark */
+    uint64_t file_bytes; /* size of data.mdb on disk */
+    uint64_t last_txn;   /* id of the newest committed transaction */
     unsigned readers_used;
     unsigned readers_max;
 } st_env_stat;

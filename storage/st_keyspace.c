@@ -4,11 +4,11 @@
  * counters in step with every record.
  */
 #include "storage/st_keyspace.h"
+#include "shm/shm_cache.h"
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 #include "storage/st_txn.h"
-#include "shm/shm_cache.h"
 
 #include <errno.h>
 #include <zstd.h>
@@ -82,7 +82,7 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
 {
     MDB_val key = { k->enc_len, k->enc };
     MDB_cursor *cur;
-    uint8_t used[PROBES] = {0};
+    uint8_t used[PROBES] = { 0 };
     int rc;
 
     if (!k->is_long)
@@ -124,7 +124,7 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
 #define CACHE_HASH_DB_MUL 0x9e3779b97f4a7c15ull
 #define CACHE_HASH_MUL_A 0xbf58476d1ce4e5b9ull
 #define CACHE_HASH_MUL_B 0x94d049bb133111ebull
-#define PREFETCH_BATCH 64       /* keys hashed per st_keyspace_prefetch call */
+#define PREFETCH_BATCH 64 /* keys hashed per st_keyspace_prefetch call */
 static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
 {
     uint64_t h = scan_hash ^ ((uint64_t)db * CACHE_HASH_DB_MUL);
@@ -149,7 +149,7 @@ int st_keyspace_prefetch_useful(const st_env *env)
 
 /* Long names are never cached (see cacheable()): nothing to fetch. */
 void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
-                      const size_t *lens, size_t n)
+                          const size_t *lens, size_t n)
 {
     uint64_t h[PREFETCH_BATCH];
     size_t m = 0;
@@ -181,7 +181,7 @@ static void cache_invalidate(st_txn *t, const st_keyref *k)
 static void note_seen(st_env *e, const st_keyref *k)
 {
     if (e->nseen == ST_SEEN_MAX)
-        return;                     /* the active expiry gets the rest */
+        return; /* the active expiry gets the rest */
     e->seen[e->nseen].len = k->enc_len;
     memcpy(e->seen[e->nseen].enc, k->enc, k->enc_len);
     e->nseen++;
@@ -199,8 +199,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
     int64_t at = r->expire_at;
     int rc;
 
-    if (r->type != ST_TYPE_STRING && !keep_elems &&
-        (rc = st_coll_detach(t, r)))
+    if (r->type != ST_TYPE_STRING && !keep_elems && (rc = st_coll_detach(t, r)))
         return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
@@ -276,10 +275,15 @@ static void cache_fill(st_txn *t, const st_keyref *k, uint64_t hash,
                        const st_rec *r)
 {
     shm_cache_entry_t e = {
-        .key = k->enc, .klen = k->enc_len, .hash = hash,
-        .val = r->payload, .vlen = r->payload_len,
-        .version = r->version, .expire_at = r->expire_at,
-        .type = (uint8_t)r->type, .flags = (uint8_t)r->flags,
+        .key = k->enc,
+        .klen = k->enc_len,
+        .hash = hash,
+        .val = r->payload,
+        .vlen = r->payload_len,
+        .version = r->version,
+        .expire_at = r->expire_at,
+        .type = (uint8_t)r->type,
+        .flags = (uint8_t)r->flags,
     };
 
     if (r->type == ST_TYPE_STRING)
@@ -307,13 +311,13 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
         size_t need = v.len;
         if (!(v.buf = st_txn_arena_alloc(t, need)))
             return 0;
-        t->arena->used -= need;         /* claimed below if it is a hit */
+        t->arena->used -= need; /* claimed below if it is a hit */
         v.cap = need;
         rc = shm_cache_get(e->cache, k->enc, k->enc_len, hash, now, &v);
     }
     if (rc || v.version > mdb_txn_id(t->txn))
         return 0;
-    out->payload = st_txn_arena_alloc(t, v.len);   /* claims the bytes in place */
+    out->payload = st_txn_arena_alloc(t, v.len); /* claims the bytes in place */
     out->type = v.type;
     out->flags = v.flags;
     out->version = v.version;
@@ -378,7 +382,7 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
             return rc;
     }
     st_txn_count_keys(t, k->db, existed ? 0 : 1,
-                  (expire_at ? 1 : 0) - (old_at ? 1 : 0));
+                      (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
@@ -386,22 +390,21 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
     v.mv_data = NULL;
     if ((rc = mdb_put(t->txn, DBI(t, ST_DBI_KEYS), &key, &v, MDB_RESERVE)))
         return st_err_map(rc);
-    *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags, st_txn_version(t),
-                              expire_at);
+    *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags,
+                                    st_txn_version(t), expire_at);
     if (old_type != type)
-        st_internal_created(t->env, k->db, k->name, k->len, type, 0,
-                            !existed);
+        st_internal_created(t->env, k->db, k->name, k->len, type, 0, !existed);
     return 0;
 }
 
-int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
-                      uint8_t **dst)
+int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len,
+                               int64_t expire_at, uint8_t **dst)
 {
     return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
 }
 
 int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
-                  int64_t expire_at)
+                           int64_t expire_at)
 {
     st_env *e = t->env;
     uint8_t *dst, *z;
@@ -457,7 +460,8 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
     return 0;
 }
 
-int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
+int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now,
+                           int64_t expire_at)
 {
     st_rec r;
     int rc = lookup_raw(t, k, now, &r);
@@ -494,7 +498,8 @@ static int same_key(const st_keyref *a, const st_keyref *b)
            memcmp(a->name, b->name, a->len) == 0;
 }
 
-int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
+int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
+                       int nx)
 {
     st_rec r, d;
     int rc = lookup_raw(t, src, now, &r);
@@ -524,7 +529,7 @@ int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, i
 }
 
 int st_keyspace_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
-            int replace)
+                     int replace)
 {
     st_rec r, d;
     int rc = lookup_raw(t, src, now, &r);
@@ -558,7 +563,10 @@ static void rec_name(const MDB_val *key, const st_rec *r, const uint8_t **name,
     }
 }
 
-static int key_db(const MDB_val *key) { return st_codec_get_be16(key->mv_data); }
+static int key_db(const MDB_val *key)
+{
+    return st_codec_get_be16(key->mv_data);
+}
 
 /* Tell the observer the key under `key` (record r) expires now. */
 static void note_expired(st_txn *t, const MDB_val *key, const st_rec *r)
@@ -595,7 +603,7 @@ static int seek(MDB_cursor *cur, unsigned db, uint64_t h, MDB_val *key,
 }
 
 int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
-            int64_t now, st_key_fn fn, void *ctx, uint64_t *next)
+                     int64_t now, st_key_fn fn, void *ctx, uint64_t *next)
 {
     MDB_cursor *cur;
     MDB_val key, val;
@@ -605,7 +613,7 @@ int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
 
     *next = 0;
     if (count == 0)
-        count = 1;                      /* always progress */
+        count = 1; /* always progress */
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, cursor, &key, &val); rc == 0;
@@ -651,7 +659,7 @@ static int report_live(const MDB_val *key, const MDB_val *val, int64_t now,
 }
 
 int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
-                  st_key_fn fn, void *ctx)
+                           st_key_fn fn, void *ctx)
 {
     MDB_cursor *cur;
     MDB_val key, val;
@@ -663,7 +671,7 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
         uint64_t h = (r & 0x7fffffffffffffffull) | 1u;
         rc = seek(cur, db, h, &key, &val);
         if (rc == MDB_NOTFOUND)
-            rc = seek(cur, db, 0, &key, &val);    /* wrap around */
+            rc = seek(cur, db, 0, &key, &val); /* wrap around */
         if (rc)
             break;
         if (report_live(&key, &val, now, fn, ctx, &rc) || rc) {
@@ -692,10 +700,11 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_err_map(rc);
 }
 
-int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
+int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys,
+                       uint64_t *expires)
 {
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
-    int64_t c[2] = {0, 0};
+    int64_t c[2] = { 0, 0 };
     int rc = mdb_get(t->txn, DBI(t, ST_DBI_META), &k, &v);
 
     if (rc == 0 && v.mv_size >= (db + 1) * sizeof c)
@@ -783,7 +792,8 @@ static int total_keys(st_txn *t, uint64_t *total)
     if (rc == MDB_NOTFOUND)
         rc = 0;
     else if (rc == 0)
-        for (size_t off = 0; off + 2 * sizeof c <= v.mv_size; off += 2 * sizeof c) {
+        for (size_t off = 0; off + 2 * sizeof c <= v.mv_size;
+             off += 2 * sizeof c) {
             memcpy(&c, (const uint8_t *)v.mv_data + off, sizeof c);
             *total += c > 0 ? (uint64_t)c : 0;
         }
@@ -894,7 +904,7 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
 }
 
 int st_keyspace_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
-                  uint64_t *version)
+                           uint64_t *version)
 {
     st_txn *t;
     MDB_cursor *cur;
@@ -903,7 +913,7 @@ int st_keyspace_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
 
     *done = 0;
     if (max > ST_CHUNK_KEYS)
-        max = ST_CHUNK_KEYS;            /* no transaction grows unbounded */
+        max = ST_CHUNK_KEYS; /* no transaction grows unbounded */
     if ((rc = st_txn_begin(env, 1, &t)))
         return rc;
     *version = st_txn_version(t);

@@ -4,9 +4,9 @@
  * values borrow from, and the per-database key counts folded into the
  * meta database at commit.
  */
-#include "storage/st_internal.h"
-#include "storage/st_err.h"
 #include "storage/st_txn.h"
+#include "storage/st_err.h"
+#include "storage/st_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +67,11 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
     if (t->active)
         return ST_EBUSY;
     if (write) {
+        /* A server environment's commits rely on the syncer's pin. */
+        if (env->gate != ST_GATE_OPEN && (rc = st_durable_gate(env)))
+            return rc;
+        if (env->pressure)
+            st_durable_pressure(env);
         rc = mdb_txn_begin(env->env, NULL, 0, &t->txn);
     } else if (env->rtxn_parked) {
         t->txn = env->rtxn_parked;
@@ -125,7 +130,7 @@ static int apply_counts(st_txn *t)
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
 {
     if (!dkeys && !dexpires)
-        return;                 /* an overwrite: no meta page to rewrite */
+        return; /* an overwrite: no meta page to rewrite */
     t->dkeys[db] += dkeys;
     t->dexpires[db] += dexpires;
     t->counts_dirty = 1;

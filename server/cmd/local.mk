@@ -24,6 +24,16 @@ libserver_a_SOURCES += \
 	server/cmd/srv_cmd_ctl.c
 
 # ==== issue 12 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_script.def server/cmd/srv_cmd_script.c \
+	server/cmd/srv_script.c server/cmd/srv_script.h \
+	server/cmd/srv_scriptgate.c server/cmd/srv_scriptgate.h \
+	server/cmd/srv_script_fn.c \
+	server/cmd/srv_script_lua.c server/cmd/srv_script_lua.h \
+	server/cmd/srv_script_conv.c server/cmd/srv_script_conv.h \
+	server/cmd/srv_script_libs.c server/cmd/srv_script_libs.h \
+	server/cmd/srv_sha1.c server/cmd/srv_sha1.h
+libserver_a_CFLAGS += $(LUA_CFLAGS) $(LUACJSON_CFLAGS) $(LUABITOP_CFLAGS)
 
 # ==== issue 13 ====
 
@@ -32,5 +42,7 @@ libserver_a_SOURCES += \
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_acl.def server/cmd/srv_cmd_acl.c
 
 # ==== issue 17 ====

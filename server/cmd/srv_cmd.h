@@ -39,6 +39,9 @@ struct st_txn;
 #define F_ALLOW_BUSY 0x02000u
 #define F_MOVABLEKEYS 0x04000u /* set by srv_cmd_init from the key specs */
 #define F_BLOCKING 0x08000u    /* may block its client (srv_block.h) */
+/* (issue 12) */
+#define F_SKIP_MONITOR 0x1000000u
+#define F_NO_MANDATORY_KEYS 0x2000000u
 
 /* The worker ends the open batch before it runs (a container gets it
  * from its subcommands: the worker reads it before the subcommand is
@@ -125,9 +128,6 @@ typedef struct srv_keyspec {
 
 typedef void srv_cmd_proc(srv_conn *c);
 
-/* A key of a command line with its key-spec flags (KS_*). */
-typedef void srv_cmd_key_fn(srv_conn *c, const srv_slice *key, unsigned flags);
-
 typedef struct srv_command {
     const char *name;   /* lower case; "client|list" for a sub */
     srv_cmd_proc *proc; /* NULL for a container */
@@ -195,19 +195,30 @@ const srv_command *srv_cmd_lookup_name(const char *name, size_t len);
  * table order, each container followed by its subcommands. */
 const srv_command *srv_cmd_table(int *count);
 
+/* The row's ACL categories and those its flags imply, as Redis adds them
+ * (write, read, admin and dangerous, pubsub, fast, else slow): what
+ * COMMAND INFO shows and what ACL rules of a category cover. */
+unsigned srv_cmd_categories(const srv_command *cmd);
+
+/* Called for each key srv_cmd_each_key finds: its argv index and its
+ * KS_* flags (KS_VARIABLE_FLAGS resolved for these arguments). Nonzero
+ * stops the walk. */
+typedef int srv_cmd_key_fn(void *ctx, int pos, unsigned flags);
+
+/*
+ * Walk the keys of the command line argv[0..argc) (argv[0] the command's
+ * name, argv[1] a subcommand's) that cmd's key specs name, spec by spec,
+ * leaving out specs flagged KS_NOT_KEY; `fn` NULL only counts. Returns
+ * the number of keys visited (up to the one where fn stopped), or -1 when
+ * the arguments contradict a spec (a key count that is not a positive
+ * integer or runs past the end): Redis then finds no keys. Any process.
+ */
+int srv_cmd_each_key(const srv_command *cmd, int argc, const srv_slice *argv,
+                     srv_cmd_key_fn *fn, void *ctx);
+
 /* The clock of the command c runs, ms since the epoch (set by the
  * dispatcher; one for every command of an EXEC). */
 static inline int64_t srv_cmd_now(const srv_conn *c) { return c->now_ms; }
 
-/*
- * Call `found` for each key of the command line argv[0..argc) of `cmd`
- * (argv[0] the command's name), as its key specs find them; specs
- * flagged KS_NOT_KEY are left out. Returns how many, or -1 when the
- * arguments contradict a spec. `found` NULL only counts. (COMMAND
- * GETKEYS, and the keys a tracking client reads.)
- */
-struct srv_command;
-int srv_cmd_each_key(srv_conn *c, const struct srv_command *cmd, int argc,
-                     const srv_slice *argv, srv_cmd_key_fn *found);
 
 #endif

@@ -5,6 +5,7 @@
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_reply.h"
@@ -19,6 +20,9 @@
 
 static const char ERR_WRONGPASS[] =
     "WRONGPASS invalid username-password pair or user is disabled.";
+static const char ERR_NOPASS_AUTH[] =
+    "ERR AUTH <password> called without any password configured for the "
+    "default user. Are you sure your configuration is correct?";
 static const char ERR_BADNAME[] =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
@@ -51,18 +55,6 @@ void srv_cmd_quit(srv_conn *c)
 {
     srv_reply_ok(c);
     c->flags |= SRV_CONN_CLOSE_AFTER_REPLY;
-}
-
-/* Check credentials against the default user: 1 accepted, 0 not. */
-static int credentials_ok(const srv_slice *user, const srv_slice *pass)
-{
-    const char *want = srv_her.cfg->requirepass;
-
-    if (user && !srv_util_streq(user->ptr, user->len, "default"))
-        return 0;
-    if (want[0] == '\0')
-        return 1; /* default user has nopass */
-    return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
 }
 
 static int valid_name(const srv_slice *s)
@@ -112,12 +104,9 @@ void srv_cmd_hello(srv_conn *c)
             return;
         }
     }
-    if (user) {
-        if (!credentials_ok(user, pass)) {
-            srv_reply_error(c, ERR_WRONGPASS);
-            return;
-        }
-        c->authed = 1;
+    if (user && srv_aclconn_authenticate(c, user, pass)) {
+        srv_reply_error(c, ERR_WRONGPASS);
+        return;
     }
     if (!c->authed) {
         srv_reply_error(c,
@@ -162,17 +151,14 @@ void srv_cmd_auth(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (!user && srv_her.cfg->requirepass[0] == '\0') {
-        srv_reply_error(c, "ERR AUTH <password> called without any password "
-                           "configured for the default user. Are you sure "
-                           "your configuration is correct?");
+    if (!user && srv_aclconn_default_nopass()) {
+        srv_reply_error(c, ERR_NOPASS_AUTH);
         return;
     }
-    if (!credentials_ok(user, &c->argv[c->argc - 1])) {
+    if (srv_aclconn_authenticate(c, user, &c->argv[c->argc - 1])) {
         srv_reply_error(c, ERR_WRONGPASS);
         return;
     }
-    c->authed = 1;
     srv_reply_ok(c);
 }
 
@@ -196,7 +182,7 @@ void srv_cmd_reset(srv_conn *c)
     c->db = 0;
     c->resp = 2;
     c->name[0] = '\0';
-    c->authed = srv_her.cfg->requirepass[0] == '\0';
+    srv_aclconn_reset(c);
     srv_reply_simple(c, "RESET");
 }
 

@@ -6,6 +6,8 @@
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
+#include "server/srv_cinfo.h"
 #include "server/srv_clients.h"
 #include "server/srv_conn.h"
 #include "server/srv_monitor.h"
@@ -75,7 +77,7 @@ void srv_cmd_client_info(srv_conn *c)
 {
     srv_buf line = { NULL, 0, 0 };
 
-    if (srv_clients_line(c, &line))
+    if (srv_cinfo_line(c, srv_aclconn_user_name(c), NULL, &line))
         srv_reply_error(c, "ERR out of memory");
     else
         srv_reply_verbatim(c, line.data, line.len);

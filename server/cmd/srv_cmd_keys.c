@@ -338,7 +338,8 @@ static void rename_generic(srv_conn *c, int nx)
     srv_key_ref(c, 1, &src);
     srv_key_ref(c, 2, &dst);
     rc = st_keyspace_rename(t, &src, &dst, srv_cmd_now(c), nx);
-    if (rc == 0 && (src.len != dst.len || memcmp(src.name, dst.name, src.len))) {
+    if (rc == 0 &&
+        (src.len != dst.len || memcmp(src.name, dst.name, src.len))) {
         srv_notify_arg(c, SRV_NOTIFY_GENERIC, "rename_from", 1);
         srv_notify_arg(c, SRV_NOTIFY_GENERIC, "rename_to", 2);
     }

@@ -1,7 +1,7 @@
 /*
  * srv_dispatch.c - the dispatcher: the checks every command passes once
- * (known command and subcommand, arity, authenticated, allowed in RESP2
- * subscribed mode) before
+ * (known command and subcommand, arity, authenticated, allowed by the
+ * user's ACL rules, allowed in RESP2 subscribed mode) before
  * its handler runs; a connection's features may take a checked command
  * (MULTI queues it); running a handler stamps the command's clock and
  * counts it.
@@ -9,6 +9,7 @@
 #include "server/cmd/srv_dispatch.h"
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_group.h"
 #include "server/srv_hooks.h"
 #include "server/srv_monitor.h"
@@ -68,9 +69,15 @@ static void execute(srv_conn *c)
         SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;
     }
-    if (!c->authed && !(cmd->flags & F_NOAUTH)) {
+    if (!c->authed && !(cmd->flags & F_NOAUTH) && srv_aclconn_auth_required()) {
         srv_reply_error(c, "NOAUTH Authentication required.");
         SRV_HOOKS_EACH(&c->hooks, c, refused);
+        return;
+    }
+    int denied = srv_aclconn_check_or_reply(c);
+    if (denied) {
+        if (denied > 0)
+            SRV_HOOKS_EACH(&c->hooks, c, refused);
         return;
     }
     if (c->flags & SRV_CONN_SUBSCRIBED && c->resp == 2 &&
@@ -112,7 +119,8 @@ void srv_dispatch_run(srv_conn *c)
 {
     srv_command *cmd = (srv_command *)c->cmd;
 
-    if (!(c->flags & SRV_CONN_IN_EXEC)) /* EXEC's commands share one clock */
+    /* EXEC's and a script's commands share one clock */
+    if (!(c->flags & (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)))
         c->now_ms = srv_util_mstime();
     cmd->proc(c);
     srv_monitor_feed(c); /* after it ran, as Redis */

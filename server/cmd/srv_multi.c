@@ -11,6 +11,7 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_dispatch.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_group.h"
 #include "server/srv_hooks.h"
 #include "server/srv_reply.h"
@@ -117,11 +118,11 @@ static void end_multi(srv_multi *m)
 
 static void unwatch_all(srv_multi *m) { m->nw = 0; }
 
-int srv_multi_queued(const srv_conn *c)
+/* Keep c->multi_queued (CLIENT LIST's multi=, ACL LOG's context) in step
+ * with m: called after every change of m->active or m->nq. */
+static void show(srv_conn *c, const srv_multi *m)
 {
-    const srv_multi *m = multi_of(c);
-
-    return m && m->active ? (int)m->nq : -1;
+    c->multi_queued = m->active ? (int)m->nq : -1;
 }
 
 unsigned srv_multi_queued_flags(const srv_conn *c)
@@ -164,6 +165,7 @@ static int on_intercept(srv_conn *c, void *state)
             goto oom;
     }
     m->q[m->nq++] = (queued){ c->cmd, c->argc, m->nargs };
+    show(c, m);
     m->nargs += (unsigned)c->argc;
     srv_reply_simple(c, "QUEUED");
     return 1;
@@ -198,12 +200,14 @@ static void on_rewind(srv_conn *c, void *state)
     m->nw = m->at_commit.nw;
     m->bytes.len = m->at_commit.bytes;
     m->names.len = m->at_commit.names;
+    show(c, m);
 }
 
 /* RESET: leave MULTI and forget the watched keys. */
 static void on_reset(srv_conn *c, void *state)
 {
     end_multi(state);
+    show(c, state);
     unwatch_all(state);
     srv_group_commit_after(&c->worker->group);
 }
@@ -238,6 +242,7 @@ void srv_cmd_multi(srv_conn *c)
         return;
     }
     m->active = 1;
+    show(c, m);
     m->dirty = 0;
     srv_reply_ok(c);
 }
@@ -251,6 +256,7 @@ void srv_cmd_discard(srv_conn *c)
         return;
     }
     end_multi(m);
+    show(c, m);
     unwatch_all(m);
     srv_group_commit_after(&c->worker->group);
     srv_reply_ok(c);
@@ -465,6 +471,7 @@ void srv_cmd_exec(srv_conn *c)
         srv_reply_error(c, "EXECABORT Transaction discarded because of "
                            "previous errors.");
         end_multi(m);
+        show(c, m);
         unwatch_all(m);
         return;
     }
@@ -473,6 +480,7 @@ void srv_cmd_exec(srv_conn *c)
             : srv_txn_read_or_reply(c);
     if (!t) {
         end_multi(m);
+        show(c, m);
         unwatch_all(m);
         return;
     }
@@ -482,11 +490,13 @@ void srv_cmd_exec(srv_conn *c)
         else
             srv_reply_null_array(c);
         end_multi(m);
+        show(c, m);
         unwatch_all(m);
         return;
     }
     unwatch_all(m);
     m->active = 0; /* the queue runs, it is not queued again */
+    show(c, m);
     int argc = c->argc;
     srv_slice *argv = c->argv;
     const srv_command *cmd = c->cmd;
@@ -512,7 +522,8 @@ void srv_cmd_exec(srv_conn *c)
             srv_reply_error(c, "ERR out of memory");
             continue;
         }
-        srv_dispatch_run(c);
+        if (srv_aclconn_exec_check_or_reply(c) == 0)
+            srv_dispatch_run(c);
         if (c->worker->group.poisoned) {
             reply_lost(c, exec_mark, cmd_mark);
             m->aside_lost = 1;
@@ -530,6 +541,7 @@ void srv_cmd_exec(srv_conn *c)
         }
     }
     end_multi(m);
+    show(c, m);
     c->argc = argc;
     c->argv = argv;
     c->cmd = cmd;
@@ -543,6 +555,7 @@ static void on_lost(srv_conn *c, void *state)
 {
     if (c->cmd && c->cmd->proc == srv_cmd_exec) {
         end_multi(state);
+        show(c, state);
         unwatch_all(state);
     }
 }

@@ -40,6 +40,13 @@ TESTS += $(INTEG_TESTS_I11)
 EXTRA_DIST += $(INTEG_TESTS_I11)
 
 # ==== issue 12 ====
+SCRIPT_INTEG_TESTS = \
+	t/integ/test_script.py \
+	t/integ/test_script_redis.py \
+	t/integ/test_script_clients.py
+TESTS += $(SCRIPT_INTEG_TESTS)
+EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
+	t/integ/bullmq/setup t/integ/bullmq/e2e.js
 
 # ==== issue 13 ====
 
@@ -48,5 +55,6 @@ EXTRA_DIST += $(INTEG_TESTS_I11)
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+INTEG_TESTS += t/integ/test_acl.py t/integ/test_tls.py
 
 # ==== issue 17 ====

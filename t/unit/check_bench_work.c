@@ -91,8 +91,9 @@ END_TEST
 
 START_TEST(test_wake_commands)
 {
-    static const char *const args[] = { "--workload", "wake", "--waiters",
-                                        "4", "--value-size", "32" };
+    static const char *const args[] = { "--workload",   "wake",
+                                        "--waiters",    "4",
+                                        "--value-size", "32" };
     bench_work_conn wc;
     bench_buf b = { 0 };
     char w[MAX_ARGS][WORD_MAX];
@@ -126,8 +127,9 @@ START_TEST(test_wake_commands)
     {
         char reply[256];
         bench_reply r;
-        int len = snprintf(reply, sizeof reply, "*2\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
-                           strlen(w[1]), w[1], strlen(w[2]), w[2]);
+        int len = snprintf(reply, sizeof reply,
+                           "*2\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(w[1]),
+                           w[1], strlen(w[2]), w[2]);
         ck_assert_int_eq(bench_resp_parse(reply, (size_t)len, &r), len);
         ck_assert_int_eq(bench_work_delivery_stamp(&work, &r, &stamp), 1);
         ck_assert_uint_eq(stamp, 12345678901234ULL);

@@ -32,8 +32,8 @@ typedef struct grant_rec {
 static grant_rec grants[MAX_GRANTS];
 static int ngrants;
 
-static void on_grant(void *ctx, uint32_t link, uint64_t token,
-                     const char *key, size_t len)
+static void on_grant(void *ctx, uint32_t link, uint64_t token, const char *key,
+                     size_t len)
 {
     ck_assert_int_lt(ngrants, MAX_GRANTS);
     ck_assert_uint_lt(len, sizeof grants[0].key);
@@ -53,8 +53,7 @@ static srv_bwait *fresh(void)
     return w;
 }
 
-static void add1(srv_bwait *w, uint32_t link, uint64_t token,
-                 const char *key)
+static void add1(srv_bwait *w, uint32_t link, uint64_t token, const char *key)
 {
     const char *keys[] = { key };
     size_t lens[] = { strlen(key) };
@@ -73,8 +72,7 @@ static void served(srv_bwait *w, uint32_t link, uint64_t token, int done,
     srv_bwait_served(w, link, token, done, 0, key, strlen(key), left, txn);
 }
 
-static void assert_grant(int i, uint32_t link, uint64_t token,
-                         const char *key)
+static void assert_grant(int i, uint32_t link, uint64_t token, const char *key)
 {
     ck_assert_int_gt(ngrants, i);
     ck_assert_uint_eq(grants[i].link, link);
@@ -309,7 +307,7 @@ static void model_grant(void *ctx, uint32_t link, uint64_t token,
 {
     mwaiter *x = mfind(link, token);
 
-    ck_assert_ptr_nonnull(x); /* never a gone waiter */
+    ck_assert_ptr_nonnull(x);        /* never a gone waiter */
     ck_assert_int_eq(x->granted, 0); /* one at a time */
     x->granted = 1 + (key[0] - 'a');
 }
@@ -363,8 +361,8 @@ START_TEST(test_model_no_lost_wakeup)
             x->granted = 0;
             if (done)
                 x->live = 0;
-            srv_bwait_served(w, x->link, x->token, done, 0, gkey, 1,
-                             melems[gk], txn);
+            srv_bwait_served(w, x->link, x->token, done, 0, gkey, 1, melems[gk],
+                             txn);
         } else if (op == 8 && x->live) {
             /* Timed out or gone. */
             x->live = 0;
@@ -387,8 +385,7 @@ START_TEST(test_model_no_lost_wakeup)
             if (melems[kk] && waiting && !granted)
                 ck_abort_msg("step %d: key %d holds %llu for %d waiters, "
                              "none granted",
-                             step, kk, (unsigned long long)melems[kk],
-                             waiting);
+                             step, kk, (unsigned long long)melems[kk], waiting);
         }
     }
     srv_bwait_destroy(&w);

@@ -30,11 +30,12 @@
 #define MS_PER_S 1000
 #define LETTERS 26
 /* What srv_config is today: 8 text directives of SRV_PATH_MAX bytes and
- * 22 numbers. A change here changes the region: bump SRV_CFGSHM_VERSION. */
-#define CONFIG_TEXTS 8
-/* 22, and issue 11's notify-keyspace-events and the 9 numbers of
- * client-output-buffer-limit */
-#define CONFIG_NUMBERS 32
+ * 22 numbers, issue 16's (ACL, TLS) 10 texts and 11 numbers, issue 11's
+ * ten numbers (notify-keyspace-events, client-output-buffer-limit's 9) and issue 12's two
+ * (busy-reply-threshold, lua-memory-limit). A change
+ * here changes the region: bump SRV_CFGSHM_VERSION. */
+#define CONFIG_TEXTS (8 + 10)
+#define CONFIG_NUMBERS (22 + 11 + 10 + 2)
 
 static srv_cfgshm *region(void)
 {

@@ -10,8 +10,8 @@
 #include "storage/st_codec.h"
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
-#include "storage/st_list.h"
 #include "storage/st_keyspace.h"
+#include "storage/st_list.h"
 #include "storage/st_txn.h"
 #include "t/unit/unit_st.h"
 

@@ -109,6 +109,12 @@ t_unit_check_st_keyspace_model_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_st_keyspace_model_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_keyspace_model
 
+check_PROGRAMS += t/unit/check_st_durable
+t_unit_check_st_durable_SOURCES = t/unit/check_st_durable.c $(UNIT_TMP)
+t_unit_check_st_durable_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_durable_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_durable
+
 # larder-bench's RESP reply parser (bench/ has no library: link the module).
 check_PROGRAMS += t/unit/check_bench_resp
 t_unit_check_bench_resp_SOURCES = t/unit/check_bench_resp.c \
@@ -196,6 +202,24 @@ t_unit_check_bench_work_LDADD = $(CHECK_LIBS) -lm
 TESTS += t/unit/check_bench_work
 
 # ==== issue 12 ====
+# larder-bench's scripting workloads (bench/ has no library: link the
+# modules; the SHA1 of the scripts is checked with the server's).
+check_PROGRAMS += t/unit/check_bench_lua
+t_unit_check_bench_lua_SOURCES = t/unit/check_bench_lua.c \
+	bench/bench_work.c bench/bench_work.h bench/bench_opts.c \
+	bench/bench_opts.h bench/bench_resp.c bench/bench_resp.h \
+	bench/bench_rand.c bench/bench_rand.h bench/bench_sync.c \
+	bench/bench_sync.h server/cmd/srv_sha1.c server/cmd/srv_sha1.h
+t_unit_check_bench_lua_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_lua_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_lua
+
+# The scripting engine without a server: conversions, sandbox, libraries.
+check_PROGRAMS += t/unit/check_script
+t_unit_check_script_SOURCES = t/unit/check_script.c
+t_unit_check_script_CFLAGS = $(UNIT_CFLAGS) $(LUA_CFLAGS)
+t_unit_check_script_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_script
 
 # ==== issue 13 ====
 
@@ -204,5 +228,11 @@ TESTS += t/unit/check_bench_work
 # ==== issue 15 ====
 
 # ==== issue 16 ====
+# ACL: the rules, their shared region, the dispatcher's check.
+check_PROGRAMS += t/unit/check_acl
+t_unit_check_acl_SOURCES = t/unit/check_acl.c $(UNIT_EMBED)
+t_unit_check_acl_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_acl_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_acl
 
 # ==== issue 17 ====
