@@ -82,7 +82,7 @@ typedef struct blink {
     size_t ahead; /* input whose frames were applied ahead already */
     uint64_t interest[SRV_BP_NINTERESTS]; /* its tracking and MONITOR
                                            * clients */
-    int fresh;    /* this round's sweep read something */
+    int fresh; /* this round's sweep read something */
     srv_buf out;
     size_t out_sent;
     uint32_t events; /* epoll interest */
@@ -823,8 +823,7 @@ static void deliver_batch(const bbatch *b)
 
     invbuf.len = 0;
     srv_bproto_cursor(&cur, &f);
-    while (cur.p < cur.end &&
-           srv_bproto_get_u64(&cur, &v) == 0 &&
+    while (cur.p < cur.end && srv_bproto_get_u64(&cur, &v) == 0 &&
            srv_bproto_get_field(&cur, &event, &elen) == 0 &&
            srv_bproto_get_field(&cur, &key, &klen) == 0 &&
            srv_bproto_get_u64(&cur, &writer) == 0) {

@@ -72,7 +72,8 @@ int srv_cinfo_line(srv_conn *x, const char *user, const char *cmd, srv_buf *out)
                  cmd           ? cmd
                  : x->last_cmd ? x->last_cmd
                                : "NULL",
-                 user, srv_track_list(x, NULL), x->resp, x->lib_name, x->lib_ver, x->worker->index);
+                 user, srv_track_list(x, NULL), x->resp, x->lib_name,
+                 x->lib_ver, x->worker->index);
     if (n < 0)
         return -1;
     return srv_buf_append(out, line,

@@ -78,8 +78,8 @@ static const char *const obuf_names[] = { "normal", "slave", "pubsub" };
  * one or more arguments); all or nothing, Redis's errors. The classes
  * not named keep their values.
  */
-static int set_obuf(long long *limits, const char **args, int nargs,
-                    char *err, size_t errlen)
+static int set_obuf(long long *limits, const char **args, int nargs, char *err,
+                    size_t errlen)
 {
     long long next[SRV_OBUF_CLASSES * SRV_OBUF_FIELDS];
     char words[SRV_PATH_MAX], *w[CFG_ARGS_MAX], *save = NULL;
@@ -95,8 +95,9 @@ static int set_obuf(long long *limits, const char **args, int nargs,
          t = strtok_r(NULL, " ", &save))
         w[n++] = t;
     if (n % (SRV_OBUF_FIELDS + 1)) {
-        snprintf(err, errlen, "Wrong number of arguments in buffer limit "
-                              "configuration.");
+        snprintf(err, errlen,
+                 "Wrong number of arguments in buffer limit "
+                 "configuration.");
         return -1;
     }
     memcpy(next, limits, sizeof next);
@@ -110,16 +111,18 @@ static int set_obuf(long long *limits, const char **args, int nargs,
         if (strcasecmp(w[i], "replica") == 0)
             cls = SRV_OBUF_REPLICA;
         if (cls < 0) {
-            snprintf(err, errlen, "Invalid client class specified in buffer "
-                                  "limit configuration.");
+            snprintf(err, errlen,
+                     "Invalid client class specified in buffer "
+                     "limit configuration.");
             return -1;
         }
         errno = 0;
         secs = strtoll(w[i + 3], &end, 10);
         if (!parse_bytes(w[i + 1], &hard) || !parse_bytes(w[i + 2], &soft) ||
             *end || errno || secs < 0) {
-            snprintf(err, errlen, "Error in hard, soft or soft_seconds "
-                                  "setting in buffer limit configuration.");
+            snprintf(err, errlen,
+                     "Error in hard, soft or soft_seconds "
+                     "setting in buffer limit configuration.");
             return -1;
         }
         next[cls * SRV_OBUF_FIELDS + SRV_OBUF_HARD] = hard;

@@ -41,7 +41,7 @@ struct srv_command;
 #define SRV_CONN_REPLY_OFF 0x100u       /* CLIENT REPLY OFF */
 #define SRV_CONN_REPLY_SKIP_NEXT 0x200u /* CLIENT REPLY SKIP: the next */
 #define SRV_CONN_REPLY_SKIP 0x400u      /* this command's reply is dropped */
-#define SRV_CONN_TRACKING 0x800u /* CLIENT TRACKING or CACHING state */
+#define SRV_CONN_TRACKING 0x800u        /* CLIENT TRACKING or CACHING state */
 
 /* What a transport waits for (srv_conn.tr_want). */
 #define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
@@ -85,7 +85,7 @@ typedef struct srv_conn {
     unsigned tr_want;        /* SRV_TR_*: what the transport waits for */
     srv_buf in;
     srv_buf out;
-    size_t out_sent; /* bytes of `out` already written */
+    size_t out_sent;      /* bytes of `out` already written */
     int64_t obuf_soft_ms; /* when output first stayed over the soft
                            * limit (client-output-buffer-limit), 0 */
     srv_parser parser;

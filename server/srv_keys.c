@@ -139,8 +139,8 @@ static void on_created(void *ctx, unsigned db, const uint8_t *name, size_t len,
 
 static void on_expired(void *ctx, unsigned db, const uint8_t *name, size_t len)
 {
-    srv_keys_record(db, srv_notify_wanted(SRV_NOTIFY_EXPIRED), "expired",
-                    name, len, 0);
+    srv_keys_record(db, srv_notify_wanted(SRV_NOTIFY_EXPIRED), "expired", name,
+                    len, 0);
 }
 
 /* Before the commit, with the write lock held: the ordered records go to
@@ -258,8 +258,8 @@ void srv_keys_on_inval(srv_keys_inval_fn *fn) { ks.inval = fn; }
 void srv_keys_flushed(srv_conn *c)
 {
     if (atomic_load_explicit(&srv_her.stats->trackers, memory_order_relaxed))
-        srv_keys_record(c->db, SRV_NOTIFY_INVALIDATE | SRV_NOTIFY_FLUSH, "",
-                        "", 0, c->id);
+        srv_keys_record(c->db, SRV_NOTIFY_INVALIDATE | SRV_NOTIFY_FLUSH, "", "",
+                        0, c->id);
 }
 
 void srv_keys_want_created(int type) { ks.wanted |= 1u << type; }

@@ -138,8 +138,8 @@ static int build(srv_conn *c, srv_buf *b)
                      (long long)(us / US_PER_S), (long long)(us % US_PER_S),
                      c->db, c->addr);
     b->len = 0;
-    if (srv_buf_append(b, head, (size_t)n < sizeof head ? (size_t)n
-                                                        : sizeof head - 1))
+    if (srv_buf_append(b, head,
+                       (size_t)n < sizeof head ? (size_t)n : sizeof head - 1))
         return -1;
     for (int i = 0; i < c->argc; i++) {
         if (srv_buf_append(b, " ", 1))
@@ -177,8 +177,7 @@ void srv_monitor_feed_now(srv_conn *c)
         srv_log(SRV_LOG_WARNING, ENOMEM, "a MONITOR line");
         return;
     }
-    if (srv_link_put(SRV_BP_MONITOR, 0, 0, mn.line.data, mn.line.len, NULL,
-                     0))
+    if (srv_link_put(SRV_BP_MONITOR, 0, 0, mn.line.data, mn.line.len, NULL, 0))
         deliver(mn.line.data, mn.line.len); /* no broker: ours only */
     mn.line.len = 0;
     srv_buf_trim(&mn.line, BUF_KEEP);

@@ -89,8 +89,7 @@ static inline void srv_notify(srv_conn *c, int type, const char *event,
 
 /* srv_notify for a key of another database than c's (COPY ... DB). */
 static inline void srv_notify_db(srv_conn *c, unsigned db, int type,
-                                 const char *event, const void *key,
-                                 size_t len)
+                                 const char *event, const void *key, size_t len)
 {
     unsigned w = srv_notify_wanted(type);
 

@@ -59,6 +59,7 @@
 #define T_NOLOOP 0x10u
 #define T_CACHING 0x20u /* CLIENT CACHING YES / NO for the next command */
 #define T_BROKEN 0x40u  /* the redirection's client is gone */
+#define T_REMOTE 0x80u  /* the redirection's client is on another worker */
 #define T_MODES (T_BCAST | T_OPTIN | T_OPTOUT | T_NOLOOP)
 
 #define IDS_MIN 2
@@ -160,8 +161,7 @@ static const char MESSAGE_HEAD[] =
  * `body`, to client x as Redis sends it: a RESP3 push, or a message of
  * __redis__:invalidate to a RESP2 client that is subscribed and is a
  * redirection (`redirected`); nothing otherwise. */
-static void deliver(srv_conn *x, int redirected, const char *body,
-                    size_t blen)
+static void deliver(srv_conn *x, int redirected, const char *body, size_t blen)
 {
     if (x->resp >= RESP3)
         push_raw(x, PUSH_HEAD, sizeof PUSH_HEAD - 1, body, blen);
@@ -182,9 +182,9 @@ static void send_message(track *t)
         deliver(to, 1, tk.msg.data, tk.msg.len);
         return;
     }
-    if (srv_link_up() &&
-        srv_link_put(SRV_BP_TOCLIENT, 0, t->redirect, tk.msg.data,
-                     tk.msg.len, NULL, 0) == 0)
+    if ((t->flags & T_REMOTE) && srv_link_up() &&
+        srv_link_put(SRV_BP_TOCLIENT, 0, t->redirect, tk.msg.data, tk.msg.len,
+                     NULL, 0) == 0)
         return;
     /* Nobody has it: Redis marks the redirection broken and says so. */
     t->flags |= T_BROKEN;
@@ -425,8 +425,7 @@ static void invalidate_all(void)
     srv_dict_clear(&tk.keys, ids_free);
 }
 
-static void invalidate(uint64_t writer, int all, const char *key,
-                       size_t klen)
+static void invalidate(uint64_t writer, int all, const char *key, size_t klen)
 {
     if (all)
         invalidate_all();
@@ -647,6 +646,8 @@ static void enable(srv_conn *c, track *t, const opts *o)
     if (!(t->flags & T_ON))
         count_on(c);
     t->flags = (t->flags & T_CACHING) | T_ON | o->modes;
+    if (o->redirect && !local_conn(o->redirect))
+        t->flags |= T_REMOTE; /* its messages go through the broker */
     t->redirect = o->redirect;
     c->flags |= SRV_CONN_TRACKING;
     srv_reply_ok(c);

@@ -15,7 +15,10 @@
  * redirection to a client of another worker is delivered through the
  * broker (when that client has gone, the messages are dropped: only a
  * redirection to a missing client of this worker is seen as broken).
- * Everything runs on the worker's thread.
+ * A write's invalidation reaches other workers after the write's reply,
+ * so it may find a key a client read again meanwhile: that costs a
+ * spurious invalidation (the client fetches the key again), never a
+ * missed one. Everything runs on the worker's thread.
  */
 #ifndef SRV_TRACK_H
 #define SRV_TRACK_H

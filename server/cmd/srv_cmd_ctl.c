@@ -12,8 +12,8 @@
 #include "server/srv_conn.h"
 #include "server/srv_monitor.h"
 #include "server/srv_pause.h"
-#include "server/srv_track.h"
 #include "server/srv_reply.h"
+#include "server/srv_track.h"
 #include "server/srv_util.h"
 
 /*

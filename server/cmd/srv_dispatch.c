@@ -13,8 +13,8 @@
 #include "server/srv_group.h"
 #include "server/srv_hooks.h"
 #include "server/srv_monitor.h"
-#include "server/srv_track.h"
 #include "server/srv_reply.h"
+#include "server/srv_track.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 
@@ -123,7 +123,7 @@ void srv_dispatch_run(srv_conn *c)
     if (!(c->flags & (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)))
         c->now_ms = srv_util_mstime();
     cmd->proc(c);
-    srv_monitor_feed(c); /* after it ran, as Redis */
+    srv_monitor_feed(c);  /* after it ran, as Redis */
     srv_track_seen(c, 0); /* the keys a tracking client read */
     if (cmd->flags & F_NOREPLAY)
         srv_group_commit_after(&c->worker->group); /* never replayed */
