@@ -14,6 +14,7 @@
 #include "server/srv_hooks.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
+#include "server/srv_stats.h"
 #include "server/srv_util.h"
 
 #include <errno.h>
@@ -107,6 +108,8 @@ static int hold(srv_conn *c)
     }
     pz.held[pz.nheld++] = c;
     c->blocked = 1;
+    /* Redis counts a paused client among the blocked ones. */
+    SRV_STAT_ADD(c->worker->stats, blocked_clients, 1);
     arm_end();
     return 1;
 }
@@ -123,8 +126,10 @@ static void wake_all(void)
     pz.held = NULL;
     pz.nheld = pz.cap = 0;
     for (size_t i = 0; i < n; i++)
-        if (held[i])
+        if (held[i]) {
             held[i]->blocked = 0;
+            SRV_STAT_ADD(pz.w->stats, blocked_clients, -1);
+        }
     for (size_t i = 0; i < n; i++)
         if (held[i])
             srv_group_wake(&pz.w->group, held[i], 1);
@@ -185,8 +190,10 @@ void srv_pause_lift(srv_conn *c)
 static void on_close(srv_conn *c, void *state)
 {
     for (size_t i = 0; i < pz.nheld; i++)
-        if (pz.held[i] == c)
+        if (pz.held[i] == c) {
             pz.held[i] = NULL;
+            SRV_STAT_ADD(c->worker->stats, blocked_clients, -1);
+        }
 }
 
 static const srv_hooks pause_hooks = {

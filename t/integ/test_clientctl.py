@@ -335,6 +335,9 @@ def test_pause_write_holds_writes_of_every_worker():
             t0 = time.time()
             other.send('SET', 'pk', 'b')
             assert_true(nothing_arrives(other, 0.5), 'the write held')
+            # Redis counts a paused client among the blocked ones.
+            assert_eq(re.search(rb'blocked_clients:(\d+)',
+                                ctl.call('INFO', 'clients')).group(1), b'1')
             assert_eq(ctl.call('GET', 'pk'), b'a')
             assert_eq(ctl.call('CLIENT', 'UNPAUSE'), 'OK')
             other.settimeout(SLOW)
