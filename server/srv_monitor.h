@@ -4,7 +4,10 @@
  * in Redis's format, +<s>.<us> [<db> <addr>] "arg" ..., sent through the
  * broker to the workers that have MONITOR clients, which append it to
  * their output. Without the broker a worker's own commands reach its own
- * monitors. Feeding costs one load and a test while nobody monitors.
+ * monitors. Lines of one worker arrive in the order its commands ran;
+ * lines of different workers may interleave out of their causal order
+ * (a client's next command on another worker can overtake the line of
+ * its last one, still on its way through the broker). Feeding costs one load and a test while nobody monitors.
  */
 #ifndef SRV_MONITOR_H
 #define SRV_MONITOR_H
