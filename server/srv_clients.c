@@ -17,8 +17,6 @@
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
-#include "server/srv_monitor.h"
-#include "server/srv_track.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
