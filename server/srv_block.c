@@ -405,7 +405,10 @@ static int run_again(srv_group *g)
         c->cmd = x->cmd;
         c->now_ms = now;
         srv_group_command_begins(g, c);
+        size_t mark = c->out.len;
         c->cmd->proc(c);
+        if (c->flags & SRV_CONN_REPLY_OFF)
+            c->out.len = mark; /* CLIENT REPLY OFF since it blocked */
         x->txn = g->wtxn ? st_txn_version(g->wtxn) : 0;
         ran = 1;
         if (srv_group_command_ends(g, c, c->in_done)) {

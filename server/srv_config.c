@@ -64,7 +64,73 @@ static int is_text(int kind)
 
 static size_t field_size(const directive *d)
 {
+    if (d->kind == SRV_CFG_OBUF)
+        return sizeof(((srv_config *)0)->client_output_buffer_limit);
     return is_text(d->kind) ? SRV_PATH_MAX : sizeof(long long);
+}
+
+static int parse_bytes(const char *s, long long *out);
+
+static const char *const obuf_names[] = { "normal", "slave", "pubsub" };
+
+/*
+ * client-output-buffer-limit: "class hard soft seconds" groups (words of
+ * one or more arguments); all or nothing, Redis's errors. The classes
+ * not named keep their values.
+ */
+static int set_obuf(long long *limits, const char **args, int nargs, char *err,
+                    size_t errlen)
+{
+    long long next[SRV_OBUF_CLASSES * SRV_OBUF_FIELDS];
+    char words[SRV_PATH_MAX], *w[CFG_ARGS_MAX], *save = NULL;
+    int n = 0;
+
+    words[0] = '\0';
+    for (int i = 0; i < nargs; i++) {
+        size_t used = strlen(words);
+        snprintf(words + used, sizeof words - used, "%s%s", i ? " " : "",
+                 args[i]);
+    }
+    for (char *t = strtok_r(words, " ", &save); t && n < CFG_ARGS_MAX;
+         t = strtok_r(NULL, " ", &save))
+        w[n++] = t;
+    if (n % (SRV_OBUF_FIELDS + 1)) {
+        snprintf(err, errlen,
+                 "Wrong number of arguments in buffer limit "
+                 "configuration.");
+        return -1;
+    }
+    memcpy(next, limits, sizeof next);
+    for (int i = 0; i < n; i += SRV_OBUF_FIELDS + 1) {
+        int cls = -1;
+        long long hard, soft, secs;
+        char *end;
+        for (int k = 0; k < SRV_OBUF_CLASSES; k++)
+            if (strcasecmp(w[i], obuf_names[k]) == 0)
+                cls = k;
+        if (strcasecmp(w[i], "replica") == 0)
+            cls = SRV_OBUF_REPLICA;
+        if (cls < 0) {
+            snprintf(err, errlen,
+                     "Invalid client class specified in buffer "
+                     "limit configuration.");
+            return -1;
+        }
+        errno = 0;
+        secs = strtoll(w[i + 3], &end, 10);
+        if (!parse_bytes(w[i + 1], &hard) || !parse_bytes(w[i + 2], &soft) ||
+            *end || errno || secs < 0) {
+            snprintf(err, errlen,
+                     "Error in hard, soft or soft_seconds "
+                     "setting in buffer limit configuration.");
+            return -1;
+        }
+        next[cls * SRV_OBUF_FIELDS + SRV_OBUF_HARD] = hard;
+        next[cls * SRV_OBUF_FIELDS + SRV_OBUF_SOFT] = soft;
+        next[cls * SRV_OBUF_FIELDS + SRV_OBUF_SECONDS] = secs;
+    }
+    memcpy(limits, next, sizeof next);
+    return 0;
 }
 
 /* Parse "64mb"-style sizes: 1k = 1000, 1kb = 1024, as redis.conf. */
@@ -209,6 +275,7 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         }
         *num = v;
         return 0;
+    case SRV_CFG_OBUF: return set_obuf(num, args, nargs, err, errlen);
     case SRV_CFG_NOTIFY:
         if (srv_notify_parse(args[0], &v)) {
             snprintf(err, errlen,
@@ -392,6 +459,17 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
     case SRV_CFG_DEBUGMODE: snprintf(out, size, "%s", debug_names[v]); break;
     case SRV_CFG_CHOICE: choice_name(d->def, v, out, size); break;
     case SRV_CFG_NOTIFY: srv_notify_format(v, out, size); break;
+    case SRV_CFG_OBUF: {
+        const long long *l = (const long long *)(const void *)field;
+        size_t n = 0;
+        for (int k = 0; k < SRV_OBUF_CLASSES && n < size; k++)
+            n += (size_t)snprintf(out + n, size - n, "%s%s %lld %lld %lld",
+                                  k ? " " : "", obuf_names[k],
+                                  l[k * SRV_OBUF_FIELDS + SRV_OBUF_HARD],
+                                  l[k * SRV_OBUF_FIELDS + SRV_OBUF_SOFT],
+                                  l[k * SRV_OBUF_FIELDS + SRV_OBUF_SECONDS]);
+        break;
+    }
     default: snprintf(out, size, "%lld", v); break;
     }
 }

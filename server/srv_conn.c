@@ -32,6 +32,7 @@
 #define KEEPALIVE_DIVISOR 3
 #define PREFETCH_KEYS 64 /* keys hinted per input buffer */
 #define PREFETCH_ARGS 16 /* arguments a look-ahead looks at */
+#define MS_PER_S 1000
 
 static void on_write(evutil_socket_t fd, short what, void *arg);
 
@@ -175,6 +176,35 @@ static void resume_input(srv_conn *c)
         event_active(c->ev_read, EV_READ, 0);
 }
 
+/*
+ * client-output-buffer-limit, as Redis applies it: output still unsent
+ * past the hard limit of the connection's class (pubsub while it has
+ * subscriptions, else normal) closes it at once; past the soft limit for
+ * longer than its seconds, too. 1 when c is over.
+ */
+static int over_output_limit(srv_conn *c)
+{
+    int cls = (c->flags & SRV_CONN_SUBSCRIBED) ? SRV_OBUF_PUBSUB
+                                               : SRV_OBUF_NORMAL;
+    const long long *l = srv_her.cfg->client_output_buffer_limit +
+                         cls * SRV_OBUF_FIELDS;
+    unsigned long long used = c->out.len - c->out_sent;
+    int64_t now;
+
+    if (l[SRV_OBUF_HARD] && used >= (unsigned long long)l[SRV_OBUF_HARD])
+        return 1;
+    if (!l[SRV_OBUF_SOFT] || used < (unsigned long long)l[SRV_OBUF_SOFT]) {
+        c->obuf_soft_ms = 0;
+        return 0;
+    }
+    now = srv_util_mstime();
+    if (!c->obuf_soft_ms) {
+        c->obuf_soft_ms = now;
+        return 0;
+    }
+    return (now - c->obuf_soft_ms) / MS_PER_S > l[SRV_OBUF_SECONDS];
+}
+
 int srv_conn_flush(srv_conn *c)
 {
     /* Only what is committed may leave (the group's turn writes the
@@ -216,6 +246,7 @@ int srv_conn_flush(srv_conn *c)
     }
     if (c->out_sent == c->out.len) {
         c->out.len = c->out_sent = 0;
+        c->obuf_soft_ms = 0;
         srv_buf_trim(&c->out, BUF_KEEP);
         if (c->writing) {
             event_del(c->ev_write);
@@ -237,6 +268,14 @@ int srv_conn_flush(srv_conn *c)
         c->out_sent >= c->out.len / 2) {
         srv_buf_consume(&c->out, c->out_sent);
         c->out_sent = 0;
+    }
+    if (over_output_limit(c)) {
+        srv_log(SRV_LOG_WARNING, 0,
+                "Client %s closed for overcoming of output buffer limits "
+                "(%zu bytes unsent).",
+                c->addr, c->out.len - c->out_sent);
+        srv_conn_close(c);
+        return -1;
     }
     resume_input(c);
     if (c->tr_want & SRV_TR_WRITE_WANTS_READ) {
@@ -384,6 +423,11 @@ void srv_conn_run_input(srv_conn *c)
             pos = c->in_done; /* input was consumed */
             srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
             c->argv = c->parser.argv;
+        }
+        if (w->hold && w->hold(c)) {
+            /* Held (CLIENT PAUSE): the command runs when c is woken. */
+            srv_resp_parser_reset(&c->parser);
+            break;
         }
         srv_group_command_begins(g, c);
         srv_dispatch_execute(c);

@@ -37,6 +37,11 @@ struct srv_command;
 /* Inside EXEC or a script: the command runs in the open transaction and
  * its reply cannot wait (blocking, cross-worker queries answer at once). */
 #define SRV_CONN_IN_TXN (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)
+/* issue 11 (0x1000 and 0x2000 are issue 16a's) */
+#define SRV_CONN_REPLY_OFF 0x100u       /* CLIENT REPLY OFF */
+#define SRV_CONN_REPLY_SKIP_NEXT 0x200u /* CLIENT REPLY SKIP: the next */
+#define SRV_CONN_REPLY_SKIP 0x400u      /* this command's reply is dropped */
+#define SRV_CONN_TRACKING 0x800u        /* CLIENT TRACKING or CACHING state */
 
 /* What a transport waits for (srv_conn.tr_want). */
 #define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
@@ -86,9 +91,11 @@ typedef struct srv_conn {
     unsigned tr_want;        /* SRV_TR_*: what the transport waits for */
     srv_buf in;
     srv_buf out;
-    size_t out_sent;  /* bytes of `out` already written */
-    size_t out_limit; /* most bytes `out` may hold (client-reply-limit;
-                       * 0: none); the reply builder enforces it */
+    size_t out_sent;      /* bytes of `out` already written */
+    size_t out_limit;     /* most bytes `out` may hold (client-reply-limit;
+                           * 0: none); the reply builder enforces it */
+    int64_t obuf_soft_ms; /* when output first stayed over the soft
+                           * limit (client-output-buffer-limit), 0 */
     srv_parser parser;
     /* group commit: input handled but not consumed until the commit */
     size_t in_done;      /* bytes of `in` already executed */

@@ -31,11 +31,12 @@ typedef struct srv_stats_slot {
     _Atomic int64_t keyspace_misses;
     _Atomic int64_t commits;
     _Atomic int64_t respawns;
-    _Atomic int64_t ops_per_sec;     /* gauge, sampled by the worker */
-    _Atomic int64_t ticks;           /* reaper */
-    _Atomic int64_t busy_us;         /* reaper: time spent in ticks */
-    _Atomic int64_t syncs;           /* syncer */
-    _Atomic int64_t blocked_clients; /* gauge: in blocking commands */
+    _Atomic int64_t ops_per_sec;      /* gauge, sampled by the worker */
+    _Atomic int64_t ticks;            /* reaper */
+    _Atomic int64_t busy_us;          /* reaper: time spent in ticks */
+    _Atomic int64_t syncs;            /* syncer */
+    _Atomic int64_t blocked_clients;  /* gauge: in blocking commands */
+    _Atomic int64_t tracking_clients; /* gauge: CLIENT TRACKING on */
 } __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
 
 typedef struct srv_stats {
@@ -55,6 +56,11 @@ typedef struct srv_stats {
     _Atomic int64_t save_in_progress; /* atomic: pid doing a BGSAVE, 0 */
     _Atomic int64_t last_save_status; /* atomic: 0 ok, else error code */
     _Atomic int64_t last_save_us;     /* atomic: its duration */
+    _Atomic int64_t pause_until_ms;   /* atomic: CLIENT PAUSE's end, 0 */
+    _Atomic int64_t pause_mode;       /* atomic: srv_pause.h's modes */
+    _Atomic int64_t monitors;         /* atomic: MONITOR clients, all workers */
+    _Atomic int64_t trackers;         /* atomic: tracking clients, all
+                                       * workers (the fast test) */
     srv_stats_slot slot[];
 } srv_stats;
 

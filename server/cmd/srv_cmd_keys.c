@@ -429,7 +429,7 @@ void srv_cmd_copy(srv_conn *c)
     else if (rc)
         srv_txn_error(c, rc);
     else {
-        srv_notify_db(dst.db, SRV_NOTIFY_GENERIC, "copy_to", c->argv[2].ptr,
+        srv_notify_db(c, dst.db, SRV_NOTIFY_GENERIC, "copy_to", c->argv[2].ptr,
                       c->argv[2].len);
         srv_reply_int(c, 1);
     }

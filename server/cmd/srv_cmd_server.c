@@ -11,6 +11,7 @@
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_keys.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -74,8 +75,10 @@ static void flush_generic(srv_conn *c, int db)
         struct st_txn *t = srv_txn_write_or_reply(c);
         if (!t)
             return;
+        srv_keys_flushed(c);
         rc = st_keyspace_flush_txn(t, db);
     } else {
+        srv_keys_flushed(c); /* with the flush's first transaction */
         rc = st_keyspace_flush(c->worker->env, db, &version);
     }
     if (rc) {
@@ -286,6 +289,8 @@ static void info_clients(srv_buf *b)
     add(b, "maxclients:%lld\r\n", srv_her.cfg->maxclients);
     add(b, "blocked_clients:%lld\r\n",
         (long long)SRV_STATS_SUM(srv_her.stats, blocked_clients));
+    add(b, "tracking_clients:%lld\r\n",
+        (long long)SRV_STATS_SUM(srv_her.stats, tracking_clients));
 }
 
 static void info_memory(const srv_conn *c, srv_buf *b)

@@ -35,7 +35,8 @@ INTEG_TESTS_I11 = \
 	t/integ/test_blocking.py \
 	t/integ/test_clients.py \
 	t/integ/test_notify.py \
-	t/integ/test_jobqueue.py
+	t/integ/test_jobqueue.py \
+	t/integ/test_clientctl.py
 TESTS += $(INTEG_TESTS_I11)
 EXTRA_DIST += $(INTEG_TESTS_I11)
 

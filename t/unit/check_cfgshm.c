@@ -31,12 +31,13 @@
 #define LETTERS 26
 /* What srv_config is today: 8 text directives of SRV_PATH_MAX bytes and
  * 22 numbers, issue 16's (ACL, TLS) 10 texts and 11 numbers, issue 11's
- * one number (notify-keyspace-events) and issue 12's two
+ * ten numbers (notify-keyspace-events,
+ * client-output-buffer-limit's 9) and issue 12's two
  * (busy-reply-threshold, lua-memory-limit) issue 14's seven (HLL and
  * encoding limits) and issue 16's two (client-reply-limit and -backlog). A
  * change here changes the region: bump SRV_CFGSHM_VERSION. */
 #define CONFIG_TEXTS (8 + 10)
-#define CONFIG_NUMBERS (22 + 11 + 1 + 2 + 7 + 2)
+#define CONFIG_NUMBERS (22 + 11 + 10 + 2 + 7 + 2)
 
 static srv_cfgshm *region(void)
 {
