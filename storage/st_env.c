@@ -25,7 +25,8 @@ static const char *const dbi_names[ST_DBI_COUNT] = {
     [ST_DBI_HASHES] = "hashes",     [ST_DBI_SETS] = "sets",
     [ST_DBI_ZMEMBERS] = "zmembers", [ST_DBI_ZSCORES] = "zscores",
     [ST_DBI_LISTS] = "lists",       [ST_DBI_GARBAGE] = "garbage",
-    [ST_DBI_META] = "meta",
+    [ST_DBI_META] = "meta",         [ST_DBI_STREAMS] = "streams",
+    [ST_DBI_SGROUPS] = "sgroups",
 };
 
 int st_env_scratch(st_env *env, size_t len, uint8_t **out)
@@ -52,6 +53,14 @@ static int check_schema(st_env *e, MDB_txn *txn)
     if (v.mv_size != sizeof ver)
         return ST_ESCHEMA;
     memcpy(&ver, v.mv_data, sizeof ver);
+    if (ver >= ST_SCHEMA_MIGRATES_FROM && ver < ST_SCHEMA_VERSION) {
+        /* Each later version only added databases, which open_dbis has
+         * just created: stamping the version is the whole migration. */
+        ver = ST_SCHEMA_VERSION;
+        v.mv_size = sizeof ver;
+        v.mv_data = &ver;
+        return st_err_map(mdb_put(txn, e->dbi[ST_DBI_META], &k, &v, 0));
+    }
     return ver == ST_SCHEMA_VERSION ? 0 : ST_ESCHEMA;
 }
 

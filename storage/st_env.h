@@ -18,8 +18,12 @@
 
 /* 2: order-statistic count records in hashes, sets and zscores
  * (st_rank.h) replace version 1's one-level zset rank blocks. Pre-release:
- * a version 1 environment is refused, not migrated. */
-#define ST_SCHEMA_VERSION 2
+ * a version 1 environment is refused, not migrated. 3: the streams and
+ * sgroups databases (st_stream.h); a version 2 environment is migrated
+ * on open (the new databases are created empty, nothing else changes). */
+#define ST_SCHEMA_VERSION 3
+/* The oldest version st_env_open migrates to ST_SCHEMA_VERSION. */
+#define ST_SCHEMA_MIGRATES_FROM 2
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024

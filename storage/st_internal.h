@@ -29,6 +29,8 @@ enum st_dbi {
     ST_DBI_LISTS,
     ST_DBI_GARBAGE,
     ST_DBI_META,
+    ST_DBI_STREAMS, /* stream entries by id (st_stream.h) */
+    ST_DBI_SGROUPS, /* stream state, groups, consumers, PEL */
     ST_DBI_COUNT
 };
 
