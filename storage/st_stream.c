@@ -15,6 +15,8 @@
 #define ENTRY_KEY_BYTES (ST_COLL_ID_BYTES + ID_BYTES)
 #define NUM_BYTES 8
 #define LEN_BYTES 4 /* of each string in an entry's value */
+#define ORD_BYTES 8 /* the entry's ordinal, before them */
+#define VAL_HEAD (ORD_BYTES + LEN_BYTES)
 
 /* Kinds of the stream-groups database's keys, after the collection id. */
 #define KIND_META 'm'
@@ -138,12 +140,13 @@ int st_stream_meta_put(st_txn *t, const st_obj *o, const st_stream_meta *m)
 
 /* ---- entries ---- */
 
-int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id, size_t n,
-                  st_stream_field_fn *field, void *ctx)
+int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
+                  uint64_t ordinal, size_t n, st_stream_field_fn *field,
+                  void *ctx)
 {
     uint8_t kb[ENTRY_KEY_BYTES], *p;
     MDB_val k = { sizeof kb, kb }, v;
-    size_t size = LEN_BYTES;
+    size_t size = VAL_HEAD;
     uint32_t u;
     int rc;
 
@@ -161,6 +164,8 @@ int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id, size_t n,
     if ((rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE)))
         return st_err_map(rc);
     p = v.mv_data;
+    memcpy(p, &ordinal, ORD_BYTES);
+    p += ORD_BYTES;
     u = (uint32_t)n;
     memcpy(p, &u, LEN_BYTES);
     p += LEN_BYTES;
@@ -183,15 +188,15 @@ size_t st_stream_value_count(const uint8_t *val, size_t len)
 {
     uint32_t n;
 
-    if (len < LEN_BYTES)
+    if (len < VAL_HEAD)
         return 0;
-    memcpy(&n, val, LEN_BYTES);
+    memcpy(&n, val + ORD_BYTES, LEN_BYTES);
     return n;
 }
 
 void st_stream_value_init(st_stream_value *v, const uint8_t *val, size_t len)
 {
-    v->p = len >= LEN_BYTES ? val + LEN_BYTES : val + len;
+    v->p = len >= VAL_HEAD ? val + VAL_HEAD : val + len;
     v->end = val + len;
 }
 
@@ -307,13 +312,55 @@ int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id)
     return 0;
 }
 
+static uint64_t ordinal_of(const MDB_val *v)
+{
+    uint64_t ord = 0;
+
+    if (v->mv_size >= ORD_BYTES)
+        memcpy(&ord, v->mv_data, ORD_BYTES);
+    return ord;
+}
+
+/*
+ * The node the cursor's entry starts (approximate trimming): *count gets
+ * its live entries and *last its last id, the cursor is left where it
+ * was. O(node).
+ */
+static int node_span(MDB_cursor *cur, uint64_t cid, uint64_t node,
+                     uint64_t *count, st_stream_id *last)
+{
+    MDB_val k, v;
+    uint8_t at[ENTRY_KEY_BYTES];
+    uint64_t end;
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+
+    if (rc)
+        return rc;
+    memcpy(at, k.mv_data, sizeof at);
+    end = (ordinal_of(&v) ? (ordinal_of(&v) - 1) / node + 1 : 1) * node;
+    *count = 0;
+    while (rc == 0 && k.mv_size == ENTRY_KEY_BYTES &&
+           st_codec_get_be64(k.mv_data) == cid && ordinal_of(&v) <= end) {
+        get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, last);
+        (*count)++;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    k.mv_size = sizeof at;
+    k.mv_data = at;
+    return mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
+}
+
 int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
-                   const st_stream_id *minid, uint64_t limit, uint64_t *deleted)
+                   const st_stream_id *minid, uint64_t node, uint64_t limit,
+                   uint64_t *deleted)
 {
     uint8_t kb[ENTRY_KEY_BYTES];
     const st_stream_id zero = { 0, 0 };
     MDB_cursor *cur;
     MDB_val k = { sizeof kb, kb }, v;
+    uint64_t take = 0; /* entries of the current node still to delete */
     int rc;
 
     *deleted = 0;
@@ -328,19 +375,36 @@ int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
         if (k.mv_size != ENTRY_KEY_BYTES ||
             st_codec_get_be64(k.mv_data) != o->c.id)
             break;
-        if (limit && *deleted == limit)
-            break;
-        if (by_minid) {
-            get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
-            if (st_stream_id_cmp(&id, minid) >= 0)
+        if (node && take == 0) {
+            uint64_t n = 0;
+            st_stream_id last = { 0, 0 };
+            if (!by_minid && o->c.card <= maxlen)
                 break;
-        } else if (o->c.card <= maxlen) {
-            break;
+            if ((rc = node_span(cur, o->c.id, node, &n, &last)))
+                break;
+            if (limit && *deleted + n > limit)
+                break;
+            if (by_minid ? st_stream_id_cmp(&last, minid) >= 0
+                         : o->c.card - n < maxlen)
+                break;
+            take = n;
+        } else if (!node) {
+            if (limit && *deleted == limit)
+                break;
+            if (by_minid) {
+                get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
+                if (st_stream_id_cmp(&id, minid) >= 0)
+                    break;
+            } else if (o->c.card <= maxlen) {
+                break;
+            }
         }
         if ((rc = mdb_cursor_del(cur, 0)))
             break;
         o->c.card--;
         (*deleted)++;
+        if (take)
+            take--;
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
     }
     mdb_cursor_close(cur);

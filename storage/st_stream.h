@@ -60,11 +60,14 @@ typedef void st_stream_field_fn(void *ctx, size_t i, const uint8_t **p,
                                 size_t *len);
 
 /*
- * Add the entry `id` with `n` strings from `field` (n even). The caller
- * has checked id is above every id in the stream. Write transaction.
+ * Add the entry `id` with `n` strings from `field` (n even); `ordinal`
+ * is its place in the order of additions (the stream's entries_added
+ * after it), which approximate trimming groups by. The caller has checked
+ * id is above every id in the stream. Write transaction.
  */
-int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id, size_t n,
-                  st_stream_field_fn *field, void *ctx);
+int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
+                  uint64_t ordinal, size_t n, st_stream_field_fn *field,
+                  void *ctx);
 
 /* An entry's value, decoded one string at a time. */
 typedef struct st_stream_value {
@@ -102,11 +105,16 @@ int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id);
 
 /*
  * Trim from the head: delete entries while there are more than `maxlen`
- * (by_minid 0) or while the first id is below `minid` (by_minid 1), at
- * most `limit` of them (0: no limit). *deleted gets the count; O(deleted).
+ * (by_minid 0) or while the first id is below `minid` (by_minid 1).
+ * With node == 0 exactly, deleting at most `limit` (0: no limit). With
+ * node > 0 approximately, as Redis trims with `~`: entries are grouped in
+ * nodes of `node` consecutive ordinals, and only whole nodes go (those
+ * whose removal leaves at least maxlen entries, or whose last id is below
+ * minid), while the entries deleted stay within `limit`. *deleted gets
+ * the count; O(deleted + node).
  */
 int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
-                   const st_stream_id *minid, uint64_t limit,
+                   const st_stream_id *minid, uint64_t node, uint64_t limit,
                    uint64_t *deleted);
 
 /* ---- consumer groups ---- */

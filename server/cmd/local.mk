@@ -26,6 +26,10 @@ libserver_a_SOURCES += \
 # ==== issue 12 ====
 
 # ==== issue 13 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_stream.def \
+	server/cmd/srv_stream.c server/cmd/srv_stream.h \
+	server/cmd/srv_cmd_stream.c
 
 # ==== issue 14 ====
 

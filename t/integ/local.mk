@@ -42,6 +42,10 @@ EXTRA_DIST += $(INTEG_TESTS_I11)
 # ==== issue 12 ====
 
 # ==== issue 13 ====
+INTEG_TESTS_I13 = \
+	t/integ/test_stream.py
+TESTS += $(INTEG_TESTS_I13)
+EXTRA_DIST += $(INTEG_TESTS_I13)
 
 # ==== issue 14 ====
 

@@ -79,7 +79,8 @@ static void add_entry(st_obj *o, uint64_t i)
 
     f.len[1] = (size_t)snprintf(val, sizeof val, "v%llu",
                                 (unsigned long long)i);
-    ck_assert_int_eq(st_stream_add(t, o, &id, NFIELDS * 2, field_of, &f), 0);
+    ck_assert_int_eq(st_stream_add(t, o, &id, i + 1, NFIELDS * 2, field_of, &f),
+                     0);
 }
 
 struct collect {
@@ -216,16 +217,16 @@ START_TEST(delete_and_trim_match_model)
     ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), 0);
     ck_assert_uint_eq(st_stream_value_count(val, len), NFIELDS * 2);
     /* MINID with a LIMIT, then without one. */
-    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 10, &deleted), 0);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 0, 10, &deleted), 0);
     ck_assert_uint_eq(deleted, 10);
-    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 0, &deleted), 0);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 0, 0, &deleted), 0);
     ck_assert_uint_eq(deleted, 500 - 72 - 10); /* 72 multiples of 7 below 500 */
     ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), 0);
     ck_assert_int_eq(st_stream_id_cmp(&id, &(st_stream_id){ id_of(500).ms,
                                                             id_of(500).seq }),
                      0);
     /* MAXLEN keeps the newest. */
-    ck_assert_int_eq(st_stream_trim(t, &o, 0, 100, NULL, 0, &deleted), 0);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 100, NULL, 0, 0, &deleted), 0);
     ck_assert_uint_eq(o.c.card, 100);
     ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 0, 0, collect_fn, &c),
                      0);
@@ -236,16 +237,49 @@ START_TEST(delete_and_trim_match_model)
                      0);
     for (size_t i = 1; i < c.n; i++)
         ck_assert_int_lt(st_stream_id_cmp(&c.ids[i - 1], &c.ids[i]), 0);
-    ck_assert_int_eq(st_stream_trim(t, &o, 0, 100, NULL, 0, &deleted), 0);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 100, NULL, 0, 0, &deleted), 0);
     ck_assert_uint_eq(deleted, 0);
     /* Emptied, the stream keeps its key. */
-    ck_assert_int_eq(st_stream_trim(t, &o, 0, 0, NULL, 0, &deleted), 0);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 0, NULL, 0, 0, &deleted), 0);
     ck_assert_uint_eq(deleted, 100);
     ck_assert_uint_eq(o.c.card, 0);
     ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
     ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
     ck_assert_uint_eq(o.c.card, 0);
     ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), ST_ENOTFOUND);
+}
+END_TEST
+
+/* `~`: whole nodes of consecutive ordinals only, within the limit. */
+START_TEST(approximate_trim_by_nodes)
+{
+    st_keyref k;
+    st_obj o;
+    st_stream_id minid = id_of(250), id;
+    uint64_t deleted;
+
+    open_stream("s", &k, &o, 1);
+    for (uint64_t i = 0; i < 1000; i++)
+        add_entry(&o, i);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 200);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 250, NULL, 100, 150, &deleted),
+                     0);
+    ck_assert_uint_eq(deleted, 100);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 250, NULL, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 400);
+    ck_assert_uint_eq(o.c.card, 300);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(700).ms);
+    ck_assert_uint_eq(id.seq, id_of(700).seq);
+    /* A node thinned by deletes counts its live entries. */
+    for (uint64_t i = 700; i < 750; i++) {
+        id = id_of(i);
+        ck_assert_int_eq(st_stream_del(t, &o, &id), 0);
+    }
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 200, NULL, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 50);
+    ck_assert_uint_eq(o.c.card, 200);
 }
 END_TEST
 
@@ -270,7 +304,7 @@ START_TEST(meta_and_big_values)
     m.entries_added = 7;
     m.max_deleted.ms = 3;
     ck_assert_int_eq(st_stream_meta_put(t, &o, &m), 0);
-    ck_assert_int_eq(st_stream_add(t, &o, &id, 4, field_of, &f), 0);
+    ck_assert_int_eq(st_stream_add(t, &o, &id, 1, 4, field_of, &f), 0);
     ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
     unit_st_commit(&t);
     t = unit_st_rbegin();
@@ -497,6 +531,7 @@ static Suite *stream_suite(void)
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, append_range_both_ways);
     tcase_add_test(tc, delete_and_trim_match_model);
+    tcase_add_test(tc, approximate_trim_by_nodes);
     tcase_add_test(tc, meta_and_big_values);
     tcase_add_test(tc, groups_consumers_pel);
     tcase_add_test(tc, del_copy_rename_and_lazy_free);

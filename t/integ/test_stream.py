@@ -1,0 +1,437 @@
+"""Checks the stream commands against a redis-server started by each test, reply by reply and byte for byte, in RESP2 and RESP3: a corpus covering every command and option (ids of every form, exclusive bounds, COUNT, trimming by MAXLEN / MINID with = and ~ and LIMIT, NOMKSTREAM, bad numbers 0, -1, +-2^31, +-2^63, 2^64, nan, inf and garbage in each numeric argument), a seeded random stream of appends, deletes, trims and reads, and streams under TYPE, SCAN TYPE, RENAME, COPY, EXPIRE and DEL; larder-only checks of auto ids and of a stream outliving a restart."""
+
+import os
+import random
+import re
+import shutil
+
+from larder_test import (Client, RespError, Server, Skip, assert_eq,
+                         assert_true, larder_only, main)
+
+SEEDS = [int(x) for x in os.environ.get('LARDER_STREAM_SEEDS',
+                                        '1,2,3').split(',')]
+RANDOM_COMMANDS = int(os.environ.get('LARDER_STREAM_COMMANDS', '1500'))
+BATCH = 50
+
+# Bad and edge numbers for every numeric argument.
+NUMS = [b'0', b'-1', b'1', b'5', b'2147483647', b'2147483648',
+        b'-2147483648', b'-2147483649', b'9223372036854775807',
+        b'9223372036854775808', b'-9223372036854775808',
+        b'-9223372036854775809', b'18446744073709551615',
+        b'18446744073709551616', b'nan', b'inf', b'-inf', b'abc', b'',
+        b'1.5', b' 1', b'+1', b'01', b'0x10']
+
+
+class RedisPeer(Server):
+    """redis-server as the reference, whatever LARDER_TEST_AGAINST says."""
+
+    def command_line(self):
+        return ['redis-server', '--port', str(self.port), '--save', '',
+                '--appendonly', 'no', '--dir', self.dir,
+                '--logfile', self.logfile]
+
+
+class RawClient(Client):
+    """A client that keeps every byte read, so a reply's exact bytes can
+    be compared (RESP2's null array and null bulk decode alike)."""
+
+    def _fill(self):
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError('server closed the connection')
+        self.buf += data
+
+    def raw_pipeline(self, commands):
+        self.send_raw(b''.join(_encode(c) for c in commands))
+        out = []
+        for _ in commands:
+            start = self.pos
+            self.read_reply()
+            out.append(bytes(self.buf[start:self.pos]))
+        del self.buf[:self.pos]
+        self.pos = 0
+        return out
+
+
+def _encode(args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+
+
+def peer():
+    larder_only()
+    if not shutil.which('redis-server'):
+        raise Skip('redis-server not installed')
+    return RedisPeer()
+
+
+def fmt(cmd):
+    return ' '.join(repr(a if len(a) < 40 else a[:20] + b'...')[1:]
+                    for a in cmd)
+
+
+BULK = re.compile(rb'\$\d+\r\n([^\r]*)\r\n')
+
+
+def compare(larder, redis, commands, proto, what):
+    """Run commands on both servers in batches; fail on the first
+    replies that differ (with the ten first shown)."""
+    cl, cr = RawClient(larder.port), RawClient(redis.port)
+    bad = []
+    try:
+        for c in (cl, cr):
+            if proto == 3:
+                c.hello(3)
+            c.call('FLUSHALL')
+        for i in range(0, len(commands), BATCH):
+            batch = commands[i:i + BATCH]
+            rl = cl.raw_pipeline(batch)
+            rr = cr.raw_pipeline(batch)
+            for cmd, a, b in zip(batch, rl, rr):
+                if cmd[0].upper() == b'SCAN':
+                    a, b = sorted(BULK.findall(a)), sorted(BULK.findall(b))
+                if a != b:
+                    bad.append('%s\n      larder %r\n      redis  %r' %
+                               (fmt(cmd), a[:300], b[:300]))
+    finally:
+        cl.close()
+        cr.close()
+    assert_true(not bad, '%s RESP%d: %d of %d replies differ:\n    %s' %
+                (what, proto, len(bad), len(commands),
+                 '\n    '.join(bad[:10])))
+
+
+def b(*args):
+    return [a if isinstance(a, bytes) else str(a).encode() for a in args]
+
+
+def corpus_entries():
+    """XADD XLEN XRANGE XREVRANGE XDEL XTRIM XREAD and the keyspace."""
+    c = []
+    add = c.append
+    add(b('SET', 'str', 'x'))
+    # XADD: ids of every form, and their errors.
+    add(b('XADD', 's', '1-1', 'a', '1', 'b', '2'))
+    add(b('XADD', 's', '1-1', 'a', '1'))
+    add(b('XADD', 's', '1-0', 'a', '1'))
+    add(b('XADD', 's', '1-*', 'c', '3'))
+    add(b('XADD', 's', '1', 'c', '3'))
+    add(b('XADD', 's', '2', 'd', '4'))
+    add(b('XADD', 's', '3-*', 'e', ''))
+    add(b('XADD', 's', '0-0', 'e', '5'))
+    add(b('XADD', 'new', '0-0', 'e', '5'))
+    add(b('XADD', 'new', '0-*', 'e', '5'))
+    add(b('XADD', 'new', '0-*', 'e', '6'))
+    add(b('XADD', 's', '+', 'f', 'v'))
+    add(b('XADD', 's', '-', 'f', 'v'))
+    add(b('XADD', 's', '5-', 'f', 'v'))
+    add(b('XADD', 's', '-5', 'f', 'v'))
+    add(b('XADD', 's', '5-1-1', 'f', 'v'))
+    add(b('XADD', 's', '*-1', 'f', 'v'))
+    add(b('XADD', 's', '**', 'f', 'v'))
+    add(b('XADD', 's', '9' * 130, 'f', 'v'))
+    add(b('XADD', 's', '10-1', 'f'))
+    add(b('XADD', 's', '10-1', 'f', 'v', 'g'))
+    add(b('XADD', 's', '10-1'))
+    add(b('XADD', 's', 'MAXLEN', '5'))
+    add(b('XADD', 's', 'MAXLEN'))
+    add(b('XADD', 'str', '10-1', 'f', 'v'))
+    add(b('XADD', 'nomk', 'NOMKSTREAM', '1-1', 'f', 'v'))
+    add(b('EXISTS', 'nomk'))
+    add(b('XADD', 's', 'NOMKSTREAM', '10-1', 'f', 'v'))
+    add(b('XADD', 's', 'nomkstream', 'maxlen', '=', '100', '10-2', 'f', 'v'))
+    add(b('XADD', 's', 'MAXLEN', '~', '100', 'LIMIT', '10', '10-3', 'f', 'v'))
+    add(b('XADD', 's', 'MAXLEN', '100', 'LIMIT', '10', '10-4', 'f', 'v'))
+    add(b('XADD', 's', 'LIMIT', '10', '10-4', 'f', 'v'))
+    add(b('XADD', 's', 'MAXLEN', '5', 'MINID', '1', '10-4', 'f', 'v'))
+    add(b('XADD', 's', 'MINID', '1', 'MAXLEN', '5', '10-4', 'f', 'v'))
+    add(b('XADD', 's', 'MINID', '+', '10-4', 'f', 'v'))
+    add(b('XADD', 's', 'MINID', '=', '2-1', '10-5', 'f', 'v'))
+    add(b('XRANGE', 's', '-', '+'))
+    add(b('XADD', 's', 'MAXLEN', '3', '11-0', 'f', 'v'))
+    add(b('XRANGE', 's', '-', '+'))
+    add(b('XADD', 's', 'MAXLEN', '0', '12-0', 'f', 'v'))
+    add(b('XLEN', 's'))
+    for n in NUMS:
+        add(b('XADD', 'nums', 'MAXLEN', n, '*', 'f', 'v')[:5] +
+            [b'13-0', b'f', b'v'])
+        add(b('XADD', 'nums', 'MAXLEN', '~', '5', 'LIMIT', n, '14-0', 'f',
+              'v'))
+        add(b('XADD', 'nums', 'MINID', n, '15-0', 'f', 'v'))
+        add(b('XADD', 'ids', n + b'-1', 'f', 'v'))
+        add(b('XADD', 'ids', b'100-' + n, 'f', 'v'))
+        add(b('XADD', 'ids', n, 'f', 'v'))
+        add(b('XADD', 'ids', n + b'-*', 'f', 'v'))
+    add(b('XRANGE', 'nums', '-', '+'))
+    add(b('XRANGE', 'ids', '-', '+'))
+    # The largest id: then the stream is exhausted.
+    add(b('XADD', 'top', '18446744073709551615-18446744073709551614', 'f',
+          'v'))
+    add(b('XADD', 'top', '18446744073709551615-*', 'f', 'v'))
+    add(b('XADD', 'top', '18446744073709551615-*', 'f', 'v'))
+    add(b('XADD', 'top', '*', 'f', 'v'))
+    add(b('XLEN', 'top'))
+    add(b('XADD', 'seqtop', '5-18446744073709551615', 'f', 'v'))
+    add(b('XADD', 'seqtop', '5-*', 'f', 'v'))
+    add(b('XADD', 'seqtop', '6-*', 'f', 'v'))
+    # XLEN
+    add(b('XLEN', 'missing'))
+    add(b('XLEN', 'str'))
+    # XRANGE / XREVRANGE over a known stream.
+    for i in range(1, 30):
+        add(b('XADD', 'r', '%d-%d' % (i // 3 + 1, i % 3), 'n', str(i),
+              'pad', 'x' * (i % 5)))
+    bounds = [b'-', b'+', b'0', b'1', b'2-1', b'(2-1', b'(2', b'5', b'(5',
+              b'(-', b'(+', b'(', b'((2', b'3-', b'x', b'0-0', b'(0-0',
+              b'18446744073709551615', b'(18446744073709551615-'
+              b'18446744073709551615', b'18446744073709551615-'
+              b'18446744073709551615', b'-1', b'9-9', b'(9-9', b'2-*']
+    for cmd in (b'XRANGE', b'XREVRANGE'):
+        for s in bounds:
+            for e in (b'+', b'-', b'5', b'(5', b'3-1', b'(3-1', s):
+                add([cmd, b'r', s, e])
+        for n in NUMS:
+            add([cmd, b'r', b'-' if cmd == b'XRANGE' else b'+',
+                 b'+' if cmd == b'XRANGE' else b'-', b'COUNT', n])
+        add([cmd, b'r', b'-', b'+', b'COUNT'])
+        add([cmd, b'r', b'-', b'+', b'COUNT', b'2', b'COUNT', b'3'])
+        add([cmd, b'r', b'-', b'+', b'LIMIT', b'2'])
+        add([cmd, b'r', b'-', b'+', b'count', b'4'])
+        add([cmd, b'missing', b'-', b'+'])
+        add([cmd, b'missing', b'-', b'+', b'COUNT', b'0'])
+        add([cmd, b'missing', b'x', b'+'])
+        add([cmd, b'str', b'-', b'+'])
+        add([cmd, b'str', b'-', b'+', b'COUNT', b'0'])
+        add([cmd, b'r', b'-'])
+    # XDEL
+    add(b('XDEL', 'r', '1-1', '1-1', '2-0', '99-0'))
+    add(b('XDEL', 'r', '1-2', 'bad'))
+    add(b('XDEL', 'r', '-'))
+    add(b('XDEL', 'r', '+'))
+    add(b('XDEL', 'r', '3'))
+    add(b('XDEL', 'missing', 'bad'))
+    add(b('XDEL', 'str', '1-1'))
+    add(b('XDEL', 'str', 'bad'))
+    add(b('XRANGE', 'r', '-', '+', 'COUNT', '5'))
+    add(b('XLEN', 'r'))
+    # XTRIM
+    for n in NUMS:
+        add(b('XTRIM', 'r', 'MAXLEN', n))
+        add(b('XTRIM', 'r', 'MAXLEN', '~', '1000', 'LIMIT', n))
+        add(b('XTRIM', 'r', 'MINID', n))
+        add(b('XTRIM', 'r', 'MINID', '=', n + b'-0'))
+    for args in (['MAXLEN'], [], ['LIMIT', '5'], ['MAXLEN', '5', 'extra'],
+                 ['MAXLEN', '=', '25'], ['MAXLEN', '~', '1'],
+                 ['MAXLEN', '20', 'LIMIT', '2'],
+                 ['MAXLEN', '~', '20', 'LIMIT', '0'],
+                 ['MINID', '~', '4'], ['MINID', '5-1'], ['MINID', '-'],
+                 ['MINID', '+'], ['MINID', '~', '5', 'MAXLEN', '2'],
+                 ['maxlen', '~', 'LIMIT'], ['MAXLEN', '18']):
+        add(b('XTRIM', 'r', *args))
+        add(b('XLEN', 'r'))
+    add(b('XTRIM', 'missing', 'MAXLEN', '0'))
+    add(b('XTRIM', 'missing', 'MAXLEN', 'x'))
+    add(b('XTRIM', 'str', 'MAXLEN', '0'))
+    add(b('XRANGE', 'r', '-', '+'))
+    # Approximate trimming of a long stream: whole nodes only.
+    for i in range(1, 1001):
+        add(b('XADD', 'long', '%d-0' % i, 'f', 'v'))
+    for args in (['MAXLEN', '~', '950'], ['MAXLEN', '~', '640'],
+                 ['MAXLEN', '~', '640', 'LIMIT', '50'],
+                 ['MAXLEN', '~', '400', 'LIMIT', '200'],
+                 ['MINID', '~', '720'], ['MAXLEN', '=', '250'],
+                 ['MAXLEN', '~', '120'], ['MINID', '~', '2000']):
+        add(b('XTRIM', 'long', *args))
+        add(b('XRANGE', 'long', '-', '+', 'COUNT', '1'))
+    for i in range(1001, 1400):
+        add(b('XADD', 'long', 'MAXLEN', '~', '150', '%d-0' % i, 'f', 'v'))
+        if i % 37 == 0:
+            add(b('XLEN', 'long'))
+            add(b('XRANGE', 'long', '-', '+', 'COUNT', '1'))
+    # XREAD
+    add(b('XREAD', 'STREAMS', 'r', '0'))
+    add(b('XREAD', 'COUNT', '2', 'STREAMS', 'r', 'long', '0', '1300'))
+    add(b('XREAD', 'COUNT', '2', 'STREAMS', 'r', 'long', 'missing', '0',
+          '$', '0'))
+    add(b('XREAD', 'STREAMS', 'r', '$'))
+    add(b('XREAD', 'STREAMS', 'missing', '$'))
+    add(b('XREAD', 'STREAMS', 'r', '18446744073709551615'))
+    add(b('XREAD', 'STREAMS', 'r', '+'))
+    add(b('XREAD', 'STREAMS', 'r', '-'))
+    add(b('XREAD', 'STREAMS', 'r', '>'))
+    add(b('XREAD', 'STREAMS', 'r', 'bad'))
+    add(b('XREAD', 'STREAMS', 'r', 'long', '0'))
+    add(b('XREAD', 'STREAMS', 'r'))
+    add(b('XREAD', 'STREAMS'))
+    add(b('XREAD', 'COUNT', '1', 'r', '0'))
+    add(b('XREAD', 'GROUP', 'g', 'c', 'STREAMS', 'r', '0'))
+    add(b('XREAD', 'NOACK', 'STREAMS', 'r', '0'))
+    add(b('XREAD', 'STREAMS', 'str', '0'))
+    add(b('XREAD', 'STREAMS', 'r', 'str', '0', '0'))
+    add(b('XREAD', 'STREAMS', 'r', 'str', 'bad', '0'))
+    add(b('XREAD', 'STREAMS', 'str', 'r', '0', 'bad'))
+    add(b('XREAD', 'COUNT', '1', 'COUNT', '2', 'STREAMS', 'r', '0'))
+    add(b('xread', 'count', '3', 'streams', 'long', '(1300'))
+    add(b('XADD', 'blk', '1-1', 'f', 'v'))
+    add(b('XADD', 'blk', '2-1', 'f', 'v'))
+    for n in NUMS:
+        add(b('XREAD', 'COUNT', n, 'STREAMS', 'blk', '0'))
+        # Served at once (the stream has entries above 0): never waits.
+        add(b('XREAD', 'BLOCK', n, 'STREAMS', 'blk', '0'))
+        add(b('XREAD', 'STREAMS', 'blk', n))
+    # The keyspace: TYPE, SCAN TYPE, RENAME, COPY, EXPIRE, DEL.
+    add(b('TYPE', 'r'))
+    add(b('SCAN', '0', 'TYPE', 'stream', 'COUNT', '1000'))
+    add(b('RENAME', 'r', 'r2'))
+    add(b('XRANGE', 'r2', '-', '+', 'COUNT', '3'))
+    add(b('COPY', 'r2', 'r3'))
+    add(b('XADD', 'r3', '100-0', 'f', 'v'))
+    add(b('XLEN', 'r2'))
+    add(b('XLEN', 'r3'))
+    add(b('XREVRANGE', 'r3', '+', '-', 'COUNT', '2'))
+    add(b('EXPIRE', 'r3', '100'))
+    add(b('TTL', 'r3'))
+    add(b('PERSIST', 'r3'))
+    add(b('DEL', 'r2', 'r3', 'long'))
+    add(b('EXISTS', 'r2', 'r3', 'long'))
+    add(b('XADD', 'long', '1-0', 'f', 'v'))
+    add(b('XRANGE', 'long', '-', '+'))
+    # An emptied stream stays, with its last id.
+    add(b('XADD', 'e', '5-5', 'f', 'v'))
+    add(b('XDEL', 'e', '5-5'))
+    add(b('EXISTS', 'e'))
+    add(b('XLEN', 'e'))
+    add(b('XADD', 'e', '5-5', 'f', 'v'))
+    add(b('XADD', 'e', '5-6', 'f', 'v'))
+    add(b('XTRIM', 'e', 'MAXLEN', '0'))
+    add(b('TYPE', 'e'))
+    add(b('XREAD', 'STREAMS', 'e', '0'))
+    return c
+
+
+def random_commands(seed, n):
+    """Appends (with explicit ids, some too small), deletes, trims and
+    reads over a few streams."""
+    r = random.Random(seed)
+    keys = [b'x1', b'x2', b'x3']
+    nexts = {k: 1 for k in keys}
+    out = []
+
+    def rid(k):
+        hi = nexts[k] + 3
+        return b'%d-%d' % (r.randint(0, hi), r.randint(0, 3))
+
+    for _ in range(n):
+        k = r.choice(keys)
+        x = r.random()
+        if x < 0.4:
+            if r.random() < 0.85:
+                nexts[k] += r.randint(0, 2)
+                id_ = r.choice([b'%d-*' % nexts[k], b'%d' % nexts[k],
+                                b'%d-%d' % (nexts[k], r.randint(0, 5))])
+            else:
+                id_ = rid(k)
+            trim = r.choice([[], [], [b'MAXLEN', b'%d' % r.randint(0, 40)],
+                             [b'MAXLEN', b'~', b'%d' % r.randint(0, 300)],
+                             [b'MINID', rid(k)],
+                             [b'MINID', b'~', rid(k)]])
+            fields = []
+            for _ in range(r.randint(1, 3)):
+                fields += [r.choice([b'a', b'b', b'c']),
+                           b'%d' % r.randint(0, 999)]
+            out.append([b'XADD', k] + trim + [id_] + fields)
+        elif x < 0.5:
+            out.append([b'XDEL', k] + [rid(k) for _ in range(r.randint(1, 3))])
+        elif x < 0.55:
+            out.append([b'XTRIM', k] + r.choice([
+                [b'MAXLEN', b'%d' % r.randint(0, 60)],
+                [b'MAXLEN', b'~', b'%d' % r.randint(0, 60)],
+                [b'MINID', rid(k)]]))
+        elif x < 0.75:
+            s, e = rid(k), rid(k)
+            cmd = r.choice([b'XRANGE', b'XREVRANGE'])
+            if r.random() < 0.3:
+                s = b'(' + s
+            if r.random() < 0.3:
+                e = b'(' + e
+            if r.random() < 0.3:
+                s, e = (b'-', b'+') if cmd == b'XRANGE' else (b'+', b'-')
+            out.append([cmd, k, s, e] +
+                       ([b'COUNT', b'%d' % r.randint(-1, 10)]
+                        if r.random() < 0.5 else []))
+        elif x < 0.9:
+            ks = r.sample(keys, r.randint(1, 3))
+            out.append([b'XREAD'] +
+                       ([b'COUNT', b'%d' % r.randint(0, 5)]
+                        if r.random() < 0.5 else []) +
+                       [b'STREAMS'] + ks + [r.choice([rid(k), b'$', b'0'])
+                                            for k in ks])
+        elif x < 0.97:
+            out.append([b'XLEN', k])
+        else:
+            out.append([b'DEL', k])
+            nexts[k] = 1
+    for k in keys:
+        out.append([b'XRANGE', k, b'-', b'+'])
+    return out
+
+
+def test_entries_corpus_resp2_and_resp3(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_entries(), proto, 'corpus')
+
+
+def test_random_streams(server):
+    with peer() as redis:
+        for seed in SEEDS:
+            cmds = random_commands(seed, RANDOM_COMMANDS)
+            compare(server, redis, cmds, 2 if seed % 2 else 3,
+                    'seed %d' % seed)
+
+
+ID = re.compile(rb'^(\d+)-(\d+)$')
+
+
+def test_auto_ids_increase(server):
+    """`*` ids: milliseconds of the clock, increasing within a ms."""
+    c = server.client()
+    c.call('DEL', 'auto')
+    ids = [c.call('XADD', 'auto', '*', 'f', str(i)) for i in range(200)]
+    parsed = []
+    for i in ids:
+        m = ID.match(i)
+        assert_true(m is not None, 'id %r' % i)
+        parsed.append((int(m.group(1)), int(m.group(2))))
+    assert_eq(parsed, sorted(set(parsed)), 'ids strictly increase')
+    assert_eq(c.call('XLEN', 'auto'), 200)
+    # A future explicit id: the next `*` continues from it.
+    c.call('XADD', 'auto', '99999999999999-5', 'f', 'v')
+    assert_eq(c.call('XADD', 'auto', '*', 'f', 'v'), b'99999999999999-6')
+    c.close()
+
+
+def test_stream_survives_restart(server):
+    larder_only()
+    c = server.client()
+    c.call('DEL', 'keep')
+    for i in range(50):
+        c.call('XADD', 'keep', '%d-1' % (i + 1), 'f', str(i))
+    c.call('XDEL', 'keep', '10-1')
+    c.close()
+    server.restart()
+    c = server.client()
+    assert_eq(c.call('XLEN', 'keep'), 49)
+    assert_eq(c.call('XRANGE', 'keep', '9', '11'),
+              [[b'9-1', [b'f', b'8']], [b'11-1', [b'f', b'10']]])
+    assert_eq(c.call('XADD', 'keep', '50-1', 'f', 'v'),
+              RespError('ERR The ID specified in XADD is equal or smaller '
+                        'than the target stream top item'))
+    c.close()
+
+
+if __name__ == '__main__':
+    main(globals())
