@@ -727,3 +727,32 @@ int st_stream_pels(st_txn *t, const st_obj *o, uint64_t gnum, uint64_t consumer,
     rc = walk_prefix(t, prefix, plen, from, flen, 0, pel_step, &w);
     return rc ? rc : w.rc;
 }
+
+int st_stream_pel_last(st_txn *t, const st_obj *o, uint64_t gnum,
+                       st_stream_id *id)
+{
+    uint8_t prefix[KEY_MAX], kb[KEY_MAX];
+    size_t plen = gkey(prefix, o->c.id, KIND_PEL, 1, gnum, 0, NULL, NULL, 0);
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    /* The first key past the group's (the next group's), one step back. */
+    k.mv_size = gkey(kb, o->c.id, KIND_PEL, 1, gnum + 1, 0, NULL, NULL, 0);
+    k.mv_data = kb;
+    if ((rc = mdb_cursor_open(t->txn, GROUPS(t), &cur)))
+        return st_err_map(rc);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    rc = rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST)
+         : rc               ? rc
+                            : mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    if (rc == 0 && k.mv_size == plen + ID_BYTES &&
+        memcmp(k.mv_data, prefix, plen) == 0)
+        get_id((const uint8_t *)k.mv_data + plen, id);
+    else if (rc == 0 || rc == MDB_NOTFOUND)
+        rc = ST_ENOTFOUND;
+    else
+        rc = st_err_map(rc);
+    mdb_cursor_close(cur);
+    return rc;
+}

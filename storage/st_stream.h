@@ -191,6 +191,10 @@ int st_stream_pel_put(st_txn *t, const st_obj *o, uint64_t gnum,
 int st_stream_pel_del(st_txn *t, const st_obj *o, uint64_t gnum,
                       const st_stream_id *id, uint64_t consumer);
 
+/* The greatest id pending in group gnum: 0, or ST_ENOTFOUND. */
+int st_stream_pel_last(st_txn *t, const st_obj *o, uint64_t gnum,
+                       st_stream_id *id);
+
 typedef int st_stream_pel_fn(void *ctx, const st_stream_id *id,
                              const st_stream_pel *p);
 /*

@@ -29,7 +29,8 @@ libserver_a_SOURCES += \
 libserver_a_SOURCES += \
 	server/cmd/srv_commands_stream.def \
 	server/cmd/srv_stream.c server/cmd/srv_stream.h \
-	server/cmd/srv_cmd_stream.c
+	server/cmd/srv_cmd_stream.c \
+	server/cmd/srv_sgroup.h server/cmd/srv_cmd_sgroup.c
 
 # ==== issue 14 ====
 

@@ -10,6 +10,7 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_key.h"
+#include "server/cmd/srv_sgroup.h"
 #include "server/cmd/srv_stream.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_block.h"
@@ -529,6 +530,10 @@ static void xread_generic(srv_conn *c)
 
     if (srv_stream_parse_read_or_reply(c, &r))
         return;
+    if (r.group) {
+        srv_sgroup_read(c, &r);
+        return;
+    }
     if (!(t = srv_txn_read_or_reply(c)))
         return;
     if (!(v = calloc((size_t)r.nkeys, sizeof *v))) {
@@ -599,3 +604,4 @@ static void xread_generic(srv_conn *c)
 }
 
 void srv_cmd_xread(srv_conn *c) { xread_generic(c); }
+void srv_cmd_xreadgroup(srv_conn *c) { xread_generic(c); }
