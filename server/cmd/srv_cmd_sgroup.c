@@ -768,14 +768,17 @@ void srv_sgroup_read(srv_conn *c, const srv_stream_read *r)
     for (int i = 0; i < r->nkeys && !rc; i++) {
         rg_one *one = &v[i];
         int created;
-        cons_slot *cons = cons_find(&one->x, cname->ptr, cname->len, 1, 1,
-                                    &created, &rc);
-        if (!cons)
+        cons_slot *cons;
+        /* As Redis, the consumer comes into being when it is served. */
+        if (!one->serve)
+            continue;
+        if (!(cons = cons_find(&one->x, cname->ptr, cname->len, 1, 1, &created,
+                               &rc)))
             break;
         if (created)
             srv_notify(c, SRV_NOTIFY_STREAM, "xgroup-createconsumer",
                        one->s.k.name, one->s.k.len);
-        if (one->serve) {
+        {
             if (c->resp == 2)
                 srv_reply_array(c, 2);
             srv_reply_bulk(c, one->s.k.name, one->s.k.len);
@@ -1565,8 +1568,8 @@ void srv_cmd_xinfo_stream(srv_conn *c)
         if (c->argc == 6) {
             if (srv_args_ll_or_reply(c, &c->argv[5], &count))
                 return;
-            if (count < 0)
-                count = 0;
+            if (count < 0) /* Redis 7.0: the default again */
+                count = INFO_FULL_COUNT;
         }
     }
     w.t = t;
@@ -1686,11 +1689,7 @@ void srv_cmd_xsetid(srv_conn *c)
         srv_reply_error(c, SRV_ERR_NO_KEY);
         return;
     }
-    if (st_stream_id_cmp(&id, &s.m.max_deleted) < 0) {
-        srv_reply_error(c, "ERR The ID specified in XSETID is smaller than "
-                           "current max_deleted_entry_id");
-        return;
-    }
+    /* Redis 7.0 does not compare id with the recorded max_deleted. */
     if (s.o.c.card) {
         if ((rc = st_stream_edge(t, &s.o, 1, &top))) {
             srv_txn_error(c, rc);

@@ -73,6 +73,70 @@ def fmt(cmd):
                     for a in cmd)
 
 
+class Resp:
+    """A reply parsed from its bytes, keeping RESP's types."""
+
+    def __init__(self, data):
+        self.d, self.i = data, 0
+
+    def line(self):
+        j = self.d.index(b'\r\n', self.i)
+        out, self.i = self.d[self.i:j], j + 2
+        return out
+
+    def parse(self):
+        t, rest = self.d[self.i:self.i + 1], None
+        self.i += 1
+        head = self.line()
+        if t in (b'*', b'~', b'>', b'%'):
+            n = int(head)
+            if n < 0:
+                return (t, None)
+            n = n * 2 if t == b'%' else n
+            return (t, [self.parse() for _ in range(n)])
+        if t in (b'$', b'=', b'!'):
+            n = int(head)
+            if n < 0:
+                return (t, None)
+            rest = self.d[self.i:self.i + n]
+            self.i += n + 2
+            return (t, rest)
+        if t == b':':
+            return (t, int(head))
+        return (t, head)
+
+
+# Values that depend on the clock or on Redis's memory layout.
+MASK_AFTER = {b'idle', b'seen-time', b'radix-tree-keys', b'radix-tree-nodes'}
+TIME_MS = 10 ** 12
+
+
+def mask(cmd, raw):
+    """The reply with clock-dependent numbers masked, for commands that
+    report times (XPENDING's idle, XINFO's times and node counts)."""
+    name = cmd[0].upper()
+    sub = cmd[1].upper() if len(cmd) > 1 else b''
+    if name not in (b'XPENDING', b'XINFO') or raw.startswith(b'-'):
+        return raw
+    tree = Resp(raw).parse()
+
+    def walk(x):
+        t, v = x
+        if t == b':' and v >= TIME_MS:
+            return (t, 'T')
+        if not isinstance(v, list):
+            return x
+        out = [walk(e) for e in v]
+        for i in range(len(out) - 1):
+            if out[i][0] in (b'$', b'+') and out[i][1] in MASK_AFTER:
+                out[i + 1] = (b':', 'M')
+        if (name == b'XPENDING' and len(cmd) > 3 and len(out) == 4 and
+                out[2][0] == b':' and out[0][0] == b'$'):
+            out[2] = (b':', 'IDLE')
+        return (t, out)
+    return repr(walk(tree)).encode()
+
+
 BULK = re.compile(rb'\$\d+\r\n([^\r]*)\r\n')
 
 
@@ -93,9 +157,13 @@ def compare(larder, redis, commands, proto, what):
             for cmd, a, b in zip(batch, rl, rr):
                 if cmd[0].upper() == b'SCAN':
                     a, b = sorted(BULK.findall(a)), sorted(BULK.findall(b))
+                a, b = mask(cmd, a), mask(cmd, b)
                 if a != b:
+                    at = next((i for i in range(min(len(a), len(b)))
+                               if a[i] != b[i]), min(len(a), len(b)))
+                    at = max(0, at - 100)
                     bad.append('%s\n      larder %r\n      redis  %r' %
-                               (fmt(cmd), a[:300], b[:300]))
+                               (fmt(cmd), a[at:at + 300], b[at:at + 300]))
     finally:
         cl.close()
         cr.close()
@@ -312,6 +380,268 @@ def corpus_entries():
     return c
 
 
+def corpus_groups():
+    """XGROUP XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM XINFO XSETID."""
+    c = []
+    add = c.append
+    add(b('SET', 'str', 'x'))
+    for i in range(1, 21):
+        add(b('XADD', 's', '%d-1' % i, 'n', str(i)))
+    # XGROUP CREATE
+    add(b('XGROUP', 'CREATE', 'missing', 'g', '$'))
+    add(b('XGROUP', 'CREATE', 'str', 'g', '$'))
+    add(b('XGROUP', 'CREATE', 'str', 'g', '$', 'MKSTREAM'))
+    add(b('XGROUP', 'CREATE', 'mk', 'g', '$', 'MKSTREAM'))
+    add(b('TYPE', 'mk'))
+    add(b('XLEN', 'mk'))
+    add(b('XGROUP', 'CREATE', 'mk2', 'g', '5-5', 'MKSTREAM', 'ENTRIESREAD',
+          '3'))
+    add(b('XGROUP', 'CREATE', 's', 'g', '0'))
+    add(b('XGROUP', 'CREATE', 's', 'g', '0'))
+    add(b('XGROUP', 'CREATE', 's', 'dollar', '$'))
+    add(b('XGROUP', 'CREATE', 's', 'mid', '10'))
+    add(b('XGROUP', 'CREATE', 's', 'bad', 'x'))
+    add(b('XGROUP', 'CREATE', 's', 'bad', '-'))
+    add(b('XGROUP', 'CREATE', 's', 'bad', '+'))
+    add(b('XGROUP', 'CREATE', 's', 'bad', '0', 'FOO'))
+    add(b('XGROUP', 'CREATE', 's', 'bad', '0', 'ENTRIESREAD'))
+    add(b('XGROUP', 'CREATE', 's', 'bad', '0', 'MKSTREAM', 'MKSTREAM',
+          'MKSTREAM', 'MKSTREAM'))
+    add(b('XGROUP', 'CREATE', 's'))
+    add(b('XGROUP', 'CREATE', 's', 'g'))
+    add(b('XGROUP', 'FOO', 's', 'g'))
+    add(b('XGROUP'))
+    for n in NUMS:
+        add(b('XGROUP', 'CREATE', 's', b'er' + n, '0', 'ENTRIESREAD', n))
+    add(b('XINFO', 'GROUPS', 's'))
+    # XGROUP SETID, CREATECONSUMER, DELCONSUMER, DESTROY
+    add(b('XGROUP', 'SETID', 's', 'mid', '12'))
+    add(b('XGROUP', 'SETID', 's', 'mid', '$', 'ENTRIESREAD', '7'))
+    add(b('XGROUP', 'SETID', 's', 'mid', '-'))
+    add(b('XGROUP', 'SETID', 's', 'mid', '+'))
+    add(b('XGROUP', 'SETID', 's', 'mid', 'x'))
+    add(b('XGROUP', 'SETID', 's', 'nogroup', '0'))
+    add(b('XGROUP', 'SETID', 'missing', 'g', '0'))
+    add(b('XGROUP', 'SETID', 's', 'mid', '0', 'MKSTREAM'))
+    add(b('XGROUP', 'SETID', 's', 'mid', '0', 'ENTRIESREAD', '-2'))
+    add(b('XGROUP', 'SETID', 's', 'mid', '5', 'ENTRIESREAD', '-1'))
+    for n in NUMS:
+        add(b('XGROUP', 'SETID', 's', 'mid', '3', 'ENTRIESREAD', n))
+    add(b('XINFO', 'GROUPS', 's'))
+    add(b('XGROUP', 'CREATECONSUMER', 's', 'g', 'alice'))
+    add(b('XGROUP', 'CREATECONSUMER', 's', 'g', 'alice'))
+    add(b('XGROUP', 'CREATECONSUMER', 's', 'nogroup', 'alice'))
+    add(b('XGROUP', 'CREATECONSUMER', 'missing', 'g', 'alice'))
+    add(b('XGROUP', 'CREATECONSUMER', 'str', 'g', 'alice'))
+    add(b('XGROUP', 'DELCONSUMER', 's', 'g', 'nobody'))
+    add(b('XGROUP', 'DESTROY', 's', 'nogroup'))
+    add(b('XGROUP', 'DESTROY', 's', 'dollar'))
+    add(b('XGROUP', 'DESTROY', 'missing', 'g'))
+    add(b('XGROUP', 'DESTROY', 's', 'g', 'extra'))
+    add(b('XGROUP', 'HELP'))
+    add(b('XGROUP', 'HELP', 'extra'))
+    # XREADGROUP
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'COUNT', '3', 'STREAMS', 's',
+          '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'bob', 'COUNT', '2', 'STREAMS', 's',
+          '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'carol', 'COUNT', '2', 'NOACK',
+          'STREAMS', 's', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', '0'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'COUNT', '1', 'STREAMS', 's',
+          '0'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', '2-1'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'nobody', 'STREAMS', 's', '0'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', '$'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', 'x'))
+    add(b('XREADGROUP', 'GROUP', 'nogroup', 'alice', 'STREAMS', 's', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 'missing', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 'str', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', 'mk', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', 'mk', '>',
+          '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 'mk', 's', '>',
+          '0'))
+    add(b('XREADGROUP', 'STREAMS', 's', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'STREAMS', 's', '>'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'FOO', 'STREAMS', 's', '>'))
+    for n in NUMS:
+        add(b('XREADGROUP', 'GROUP', 'g', 'dan', 'COUNT', n, 'STREAMS', 's',
+              '0'))
+        add(b('XREADGROUP', 'GROUP', 'g', 'dan', 'BLOCK', n, 'STREAMS', 's',
+              '0'))
+    add(b('XINFO', 'GROUPS', 's'))
+    add(b('XINFO', 'CONSUMERS', 's', 'g'))
+    add(b('XPENDING', 's', 'g'))
+    # XACK
+    add(b('XACK', 's', 'g', '1-1', '1-1', '99-1'))
+    add(b('XACK', 's', 'g', '2-1', 'bad'))
+    add(b('XACK', 's', 'g', '-'))
+    add(b('XACK', 's', 'nogroup', '2-1'))
+    add(b('XACK', 'missing', 'g', '2-1'))
+    add(b('XACK', 'missing', 'g', 'bad'))
+    add(b('XACK', 'str', 'g', '2-1'))
+    add(b('XACK', 's', 'g', '2'))
+    add(b('XPENDING', 's', 'g'))
+    # XPENDING
+    add(b('XPENDING', 's', 'g', '-', '+', '10'))
+    add(b('XPENDING', 's', 'g', '-', '+', '10', 'alice'))
+    add(b('XPENDING', 's', 'g', '-', '+', '10', 'nobody'))
+    add(b('XPENDING', 's', 'g', '(3-1', '+', '10'))
+    add(b('XPENDING', 's', 'g', '-', '(4-1', '10'))
+    add(b('XPENDING', 's', 'g', '4', '5', '10'))
+    add(b('XPENDING', 's', 'g', '(-', '+', '10'))
+    add(b('XPENDING', 's', 'g', 'IDLE', '0', '-', '+', '10'))
+    add(b('XPENDING', 's', 'g', 'IDLE', '3600000', '-', '+', '10'))
+    add(b('XPENDING', 's', 'g', 'IDLE', '0', '-', '+', '10', 'bob'))
+    add(b('XPENDING', 's', 'g', 'IDLE', '0', '-', '+'))
+    add(b('XPENDING', 's', 'g', 'IDLE', 'x', '-', '+', '10'))
+    add(b('XPENDING', 's', 'g', '-', '+', '10', 'bob', 'extra'))
+    add(b('XPENDING', 's', 'g', '-'))
+    add(b('XPENDING', 's', 'g', '-', '+'))
+    add(b('XPENDING', 's', 'g', 'x', '+', '10'))
+    add(b('XPENDING', 's', 'g', '-', '+', 'x'))
+    add(b('XPENDING', 's', 'nogroup'))
+    add(b('XPENDING', 'missing', 'g'))
+    add(b('XPENDING', 'str', 'g'))
+    add(b('XPENDING', 'mk', 'g'))
+    add(b('XPENDING', 'mk', 'g', '-', '+', '5'))
+    for n in NUMS:
+        add(b('XPENDING', 's', 'g', '-', '+', n))
+        add(b('XPENDING', 's', 'g', 'IDLE', n, '-', '+', '5'))
+    # XCLAIM
+    add(b('XCLAIM', 's', 'g', 'bob', '0', '3-1'))
+    add(b('XCLAIM', 's', 'g', 'bob', '3600000', '2-1'))
+    add(b('XCLAIM', 's', 'g', 'bob', '0', '2-1', '3-1', 'JUSTID'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '10-1', '11-1'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '10-1', '11-1', 'FORCE'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '2-1', 'IDLE', '5000000'))
+    add(b('XPENDING', 's', 'g', 'IDLE', '4000000', '-', '+', '10'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '3-1', 'TIME', '1000',
+          'RETRYCOUNT', '7'))
+    add(b('XPENDING', 's', 'g', '-', '+', '10'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '3-1', 'LASTID', '15-1'))
+    add(b('XINFO', 'GROUPS', 's'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '3-1', 'LASTID', 'x'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '3-1', 'BOGUS'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '-'))
+    add(b('XCLAIM', 's', 'g', 'erin', '0', '3-1', 'IDLE'))
+    add(b('XCLAIM', 's', 'g', 'erin', 'x', '3-1'))
+    add(b('XCLAIM', 's', 'nogroup', 'erin', '0', '3-1'))
+    add(b('XCLAIM', 'missing', 'g', 'erin', '0', '3-1'))
+    add(b('XCLAIM', 'str', 'g', 'erin', '0', '3-1'))
+    for n in NUMS:
+        add(b('XCLAIM', 's', 'g', 'fay', n, '4-1', 'JUSTID'))
+        add(b('XCLAIM', 's', 'g', 'fay', '0', '4-1', 'IDLE', n, 'JUSTID'))
+        add(b('XCLAIM', 's', 'g', 'fay', '0', '4-1', 'TIME', n, 'JUSTID'))
+        add(b('XCLAIM', 's', 'g', 'fay', '0', '4-1', 'RETRYCOUNT', n))
+    add(b('XPENDING', 's', 'g', '-', '+', '20'))
+    # A deleted entry leaves the PEL when claimed.
+    add(b('XDEL', 's', '4-1'))
+    add(b('XCLAIM', 's', 'g', 'gus', '0', '4-1', '5-1'))
+    add(b('XPENDING', 's', 'g'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 's', '0'))
+    # XAUTOCLAIM
+    add(b('XREADGROUP', 'GROUP', 'g', 'hal', 'STREAMS', 's', '>'))
+    add(b('XDEL', 's', '12-1', '14-1'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '0', 'COUNT', '3'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '6-1', 'COUNT', '3',
+          'JUSTID'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '(9-1', 'COUNT', '4'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '0'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '3600000', '0'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '0', 'COUNT', '1', 'COUNT',
+          '2'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '0', 'BOGUS'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', 'x'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', '0', '(18446744073709551615-'
+          '18446744073709551615'))
+    add(b('XAUTOCLAIM', 's', 'g', 'ivy', 'x', '0'))
+    add(b('XAUTOCLAIM', 's', 'nogroup', 'ivy', '0', '0'))
+    add(b('XAUTOCLAIM', 'missing', 'g', 'ivy', '0', '0'))
+    add(b('XAUTOCLAIM', 'str', 'g', 'ivy', '0', '0'))
+    for n in NUMS:
+        add(b('XAUTOCLAIM', 's', 'g', 'jo', n, '0', 'COUNT', '2', 'JUSTID'))
+        add(b('XAUTOCLAIM', 's', 'g', 'jo', '0', '0', 'COUNT', n, 'JUSTID'))
+    add(b('XINFO', 'CONSUMERS', 's', 'g'))
+    add(b('XPENDING', 's', 'g'))
+    # DELCONSUMER with pending entries
+    add(b('XGROUP', 'DELCONSUMER', 's', 'g', 'jo'))
+    add(b('XPENDING', 's', 'g'))
+    add(b('XINFO', 'CONSUMERS', 's', 'g'))
+    # XINFO
+    for args in (['STREAM', 's'], ['STREAM', 's', 'FULL'],
+                 ['STREAM', 's', 'FULL', 'COUNT', '2'],
+                 ['STREAM', 's', 'FULL', 'COUNT', '0'],
+                 ['STREAM', 's', 'FULL', 'COUNT'], ['STREAM', 's', 'FOO'],
+                 ['STREAM', 's', 'FULL', 'FOO', '1'],
+                 ['STREAM', 'missing'], ['STREAM', 'str'], ['STREAM', 'mk'],
+                 ['STREAM', 'mk', 'FULL'], ['GROUPS', 'mk'],
+                 ['GROUPS', 'missing'], ['GROUPS', 'str'],
+                 ['CONSUMERS', 's', 'nogroup'], ['CONSUMERS', 'missing', 'g'],
+                 ['CONSUMERS', 's'], ['HELP'], ['FOO'], ['STREAM']):
+        add(b('XINFO', *args))
+    for n in NUMS:
+        add(b('XINFO', 'STREAM', 's', 'FULL', 'COUNT', n))
+    # Lag and entries-read across deletes, trims and XSETID.
+    add(b('XGROUP', 'CREATE', 'lag', 'a', '0', 'MKSTREAM'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    for i in range(1, 11):
+        add(b('XADD', 'lag', '%d-0' % i, 'f', 'v'))
+    add(b('XGROUP', 'CREATE', 'lag', 'b', '0'))
+    add(b('XGROUP', 'CREATE', 'lag', 'c', '5-0'))
+    add(b('XGROUP', 'CREATE', 'lag', 'd', '$'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    add(b('XREADGROUP', 'GROUP', 'a', 'x', 'COUNT', '3', 'STREAMS', 'lag',
+          '>'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    add(b('XDEL', 'lag', '5-0'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    add(b('XREADGROUP', 'GROUP', 'a', 'x', 'COUNT', '3', 'STREAMS', 'lag',
+          '>'))
+    add(b('XREADGROUP', 'GROUP', 'b', 'x', 'STREAMS', 'lag', '>'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    add(b('XDEL', 'lag', '1-0'))
+    add(b('XTRIM', 'lag', 'MAXLEN', '6'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    add(b('XINFO', 'STREAM', 'lag'))
+    add(b('XADD', 'lag', '11-0', 'f', 'v'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    # XSETID
+    add(b('XSETID', 'lag', '10-0'))
+    add(b('XSETID', 'lag', '20-0'))
+    add(b('XSETID', 'lag', '30-0', 'ENTRIESADDED', '5'))
+    add(b('XSETID', 'lag', '30-0', 'ENTRIESADDED', '50'))
+    add(b('XSETID', 'lag', '30-0', 'ENTRIESADDED', '-1'))
+    add(b('XSETID', 'lag', '30-0', 'MAXDELETEDID', '40-0'))
+    add(b('XSETID', 'lag', '30-0', 'MAXDELETEDID', '25-0'))
+    add(b('XSETID', 'lag', '24-0'))
+    add(b('XSETID', 'lag', '30-0', 'FOO', '1'))
+    add(b('XSETID', 'lag', '30-0', 'ENTRIESADDED'))
+    add(b('XSETID', 'lag', '-'))
+    add(b('XSETID', 'lag', 'x'))
+    add(b('XSETID', 'missing', '1-1'))
+    add(b('XSETID', 'str', '1-1'))
+    for n in NUMS:
+        add(b('XSETID', 'lag', '99-0', 'ENTRIESADDED', n))
+        add(b('XSETID', 'lag', n + b'-0'))
+    add(b('XINFO', 'STREAM', 'lag'))
+    add(b('XINFO', 'GROUPS', 'lag'))
+    add(b('XADD', 'lag', '*', 'f', 'v')[:3] + [b'98-0', b'f', b'v'])
+    # COPY and RENAME carry the groups; DEL frees them.
+    add(b('COPY', 's', 's2'))
+    add(b('XINFO', 'GROUPS', 's2'))
+    add(b('XPENDING', 's2', 'g'))
+    add(b('RENAME', 's2', 's3'))
+    add(b('XINFO', 'CONSUMERS', 's3', 'g'))
+    add(b('DEL', 's3'))
+    add(b('XGROUP', 'CREATE', 's3', 'g', '0', 'MKSTREAM'))
+    add(b('XINFO', 'GROUPS', 's3'))
+    add(b('XGROUP', 'DESTROY', 's', 'g'))
+    add(b('XINFO', 'GROUPS', 's'))
+    return c
+
+
 def random_commands(seed, n):
     """Appends (with explicit ids, some too small), deletes, trims and
     reads over a few streams."""
@@ -324,9 +654,53 @@ def random_commands(seed, n):
         hi = nexts[k] + 3
         return b'%d-%d' % (r.randint(0, hi), r.randint(0, 3))
 
+    groups = [b'g1', b'g2']
+    cons = [b'c1', b'c2', b'c3']
+    for k in keys:
+        out.append([b'XGROUP', b'CREATE', k, b'g1', b'0', b'MKSTREAM'])
     for _ in range(n):
         k = r.choice(keys)
         x = r.random()
+        if r.random() < 0.3:
+            g, cn = r.choice(groups), r.choice(cons)
+            y = r.random()
+            if y < 0.3:
+                out.append([b'XREADGROUP', b'GROUP', g, cn] +
+                           ([b'COUNT', b'%d' % r.randint(1, 4)]
+                            if r.random() < 0.7 else []) +
+                           ([b'NOACK'] if r.random() < 0.1 else []) +
+                           [b'STREAMS', k,
+                            b'>' if r.random() < 0.7 else rid(k)])
+            elif y < 0.5:
+                out.append([b'XACK', k, g] +
+                           [rid(k) for _ in range(r.randint(1, 3))])
+            elif y < 0.6:
+                out.append([b'XCLAIM', k, g, cn, b'0'] +
+                           [rid(k) for _ in range(r.randint(1, 3))] +
+                           r.choice([[], [b'JUSTID'], [b'FORCE'],
+                                     [b'RETRYCOUNT', b'3']]))
+            elif y < 0.7:
+                out.append([b'XAUTOCLAIM', k, g, cn, b'0', rid(k), b'COUNT',
+                            b'%d' % r.randint(1, 5)] +
+                           ([b'JUSTID'] if r.random() < 0.3 else []))
+            elif y < 0.8:
+                out.append([b'XPENDING', k, g] +
+                           ([b'-', b'+', b'%d' % r.randint(1, 10)] +
+                            ([cn] if r.random() < 0.3 else [])
+                            if r.random() < 0.6 else []))
+            elif y < 0.85:
+                out.append([b'XGROUP', b'CREATE', k, g,
+                            r.choice([b'0', b'$', rid(k)]), b'MKSTREAM'])
+            elif y < 0.88:
+                out.append([b'XGROUP', b'SETID', k, g, r.choice([b'0', b'$',
+                                                                  rid(k)])])
+            elif y < 0.9:
+                out.append([b'XGROUP', b'DELCONSUMER', k, g, cn])
+            elif y < 0.92:
+                out.append([b'XGROUP', b'DESTROY', k, g])
+            else:
+                out.append([b'XINFO', r.choice([b'GROUPS', b'STREAM']), k])
+            continue
         if x < 0.4:
             if r.random() < 0.85:
                 nexts[k] += r.randint(0, 2)
@@ -376,6 +750,7 @@ def random_commands(seed, n):
             nexts[k] = 1
     for k in keys:
         out.append([b'XRANGE', k, b'-', b'+'])
+        out.append([b'XINFO', b'STREAM', k, b'FULL'])
     return out
 
 
@@ -383,6 +758,12 @@ def test_entries_corpus_resp2_and_resp3(server):
     with peer() as redis:
         for proto in (2, 3):
             compare(server, redis, corpus_entries(), proto, 'corpus')
+
+
+def test_groups_corpus_resp2_and_resp3(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_groups(), proto, 'groups')
 
 
 def test_random_streams(server):
