@@ -756,3 +756,9 @@ int st_stream_pel_last(st_txn *t, const st_obj *o, uint64_t gnum,
     mdb_cursor_close(cur);
     return rc;
 }
+
+void st_stream_signal(st_txn *t, const st_obj *o)
+{
+    st_internal_created(t->env, o->k->db, o->k->name, o->k->len, ST_TYPE_STREAM,
+                        ST_STREAM_READERS_ANY, 0);
+}

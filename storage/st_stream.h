@@ -69,6 +69,18 @@ int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
                   uint64_t ordinal, size_t n, st_stream_field_fn *field,
                   void *ctx);
 
+/* What a stream tells the observer it holds when it signals: more than
+ * any count of waiters, as every reader may read the same entry. */
+#define ST_STREAM_READERS_ANY (1ull << 30)
+
+/*
+ * Tell the environment's observer (st_env_observe) that readers waiting
+ * on this stream may be served now (an entry came, a group went): as a
+ * key of ST_TYPE_STREAM that came into being (not fresh) with
+ * ST_STREAM_READERS_ANY elements. Write transaction.
+ */
+void st_stream_signal(st_txn *t, const st_obj *o);
+
 /* An entry's value, decoded one string at a time. */
 typedef struct st_stream_value {
     const uint8_t *p, *end;

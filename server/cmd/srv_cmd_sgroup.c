@@ -504,6 +504,7 @@ void srv_cmd_xgroup_destroy(srv_conn *c)
     s.m.ngroups--;
     if (srv_stream_save_or_reply(c, t, &s.o, &s.m))
         return;
+    st_stream_signal(t, &s.o); /* its blocked readers get NOGROUP */
     srv_reply_int(c, 1);
     srv_notify_arg(c, SRV_NOTIFY_STREAM, "xgroup-destroy", 2);
 }
@@ -802,9 +803,7 @@ void srv_sgroup_read(srv_conn *c, const srv_stream_read *r)
             srv_txn_error(c, rc);
     }
     if (!rc && !served)
-        /* TODO(issue 13): BLOCK waits (srv_block.h); until then it answers
-         * as a client that cannot block does in Redis. */
-        srv_reply_null_array(c);
+        srv_stream_block_or_reply(c, r, NULL);
     for (int i = 0; i < nloaded; i++)
         gctx_free(&v[i].x);
     free(v);
@@ -1711,8 +1710,11 @@ void srv_cmd_xsetid(srv_conn *c)
         s.m.entries_added = (uint64_t)added;
     if (maxdel.ms || maxdel.seq)
         s.m.max_deleted = maxdel;
-    if (srv_stream_save_or_reply(c, t, &s.o, &s.m))
+    /* The state only: Redis 7.0's XSETID leaves WATCH untouched. */
+    if ((rc = st_stream_meta_put(t, &s.o, &s.m))) {
+        srv_txn_error(c, rc);
         return;
+    }
     srv_reply_ok(c);
     srv_notify_arg(c, SRV_NOTIFY_STREAM, "xsetid", 1);
 }

@@ -22,6 +22,7 @@
 #include "storage/st_keyspace.h"
 #include "storage/st_stream.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -261,6 +262,7 @@ void srv_cmd_xadd(srv_conn *c)
     }
     if (srv_stream_save_or_reply(c, t, &s.o, &s.m))
         return;
+    st_stream_signal(t, &s.o);
     srv_stream_reply_id(c, &id);
     srv_notify_arg(c, SRV_NOTIFY_STREAM, "xadd", 1);
     if (deleted)
@@ -596,11 +598,57 @@ static void xread_generic(srv_conn *c)
                 srv_reply_defer_array(c, mark, w.n);
         }
     } else if (rc == 0) {
-        /* TODO(issue 13): BLOCK waits (srv_block.h); until then it answers
-         * as a client that cannot block does in Redis. */
-        srv_reply_null_array(c);
+        st_stream_id *after = malloc((size_t)r.nkeys * sizeof *after);
+        if (!after) {
+            srv_txn_error(c, ENOMEM);
+        } else {
+            for (int i = 0; i < r.nkeys; i++)
+                after[i] = v[i].after;
+            srv_stream_block_or_reply(c, &r, after);
+            free(after);
+        }
     }
     free(v);
+}
+
+void srv_stream_block_or_reply(srv_conn *c, const srv_stream_read *r,
+                               const st_stream_id *after)
+{
+    int ids = r->first_key + r->nkeys;
+    char(*buf)[SRV_STREAM_ID_MAX] = NULL;
+    srv_slice *saved = NULL;
+
+    if (r->timeout_ms < 0) {
+        srv_reply_null_array(c);
+        return;
+    }
+    if (after) {
+        buf = malloc((size_t)r->nkeys * sizeof *buf);
+        saved = malloc((size_t)r->nkeys * sizeof *saved);
+        if (!buf || !saved) {
+            free(buf);
+            free(saved);
+            srv_txn_error(c, ENOMEM);
+            return;
+        }
+        for (int i = 0; i < r->nkeys; i++) {
+            saved[i] = c->argv[ids + i];
+            if (is_word(&saved[i], "$"))
+                c->argv[ids + i] = (srv_slice){
+                    buf[i], srv_stream_id_format(buf[i], &after[i])
+                };
+        }
+    }
+    srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_STREAM,
+                                             .first_key = r->first_key,
+                                             .nkeys = r->nkeys,
+                                             .timeout_ms = r->timeout_ms,
+                                             .null_array = 1 });
+    if (after)
+        for (int i = 0; i < r->nkeys; i++)
+            c->argv[ids + i] = saved[i];
+    free(buf);
+    free(saved);
 }
 
 void srv_cmd_xread(srv_conn *c) { xread_generic(c); }

@@ -113,4 +113,14 @@ typedef struct srv_stream_read {
  * its order: 0, or -1 after the error reply. */
 int srv_stream_parse_read_or_reply(srv_conn *c, srv_stream_read *r);
 
+/*
+ * XREAD / XREADGROUP found nothing to serve: without BLOCK, the null
+ * array; with it, block c on its streams (srv_block.h; inside EXEC the
+ * null array). `after` (NULL for XREADGROUP) holds the id each key's
+ * "$" stood for: the copy of the command the waiter keeps reads from
+ * there, so a wake-up serves what came after the block, as Redis does.
+ */
+void srv_stream_block_or_reply(srv_conn *c, const srv_stream_read *r,
+                               const st_stream_id *after);
+
 #endif

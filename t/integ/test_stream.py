@@ -4,9 +4,10 @@ import os
 import random
 import re
 import shutil
+import time
 
 from larder_test import (Client, RespError, Server, Skip, assert_eq,
-                         assert_true, larder_only, main)
+                         assert_true, larder_only, main, wait_until)
 
 SEEDS = [int(x) for x in os.environ.get('LARDER_STREAM_SEEDS',
                                         '1,2,3').split(',')]
@@ -772,6 +773,160 @@ def test_random_streams(server):
             cmds = random_commands(seed, RANDOM_COMMANDS)
             compare(server, redis, cmds, 2 if seed % 2 else 3,
                     'seed %d' % seed)
+
+
+def stream_events_script():
+    """Every stream command that emits keyspace events, and some that
+    emit none (reads, acks, failed writes)."""
+    return [b(*x) for x in (
+        ('XADD', 's', '1-1', 'f', 'v'), ('XADD', 's', '2-1', 'f', 'v'),
+        ('XADD', 's', 'MAXLEN', '1', '3-1', 'f', 'v'),
+        ('XADD', 's', '1-1', 'f', 'v'), ('XADD', 'n', 'NOMKSTREAM', '*', 'f',
+                                        'v'),
+        ('XDEL', 's', '3-1', '9-9'), ('XDEL', 's', '9-9'),
+        ('XADD', 's', '4-1', 'f', 'v'), ('XADD', 's', '5-1', 'f', 'v'),
+        ('XTRIM', 's', 'MAXLEN', '1'), ('XTRIM', 's', 'MAXLEN', '1'),
+        ('XGROUP', 'CREATE', 's', 'g', '0'),
+        ('XGROUP', 'CREATE', 'mk', 'g', '$', 'MKSTREAM'),
+        ('XGROUP', 'SETID', 's', 'g', '0'),
+        ('XGROUP', 'CREATECONSUMER', 's', 'g', 'c1'),
+        ('XGROUP', 'CREATECONSUMER', 's', 'g', 'c1'),
+        ('XREADGROUP', 'GROUP', 'g', 'c2', 'STREAMS', 's', '>'),
+        ('XREADGROUP', 'GROUP', 'g', 'c3', 'STREAMS', 's', '>'),
+        ('XACK', 's', 'g', '5-1'), ('XRANGE', 's', '-', '+'),
+        ('XREADGROUP', 'GROUP', 'g', 'c2', 'STREAMS', 's', '0'),
+        ('XCLAIM', 's', 'g', 'c4', '0', '5-1', 'FORCE'),
+        ('XAUTOCLAIM', 's', 'g', 'c5', '0', '0'),
+        ('XGROUP', 'DELCONSUMER', 's', 'g', 'c1'),
+        ('XGROUP', 'DELCONSUMER', 's', 'g', 'nobody'),
+        ('XSETID', 's', '10-1'), ('XGROUP', 'DESTROY', 's', 'g'),
+        ('XGROUP', 'DESTROY', 's', 'g'), ('DEL', 's'),
+        ('MULTI',), ('XADD', 'm', '1-1', 'f', 'v'), ('XDEL', 'm', '1-1'),
+        ('EXEC',))]
+
+
+def test_stream_events_match_redis(server):
+    """Keyspace notifications of every stream command, as redis-server
+    sends them (types t and g, and new keys)."""
+    import test_notify
+    with peer() as redis:
+        for flags in ('KEA', 'Kt', 'Etg', 'KEAn'):
+            test_notify.compare(server, redis, stream_events_script(), flags,
+                                what='flags %s' % flags)
+
+
+def test_watch_and_multi(server):
+    """WATCH sees XADD, XDEL, XTRIM and XSETID as it does in Redis; XREAD
+    BLOCK inside EXEC answers at once; writes in EXEC are one
+    transaction."""
+    with peer() as redis:
+        script = []
+        for cmd in (['XADD', 'w', '9-1', 'f', 'v'], ['XDEL', 'w', '1-1'],
+                    ['XTRIM', 'w', 'MAXLEN', '0'], ['XSETID', 'w', '99-1'],
+                    ['XLEN', 'w'], ['XRANGE', 'w', '-', '+'],
+                    ['XDEL', 'w', '5-5']):
+            script += [b('DEL', 'w'), b('XADD', 'w', '1-1', 'f', 'v'),
+                       b('WATCH', 'w'), b(*cmd), b('MULTI'),
+                       b('XLEN', 'w'), b('EXEC')]
+        script += [b('MULTI'), b('XREAD', 'BLOCK', '0', 'STREAMS', 'w', '$'),
+                   b('XADD', 'w', '200-1', 'f', 'v'),
+                   b('XREADGROUP', 'GROUP', 'nog', 'c', 'BLOCK', '0',
+                     'STREAMS', 'w', '>'),
+                   b('XGROUP', 'CREATE', 'w', 'g', '$'),
+                   b('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', '0',
+                     'STREAMS', 'w', '>'), b('EXEC'),
+                   b('XINFO', 'GROUPS', 'w')]
+        for proto in (2, 3):
+            compare(server, redis, script, proto, 'watch')
+
+
+def two_workers(srv):
+    """Two clients on different workers."""
+    pool, got = [], {}
+    try:
+        while len(got) < 2:
+            assert_true(len(pool) < 200, 'clients on 2 workers')
+            c = srv.client()
+            pool.append(c)
+            for f in c.call('CLIENT', 'INFO').decode().split():
+                if f.startswith('worker='):
+                    got.setdefault(f, c)
+        return list(got.values())
+    finally:
+        for c in pool:
+            if c not in got.values():
+                c.close()
+
+
+def wait_blocked(srv, n, deadline=10.0):
+    with srv.client() as c:
+        wait_until(lambda: blocked_count(c) >= n, deadline,
+                   '%d blocked' % n)
+
+
+def blocked_count(c):
+    m = re.search(rb'blocked_clients:(\d+)', c.call('INFO', 'clients'))
+    return int(m.group(1)) if m else 0
+
+
+def test_block_across_workers():
+    """XREAD and XREADGROUP BLOCK on one worker wake on an XADD from
+    another, without polling; waiters are served FIFO; a timeout answers
+    null; a destroyed group wakes its readers with NOGROUP."""
+    larder_only()
+    with Server(workers=2) as srv:
+        a, w = two_workers(srv)
+        a2 = srv.client()
+        w.call('XADD', 'bs', '1-1', 'f', 'v')
+        # XREAD $ on a, XADD on w.
+        a.send('XREAD', 'BLOCK', '0', 'STREAMS', 'bs', '$')
+        wait_blocked(srv, 1)
+        assert_eq(w.call('XADD', 'bs', '2-1', 'g', 'x'), b'2-1')
+        assert_eq(a.read_reply(), [[b'bs', [[b'2-1', [b'g', b'x']]]]])
+        # A stream that does not exist yet.
+        a.send('XREAD', 'BLOCK', '0', 'STREAMS', 'later', '$')
+        wait_blocked(srv, 1)
+        w.call('XADD', 'later', '5-5', 'f', 'v')
+        assert_eq(a.read_reply(), [[b'later', [[b'5-5', [b'f', b'v']]]]])
+        # Two group readers, one entry each in the order they blocked.
+        w.call('XGROUP', 'CREATE', 'bs', 'g', '$')
+        a.send('XREADGROUP', 'GROUP', 'g', 'c1', 'COUNT', '1', 'BLOCK', '0',
+               'STREAMS', 'bs', '>')
+        wait_blocked(srv, 1)
+        a2.send('XREADGROUP', 'GROUP', 'g', 'c2', 'COUNT', '1', 'BLOCK', '0',
+                'STREAMS', 'bs', '>')
+        wait_blocked(srv, 2)
+        w.call('XADD', 'bs', '3-1', 'n', '1')
+        assert_eq(a.read_reply(), [[b'bs', [[b'3-1', [b'n', b'1']]]]])
+        wait_blocked(srv, 1)
+        w.call('XADD', 'bs', '4-1', 'n', '2')
+        assert_eq(a2.read_reply(), [[b'bs', [[b'4-1', [b'n', b'2']]]]])
+        assert_eq(w.call('XPENDING', 'bs', 'g')[3],
+                  [[b'c1', b'1'], [b'c2', b'1']])
+        # A timeout answers a null array.
+        t0 = time.time()
+        assert_eq(a.call('XREAD', 'BLOCK', '150', 'STREAMS', 'bs', '$'),
+                  None)
+        assert_true(time.time() - t0 >= 0.14, 'waited for the timeout')
+        # XGROUP DESTROY wakes the group's readers with NOGROUP.
+        a.send('XREADGROUP', 'GROUP', 'g', 'c1', 'BLOCK', '0', 'STREAMS',
+               'bs', '>')
+        wait_blocked(srv, 1)
+        assert_eq(w.call('XGROUP', 'DESTROY', 'bs', 'g'), 1)
+        r = a.read_reply()
+        assert_true(isinstance(r, RespError) and
+                    r.message.startswith('NOGROUP'), 'NOGROUP: %r' % (r,))
+        # Many waiters, one XADD: every XREAD reader is served.
+        readers = [srv.client() for _ in range(6)]
+        for c in readers:
+            c.send('XREAD', 'BLOCK', '0', 'STREAMS', 'bs', '$')
+        wait_blocked(srv, len(readers))
+        w.call('XADD', 'bs', '9-1', 'all', '1')
+        for c in readers:
+            assert_eq(c.read_reply(), [[b'bs', [[b'9-1', [b'all', b'1']]]]])
+            c.close()
+        for c in (a, a2, w):
+            c.close()
 
 
 ID = re.compile(rb'^(\d+)-(\d+)$')
