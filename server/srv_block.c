@@ -413,9 +413,13 @@ static int run_again(srv_group *g)
             break;
         }
     }
-    /* Keep what did not run yet (in order), drop the rest. */
-    memmove(bk.retry.v, bk.retry.v + i, (bk.retry.n - i) * sizeof *bk.retry.v);
-    bk.retry.n -= i;
+    /* Keep what did not run yet (in order), drop the rest. (Nothing ran:
+     * the queue may not even be allocated, and memmove takes no NULL.) */
+    if (i) {
+        memmove(bk.retry.v, bk.retry.v + i,
+                (bk.retry.n - i) * sizeof *bk.retry.v);
+        bk.retry.n -= i;
+    }
     for (size_t j = 0; j < bk.retry.n; j++)
         if (bk.retry.v[j])
             ((bk_waiter *)bk.retry.v[j])->queued = 1;

@@ -8,6 +8,7 @@
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_stream.h"
 #include "storage/st_txn.h"
 
 #include <errno.h>
@@ -187,6 +188,14 @@ static void note_seen(st_env *e, const st_keyref *k)
     e->nseen++;
 }
 
+/* A stream went (deleted, overwritten): its blocked readers are told,
+ * as of an entry (st_stream_signal), and find it gone. */
+static void stream_gone(st_txn *t, const st_keyref *k)
+{
+    st_internal_created(t->env, k->db, k->name, k->len, ST_TYPE_STREAM,
+                        ST_STREAM_READERS_ANY, 0);
+}
+
 /*
  * Remove the record of `k` (known to exist as `r`) and its expiry entry; a
  * collection's elements are detached for lazy freeing unless `keep_elems`
@@ -201,6 +210,8 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
 
     if (r->type != ST_TYPE_STRING && !keep_elems && (rc = st_coll_detach(t, r)))
         return rc;
+    if (r->type == ST_TYPE_STREAM && !keep_elems)
+        stream_gone(t, k);
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
     cache_invalidate(t, k);
@@ -372,6 +383,8 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
         if (old.type != ST_TYPE_STRING && !same_value &&
             (rc = st_coll_detach(t, &old)))
             return rc;
+        if (old.type == ST_TYPE_STREAM && !same_value)
+            stream_gone(t, k);
     } else if (rc != ST_ENOTFOUND) {
         return rc;
     }

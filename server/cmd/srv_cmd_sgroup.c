@@ -16,6 +16,7 @@
 #include "server/cmd/srv_sgroup.h"
 #include "server/cmd/srv_stream.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
 #include "server/srv_conn.h"
 #include "server/srv_notify.h"
 #include "server/srv_reply.h"
@@ -706,13 +707,16 @@ void srv_sgroup_read(srv_conn *c, const srv_stream_read *r)
     const srv_slice *gname = &c->argv[r->group],
                     *cname = &c->argv[r->group + 1];
     struct st_txn *t = srv_txn_write_or_reply(c);
-    rg_one *v;
+    rg_one few[SRV_STREAM_READ_FEW], *v;
     long long served = 0;
     int rc = 0, nloaded = 0;
 
     if (!t)
         return;
-    if (!(v = calloc((size_t)r->nkeys, sizeof *v))) {
+    if (r->nkeys <= SRV_STREAM_READ_FEW) {
+        memset(few, 0, sizeof few);
+        v = few;
+    } else if (!(v = calloc((size_t)r->nkeys, sizeof *v))) {
         srv_txn_error(c, ENOMEM);
         return;
     }
@@ -720,14 +724,24 @@ void srv_sgroup_read(srv_conn *c, const srv_stream_read *r)
         const srv_slice *ida = &c->argv[r->first_key + r->nkeys + i];
         const srv_slice *key = &c->argv[r->first_key + i];
         rg_one *one = &v[i];
-        int found = load_group(c, t, r->first_key + i, r->group, &one->s,
-                               &one->x);
-        if (found < 0) {
+        int blocked = srv_block_is_blocked(c), found;
+        if (blocked && !srv_stream_there(c, t, r->first_key + i)) {
+            /* A blocked reader whose stream went (Redis 7.0's words). */
+            srv_reply_error(c, "UNBLOCKED the stream key no longer exists");
+            rc = -1;
+            break;
+        }
+        if ((found = load_group(c, t, r->first_key + i, r->group, &one->s,
+                                &one->x)) < 0) {
             rc = -1;
             break;
         }
         nloaded = i + 1;
-        if (found == 0) {
+        if (found == 0 && blocked) {
+            srv_reply_error(c, "NOGROUP the consumer group this client was "
+                               "blocked on no longer exists");
+            rc = -1;
+        } else if (found == 0) {
             reply_nogroup(c, key, gname, " in XREADGROUP with GROUP option");
             rc = -1;
         } else if (srv_util_streq(ida->ptr, ida->len, "$")) {
@@ -806,7 +820,8 @@ void srv_sgroup_read(srv_conn *c, const srv_stream_read *r)
         srv_stream_block_or_reply(c, r, NULL);
     for (int i = 0; i < nloaded; i++)
         gctx_free(&v[i].x);
-    free(v);
+    if (v != few)
+        free(v);
 }
 
 /* ---- XACK ---- */
@@ -1081,7 +1096,9 @@ void srv_cmd_xclaim(srv_conn *c)
                                   "ERR Invalid IDLE option argument for "
                                   "XCLAIM"))
                 return;
-            deliverytime = now - deliverytime;
+            /* As Redis's arithmetic, wrapping (the result is checked
+             * below). */
+            deliverytime = (long long)((uint64_t)now - (uint64_t)deliverytime);
         } else if (opt_is(o, "time") && more) {
             if (claim_ll_or_reply(c, &c->argv[++j], &deliverytime,
                                   "ERR Invalid TIME option argument for "

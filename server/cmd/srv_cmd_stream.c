@@ -526,7 +526,7 @@ static void xread_generic(srv_conn *c)
 {
     srv_stream_read r;
     struct st_txn *t;
-    read_one *v;
+    read_one few[SRV_STREAM_READ_FEW], *v;
     long long served = 0;
     int rc = 0;
 
@@ -538,15 +538,24 @@ static void xread_generic(srv_conn *c)
     }
     if (!(t = srv_txn_read_or_reply(c)))
         return;
-    if (!(v = calloc((size_t)r.nkeys, sizeof *v))) {
+    /* The common few streams need no allocation. */
+    if (r.nkeys <= SRV_STREAM_READ_FEW) {
+        memset(few, 0, sizeof few);
+        v = few;
+    } else if (!(v = calloc((size_t)r.nkeys, sizeof *v))) {
         srv_txn_error(c, ENOMEM);
         return;
     }
     for (int i = 0; i < r.nkeys && rc == 0; i++) {
         const srv_slice *ida = &c->argv[r.first_key + r.nkeys + i];
         read_one *x = &v[i];
-        if ((x->exists = srv_stream_load_or_reply(c, t, r.first_key + i,
-                                                  &x->s)) < 0) {
+        /* A blocked reader whose key went or changed type waits on, as in
+         * Redis 7.0. */
+        if (srv_block_is_blocked(c) &&
+            !srv_stream_there(c, t, r.first_key + i)) {
+            x->exists = 0;
+        } else if ((x->exists = srv_stream_load_or_reply(c, t, r.first_key + i,
+                                                         &x->s)) < 0) {
             rc = -1;
             break;
         }
@@ -608,7 +617,8 @@ static void xread_generic(srv_conn *c)
             free(after);
         }
     }
-    free(v);
+    if (v != few)
+        free(v);
 }
 
 void srv_stream_block_or_reply(srv_conn *c, const srv_stream_read *r,

@@ -5,6 +5,7 @@
 #include "server/cmd/srv_stream.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_coll.h"
+#include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -164,6 +165,15 @@ int srv_stream_save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o,
         return -1;
     }
     return srv_coll_save_or_reply(c, t, o);
+}
+
+int srv_stream_there(srv_conn *c, struct st_txn *t, int i)
+{
+    st_keyref k;
+    st_obj o;
+
+    srv_key_ref(c, i, &k);
+    return st_coll_open(t, &k, ST_TYPE_STREAM, srv_cmd_now(c), &o) == 0;
 }
 
 int srv_stream_load_or_reply(srv_conn *c, struct st_txn *t, int i,

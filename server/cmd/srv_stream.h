@@ -76,6 +76,10 @@ typedef struct srv_stream {
     st_stream_id first;
 } srv_stream;
 
+/* Whether argv[i] holds a stream now (nothing replied either way): a
+ * blocked reader run again asks, as its stream may have gone. */
+int srv_stream_there(srv_conn *c, struct st_txn *t, int i);
+
 /* srv_stream_open_or_reply plus the state and first id (found only). */
 int srv_stream_load_or_reply(srv_conn *c, struct st_txn *t, int i,
                              srv_stream *s);
@@ -97,6 +101,9 @@ void srv_stream_reply_lag(srv_conn *c, const srv_stream *s,
  * Redis 7.0 counts it. */
 void srv_stream_group_advance(const srv_stream *s, st_stream_group *g,
                               const st_stream_id *id);
+
+/* Streams an XREAD or XREADGROUP reads without allocating. */
+#define SRV_STREAM_READ_FEW 4
 
 /* XREAD / XREADGROUP's arguments. */
 typedef struct srv_stream_read {

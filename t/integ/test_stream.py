@@ -872,7 +872,8 @@ def blocked_count(c):
 def test_block_across_workers():
     """XREAD and XREADGROUP BLOCK on one worker wake on an XADD from
     another, without polling; waiters are served FIFO; a timeout answers
-    null; a destroyed group wakes its readers with NOGROUP."""
+    null; a destroyed group, a deleted or overwritten stream wake their
+    group readers with Redis's errors."""
     larder_only()
     with Server(workers=2) as srv:
         a, w = two_workers(srv)
@@ -913,9 +914,24 @@ def test_block_across_workers():
                'bs', '>')
         wait_blocked(srv, 1)
         assert_eq(w.call('XGROUP', 'DESTROY', 'bs', 'g'), 1)
-        r = a.read_reply()
-        assert_true(isinstance(r, RespError) and
-                    r.message.startswith('NOGROUP'), 'NOGROUP: %r' % (r,))
+        assert_eq(a.read_reply(),
+                  RespError('NOGROUP the consumer group this client was '
+                            'blocked on no longer exists'))
+        # A deleted or overwritten stream wakes its group readers too;
+        # XREAD readers wait on (as Redis 7.0).
+        for gone in (['DEL', 'gs'], ['SET', 'gs', 'x']):
+            w.call('DEL', 'gs')
+            w.call('XGROUP', 'CREATE', 'gs', 'g', '$', 'MKSTREAM')
+            a.send('XREADGROUP', 'GROUP', 'g', 'c1', 'BLOCK', '0', 'STREAMS',
+                   'gs', '>')
+            a2.send('XREAD', 'BLOCK', '0', 'STREAMS', 'gs', '$')
+            wait_blocked(srv, 2)
+            w.call(*gone)
+            assert_eq(a.read_reply(),
+                      RespError('UNBLOCKED the stream key no longer exists'))
+            w.call('DEL', 'gs')
+            w.call('XADD', 'gs', '1-1', 'f', 'v')
+            assert_eq(a2.read_reply(), [[b'gs', [[b'1-1', [b'f', b'v']]]]])
         # Many waiters, one XADD: every XREAD reader is served.
         readers = [srv.client() for _ in range(6)]
         for c in readers:
