@@ -161,7 +161,16 @@ int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
     entry_key(kb, o->c.id, id);
     v.mv_size = size;
     v.mv_data = NULL;
-    if ((rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE)))
+    /* The newest stream's entries are the database's last keys: appending
+     * fills pages instead of splitting them in half. Any other stream's
+     * append is an ordinary put. */
+    rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE | MDB_APPEND);
+    if (rc == MDB_KEYEXIST) {
+        v.mv_size = size;
+        v.mv_data = NULL;
+        rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE);
+    }
+    if (rc)
         return st_err_map(rc);
     p = v.mv_data;
     memcpy(p, &ordinal, ORD_BYTES);
