@@ -769,6 +769,7 @@ static void service_start(srv_worker *w)
     atomic_store(&w->stats->blocked_clients, 0); /* a respawn's gauge */
     srv_keys_want_created(ST_TYPE_LIST);
     srv_keys_want_created(ST_TYPE_ZSET);
+    srv_keys_want_created(ST_TYPE_STREAM); /* st_stream_signal too */
     srv_keys_on_ready(on_ready);
     if (srv_link_register(&link_feature))
         srv_log(SRV_LOG_WARNING, 0,

@@ -50,6 +50,10 @@ EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
 	t/integ/bullmq/setup t/integ/bullmq/e2e.js
 
 # ==== issue 13 ====
+INTEG_TESTS_I13 = \
+	t/integ/test_stream.py
+TESTS += $(INTEG_TESTS_I13)
+EXTRA_DIST += $(INTEG_TESTS_I13)
 
 # ==== issue 14 ====
 # issue 14 (i14a): differential helpers; long strings in spans.
