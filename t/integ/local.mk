@@ -40,6 +40,11 @@ INTEG_TESTS_I11 = \
 TESTS += $(INTEG_TESTS_I11)
 EXTRA_DIST += $(INTEG_TESTS_I11)
 
+# ==== issue 11 x 14: keyspace events of issue 14's write commands ====
+INTEG_TESTS_I14N = t/integ/test_notify14.py
+TESTS += $(INTEG_TESTS_I14N)
+EXTRA_DIST += $(INTEG_TESTS_I14N)
+
 # ==== issue 12 ====
 SCRIPT_INTEG_TESTS = \
 	t/integ/test_script.py \
