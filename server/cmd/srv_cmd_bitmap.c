@@ -869,7 +869,7 @@ static void bitfield_generic(srv_conn *c, int readonly)
     }
     if ((rc = bf_run(c, t, &k, ops, nops, &wrote)))
         srv_txn_error(c, rc); /* poisons: the group is replayed */
-    else if (wrote) /* Redis: only when a SET or INCRBY wrote */
+    else if (wrote)           /* Redis: only when a SET or INCRBY wrote */
         srv_notify_arg(c, SRV_NOTIFY_STRING, "setbit", 1);
 out:
     free(ops);

@@ -49,7 +49,7 @@ void srv_cmd_move(srv_conn *c)
         srv_txn_error(c, rc);
     else {
         srv_notify_arg(c, SRV_NOTIFY_GENERIC, "move_from", 1);
-        srv_notify_db((unsigned)db, SRV_NOTIFY_GENERIC, "move_to",
+        srv_notify_db(c, (unsigned)db, SRV_NOTIFY_GENERIC, "move_to",
                       c->argv[1].ptr, c->argv[1].len);
         srv_reply_int(c, 1);
     }

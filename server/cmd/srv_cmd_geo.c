@@ -585,8 +585,7 @@ static void search_generic(srv_conn *c, int src, unsigned flags)
     geo_opts g = { 0 };
     geo_found f = { 0 };
     struct st_txn *t;
-    const char *event =
-        flags & S_SEARCH ? "geosearchstore" : "georadiusstore";
+    const char *event = flags & S_SEARCH ? "geosearchstore" : "georadiusstore";
     int found, base, rc, writes;
     size_t n;
     st_keyref k;
