@@ -36,9 +36,11 @@
  * aborted.
  *
  * Not here yet: PUBLISH inside a script gives the script 0 when the
- * broker carries the message (its count arrives after the script ended);
- * the blocking commands of issue #11 must behave as their non-blocking
- * forms under SRV_CONN_IN_SCRIPT.
+ * broker carries the message (its count arrives after the script ended).
+ * A command of another client that ran in the same loop turn just before
+ * a long script keeps its reply with the turn's group until the script
+ * ends or is killed (busy serving answers only connections with nothing
+ * in the group; Redis would have written that reply).
  */
 #include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"

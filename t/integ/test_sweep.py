@@ -147,6 +147,7 @@ NOT_SWEPT = {
 COMPARE = {
     'scan': 'scan', 'hscan': 'scan', 'sscan': 'scan', 'zscan': 'scan',
     'info': 'describe', 'client|list': 'describe', 'client|info': 'describe',
+    'acl|genpass': 'shape',  # random
     'client|id': 'describe', 'time': 'describe', 'lastsave': 'describe',
     'command': 'describe', 'command|info': 'describe',
     'command|docs': 'describe', 'command|list': 'describe',
