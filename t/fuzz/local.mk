@@ -33,8 +33,10 @@ FUZZ_UTIL_DEPS = $(FUZZ_UTIL_SRC) $(srcdir)/server/srv_util.h
 FUZZ_DISPATCH_DEPS = $(srcdir)/t/fuzz/fuzz_dispatch.c \
 	$(libserver_a_SOURCES) $(libstorage_a_SOURCES) $(libshm_a_SOURCES) \
 	$(librdb_a_SOURCES)
-FUZZ_DISPATCH_CFLAGS = -I. $(LIBEVENT_CFLAGS) $(LMDB_CFLAGS) $(ZSTD_CFLAGS)
-FUZZ_DISPATCH_LIBS = $(LIBEVENT_LIBS) $(LMDB_LIBS) $(ZSTD_LIBS) -lpthread -lm
+FUZZ_DISPATCH_CFLAGS = -I. $(LIBEVENT_CFLAGS) $(LMDB_CFLAGS) $(ZSTD_CFLAGS) \
+	$(LUA_CFLAGS) $(LUACJSON_CFLAGS) $(LUABITOP_CFLAGS) $(OPENSSL_CFLAGS)
+FUZZ_DISPATCH_LIBS = $(LIBEVENT_LIBS) $(LMDB_LIBS) $(ZSTD_LIBS) \
+	$(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS) $(OPENSSL_LIBS) -lpthread -lm
 # issue 14: the RDB codec on its own (what RESTORE payloads reach).
 FUZZ_RDB_DEPS = $(srcdir)/t/fuzz/fuzz_rdb.c $(librdb_a_SOURCES)
 FUZZ_TARGETS = t/fuzz/fuzz_resp t/fuzz/fuzz_util t/fuzz/fuzz_dispatch \
