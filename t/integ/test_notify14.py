@@ -9,8 +9,8 @@ nothing, a BITFIELD that only reads, PFCOUNT's cached cardinality, an
 empty SORT ... STORE of a missing key, SWAPDB, LCS), so an extra event
 would show as a difference."""
 
-from larder_test import (Push, assert_eq, assert_true, main, short)
-from test_notify import MARKER, SLOW, RedisPeer, peer
+from larder_test import assert_eq, assert_true, main, short
+from test_notify import RedisPeer, peer, run_script
 
 BITMAPS = [
     ('SETBIT', 'b', '7', '1'), ('SETBIT', 'b', '7', '1'),
@@ -119,47 +119,13 @@ def dbs_script(payload):
     ]
 
 
-def run_script(srv, script, flags, proto):
-    """The replies of `script` and the events it caused, as (channel,
-    message) pairs in arrival order; both clients speak RESP `proto`."""
-    with srv.client() as sub, srv.client() as c:
-        if proto == 3:
-            for x in (sub, c):
-                x.call('HELLO', '3')
-        assert_eq(c.call('CONFIG', 'SET', 'notify-keyspace-events', flags),
-                  'OK')
-        ack = sub.call('PSUBSCRIBE', '__key*__:*')
-        assert_eq(list(ack), [b'psubscribe', b'__key*__:*', 1])
-        if proto == 3:
-            assert_true(isinstance(ack, Push), 'RESP3 ack is a push')
-        replies = [c.call(*cmd) for cmd in script]
-        c.call('CONFIG', 'SET', 'notify-keyspace-events', 'KEA')
-        c.call('SELECT', 0)
-        c.call('SET', MARKER, 'x')
-        got = []
-        sub.settimeout(SLOW)
-        while True:
-            m = sub.read_reply()
-            assert_true(m[0] == b'pmessage', 'a pmessage: %r' % (m,))
-            if proto == 3:
-                assert_true(isinstance(m, Push), 'RESP3 event is a push')
-            if m[2] == b'__keyevent@0__:set' and m[3] == MARKER.encode():
-                break
-            if m[2] == b'__keyspace@0__:' + MARKER.encode():
-                continue
-            got.append((m[2], m[3]))
-        c.call('DEL', MARKER)
-        c.call('CONFIG', 'SET', 'notify-keyspace-events', '')
-    return replies, got
-
-
 def compare(s, r, script, flags, proto, what):
     what = '%s RESP%d' % (what, proto)
     results = []
     for srv in (s, r):
         with srv.client() as c:
             c.call('FLUSHALL')
-        results.append(run_script(srv, script, flags, proto))
+        results.append(run_script(srv, script, flags, proto=proto))
     mine, theirs = results
     for i, cmd in enumerate(script):
         a, b = mine[0][i], theirs[0][i]
