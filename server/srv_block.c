@@ -27,6 +27,7 @@
 #include "server/srv_bproto.h"
 #include "server/srv_dict.h"
 #include "server/srv_group.h"
+#include "server/srv_heritage.h"
 #include "server/srv_hooks.h"
 #include "server/srv_keys.h"
 #include "server/srv_link.h"
@@ -65,6 +66,7 @@ typedef struct bk_waiter {
     srv_conn *c;
     int state;
     uint64_t token;
+    uint64_t order; /* its place among every worker's waiters */
     unsigned db;
     int type;
     int null_array;
@@ -319,7 +321,8 @@ static int send_wait(bk_waiter *x)
 {
     size_t off = srv_link_begin(SRV_BP_WAIT, 0, x->token);
 
-    if (off == (size_t)-1 || srv_link_u64(off, x->db))
+    if (off == (size_t)-1 || srv_link_u64(off, x->db) ||
+        srv_link_u64(off, x->order))
         return -1;
     for (int i = 0; i < x->nkeys; i++) {
         const srv_slice *k = &x->argv[x->first_key + i];
@@ -721,6 +724,10 @@ void srv_block_or_reply(srv_conn *c, const srv_block_spec *spec)
         x->deadline_ms = spec->timeout_ms > INT64_MAX - c->now_ms
                              ? 0 /* past what the clock counts */
                              : c->now_ms + spec->timeout_ms;
+    /* Its place is taken as it becomes blocked (visible in INFO at once),
+     * not when its registration reaches the broker, which may come after
+     * a younger waiter's from another worker. */
+    x->order = atomic_fetch_add(&srv_her.stats->block_order, 1);
     x->state = BK_PENDING;
     set_blocked(c, 1);
 }

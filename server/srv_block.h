@@ -13,7 +13,7 @@
  *
  *  1. The command finds every key empty in the group's write
  *     transaction and blocks. Once that transaction commits, the worker
- *     sends WAIT(token, db, keys) to the broker and writes it out, then
+ *     sends WAIT(token, db, place, keys) to the broker and writes it out, then
  *     checks the keys again in a fresh snapshot (the check).
  *  2. Storage reports every key of a waited-for type that comes into
  *     being (a push to an absent list, a move, RENAME, COPY ...); after
@@ -36,9 +36,13 @@
  * check. No element is lost or served twice: grants are hints, the pop
  * happens in a write transaction that re-reads the key, and a waiter that
  * timed out or disconnected never pops (its UNWAIT passes its grant on).
- * FIFO: grants go to the oldest waiter on the key across workers. A
- * client that arrives while a granted waiter is on its way may take the
- * element first; the waiter then keeps its place for the next one.
+ * FIFO: grants go to the oldest waiter on the key across workers, oldest
+ * by a place every worker draws from one shared counter when a client
+ * blocks (WAIT carries it), so registrations that reach the broker out of
+ * order (two workers' WAITs read in one round, or one worker slower to
+ * send its) still queue as the clients blocked. A client that arrives while a
+ * granted waiter is on its way may take the element first; the waiter then
+ * keeps its place for the next one.
  *
  * Without the broker (link down) the worker wakes its own waiters from
  * its own commits, and sends every waiter again when the link is back

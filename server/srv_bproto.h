@@ -48,8 +48,9 @@ enum srv_bp_type {
     SRV_BP_R_CHANNELS, /* arg: number of fields; body: fields */
     SRV_BP_R_NUMPAT,   /* arg: number of patterns */
     /* blocking commands (srv_block.h, srv_bwait.h) */
-    SRV_BP_WAIT,   /* w->b; arg: waiter token; body: u64 db, then fields
-                    * (the keys it waits on, in its order) */
+    SRV_BP_WAIT,   /* w->b; arg: waiter token; body: u64 db, u64 order
+                    * (srv_bwait_add's), then fields (the keys it waits
+                    * on, in its order) */
     SRV_BP_UNWAIT, /* w->b; arg: token; no body: it waits no more */
     SRV_BP_SERVED, /* w->b; arg: token; kind: SRV_BP_STILL (it waits
                     * on) or SRV_BP_DONE (it is answered); body: u64 db,

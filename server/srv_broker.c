@@ -868,16 +868,17 @@ static void batches_drop_link(uint32_t id)
             i++;
 }
 
-/* Register a WAIT: u64 db, then its keys as fields. */
+/* Register a WAIT: u64 db, u64 order, then its keys as fields. */
 static void apply_wait(blink *l, const srv_bframe *f)
 {
     srv_bcursor cur;
-    uint64_t db;
+    uint64_t db, order;
     size_t n = 0;
     int rc;
 
     srv_bproto_cursor(&cur, f);
-    if (srv_bproto_get_u64(&cur, &db) || db > UINT32_MAX) {
+    if (srv_bproto_get_u64(&cur, &db) || db > UINT32_MAX ||
+        srv_bproto_get_u64(&cur, &order)) {
         bad_frame(l, "WAIT");
         return;
     }
@@ -902,8 +903,8 @@ static void apply_wait(blink *l, const srv_bframe *f)
         }
         n++;
     }
-    rc = srv_bwait_add(waiters, l->id, f->arg, (unsigned)db, (int)n, wkeys,
-                       wlens);
+    rc = srv_bwait_add(waiters, l->id, f->arg, (unsigned)db, order, (int)n,
+                       wkeys, wlens);
     if (rc == ENOMEM) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "a blocked client");
         l->dead = 1; /* its worker registers everyone again */

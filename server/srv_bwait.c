@@ -4,9 +4,12 @@
  * Tables: keys (db + name -> bw_key, present while someone waits on it)
  * and waiters (link + token -> bw_waiter). A waiter has one node per key
  * it waits on; a key's nodes form its FIFO queue (doubly linked, oldest
- * first). A key's grants are found by walking its queue from the head,
- * which stops after as many free waiters as it wants grants, so a grant
- * costs O(waiters ahead that hold grants elsewhere).
+ * first: by the waiter's order, so a WAIT that overtook an older one on
+ * another link still queues behind it; WAITs arrive nearly in order, so
+ * the walk back from the tail that places a node is short). A key's grants are
+ * found by walking its queue from the head, which stops after as many free
+ * waiters as it wants grants, so a grant costs O(waiters ahead that hold grants
+ * elsewhere).
  */
 #include "server/srv_bwait.h"
 #include "server/srv_buf.h"
@@ -40,7 +43,8 @@ typedef struct bw_waiter {
     srv_dict_entry *de;
     uint32_t link;
     uint64_t token;
-    bw_key *grant; /* the key it holds a grant on, or NULL */
+    uint64_t order; /* when it blocked: its place in every queue */
+    bw_key *grant;  /* the key it holds a grant on, or NULL */
     int nkeys;
     bw_node nodes[];
 } bw_waiter;
@@ -195,7 +199,8 @@ static void waiter_free(srv_bwait *w, bw_waiter *x)
 }
 
 int srv_bwait_add(srv_bwait *w, uint32_t link, uint64_t token, unsigned db,
-                  int nkeys, const char *const *keys, const size_t *lens)
+                  uint64_t order, int nkeys, const char *const *keys,
+                  const size_t *lens)
 {
     unsigned char name[WAITER_KEY_BYTES];
     uint64_t h;
@@ -218,6 +223,7 @@ int srv_bwait_add(srv_bwait *w, uint32_t link, uint64_t token, unsigned db,
     x->de = de;
     x->link = link;
     x->token = token;
+    x->order = order;
     x->nkeys = nkeys;
     for (int i = 0; i < nkeys; i++) {
         bw_node *n = &x->nodes[i];
@@ -238,16 +244,23 @@ int srv_bwait_add(srv_bwait *w, uint32_t link, uint64_t token, unsigned db,
             k->db = db;
         }
         k = de->val;
-        if (k->tail && k->tail->waiter == x)
+        bw_node *after = k->tail;
+        while (after && after->waiter->order > order)
+            after = after->prev;
+        if (after && after->waiter == x)
             continue; /* named twice: one place is enough */
         n->waiter = x;
         n->key = k;
-        n->prev = k->tail;
-        if (k->tail)
-            k->tail->next = n;
+        n->prev = after;
+        n->next = after ? after->next : k->head;
+        if (n->next)
+            n->next->prev = n;
+        else
+            k->tail = n;
+        if (after)
+            after->next = n;
         else
             k->head = n;
-        k->tail = n;
     }
     return 0;
 nomem:

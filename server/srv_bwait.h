@@ -40,12 +40,17 @@ void srv_bwait_destroy(srv_bwait **w);
 
 /*
  * Register waiter `token` of `link` on keys[0..nkeys) of database `db`
- * (a key named twice counts once). Grants nothing by itself: the worker
- * checks the keys once the registration is on its way (srv_block.h).
- * 0, EEXIST (the token is registered already), ENOMEM or EINVAL (no keys).
+ * (a key named twice counts once). `order` is when it blocked, from a
+ * counter every worker shares: it queues behind every waiter of a lower
+ * order and ahead of every one of a higher order, whichever registration
+ * arrives first (equal orders: in arrival). Grants nothing by itself: the
+ * worker checks the keys once the registration is on its way
+ * (srv_block.h). 0, EEXIST (the token is registered already), ENOMEM or
+ * EINVAL (no keys).
  */
 int srv_bwait_add(srv_bwait *w, uint32_t link, uint64_t token, unsigned db,
-                  int nkeys, const char *const *keys, const size_t *lens);
+                  uint64_t order, int nkeys, const char *const *keys,
+                  const size_t *lens);
 
 /* The waiter waits no more (timed out, disconnected, unblocked): its
  * place and any grant it held pass on. Unknown tokens are ignored. */

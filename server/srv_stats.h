@@ -61,6 +61,8 @@ typedef struct srv_stats {
     _Atomic int64_t monitors;         /* atomic: MONITOR clients, all workers */
     _Atomic int64_t trackers;         /* atomic: tracking clients, all
                                        * workers (the fast test) */
+    _Atomic uint64_t block_order;     /* atomic: the next blocked client's
+                                       * place (FIFO across workers) */
     srv_stats_slot slot[];
 } srv_stats;
 

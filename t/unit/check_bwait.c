@@ -4,8 +4,9 @@
  * many as the key is believed to hold; a waiter holds one grant at a
  * time and keeps its place when it finds nothing; removal, a finished
  * waiter and a lost link pass grants on; stale reports change nothing;
- * whole-database readiness; and a randomized model run against a simple
- * reference that checks no grant is ever lost.
+ * queues ordered by when clients blocked, not by when their
+ * registrations arrived; whole-database readiness; and a randomized model run
+ * against a simple reference that checks no grant is ever lost.
  */
 #include <check.h>
 #include <errno.h>
@@ -53,12 +54,15 @@ static srv_bwait *fresh(void)
     return w;
 }
 
+/* Register a waiter on one key, in arrival order (places increase). */
 static void add1(srv_bwait *w, uint32_t link, uint64_t token, const char *key)
 {
+    static uint64_t place;
     const char *keys[] = { key };
     size_t lens[] = { strlen(key) };
 
-    ck_assert_int_eq(srv_bwait_add(w, link, token, 0, 1, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, link, token, 0, ++place, 1, keys, lens),
+                     0);
 }
 
 static void ready(srv_bwait *w, const char *key, uint64_t n, uint64_t txn)
@@ -221,9 +225,9 @@ START_TEST(test_one_grant_per_waiter)
     const char *keys[] = { "a", "b", "a" };
     size_t lens[] = { 1, 1, 1 };
 
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 3, keys, lens), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, keys, lens), EEXIST);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 5, 0, 0, keys, lens), EINVAL);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 3, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 1, keys, lens), EEXIST);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 5, 0, 5, 0, keys, lens), EINVAL);
     add1(w, 2, 2, "b");
     ck_assert_uint_eq(srv_bwait_keys(w), 2);
     ready(w, "a", 1, 10);
@@ -240,13 +244,49 @@ START_TEST(test_one_grant_per_waiter)
 }
 END_TEST
 
+START_TEST(test_queue_by_order_not_arrival)
+{
+    srv_bwait *w = fresh();
+    const char *keys[] = { "a", "b", "a" };
+    size_t lens[] = { 1, 1, 1 };
+
+    /* Places 30, 10, 20 arrive in that order (three workers' WAITs read
+     * in one round, or a slow one); the one that blocked first, with
+     * three keys of which one twice, is served first from each. */
+    ck_assert_int_eq(srv_bwait_add(w, 3, 7, 0, 30, 1, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 8, 0, 10, 3, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 2, 9, 0, 20, 2, keys, lens), 0);
+    ready(w, "a", 3, 100);
+    ck_assert_int_eq(ngrants, 3);
+    assert_grant(0, 1, 8, "a");
+    assert_grant(1, 2, 9, "a");
+    assert_grant(2, 3, 7, "a");
+    /* Places 10 and 20 are served from a and leave; b's queue then holds
+     * nobody older than a newcomer at place 5... */
+    served(w, 1, 8, 1, "a", 2, 101);
+    served(w, 2, 9, 1, "a", 1, 102);
+    served(w, 3, 7, 1, "a", 0, 103);
+    ck_assert_uint_eq(srv_bwait_waiters(w), 0);
+    ck_assert_uint_eq(srv_bwait_keys(w), 0);
+    /* ...and equal places queue in arrival. */
+    ck_assert_int_eq(srv_bwait_add(w, 2, 11, 0, 40, 1, keys + 1, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 12, 0, 40, 1, keys + 1, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 3, 13, 0, 35, 1, keys + 1, lens), 0);
+    ready(w, "b", 3, 104);
+    assert_grant(3, 3, 13, "b");
+    assert_grant(4, 2, 11, "b");
+    assert_grant(5, 1, 12, "b");
+    srv_bwait_destroy(&w);
+}
+END_TEST
+
 START_TEST(test_free_again_takes_the_other_key)
 {
     srv_bwait *w = fresh();
     const char *keys[] = { "a", "b" };
     size_t lens[] = { 1, 1 };
 
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 2, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 2, keys, lens), 0);
     ready(w, "a", 1, 10);
     ready(w, "b", 1, 11); /* it holds a's grant: b waits for it */
     ck_assert_int_eq(ngrants, 1);
@@ -263,8 +303,8 @@ START_TEST(test_databases_apart_and_db_ready)
     const char *k[] = { "q" };
     size_t l[] = { 1 };
 
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, k, l), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 2, 3, 1, k, l), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 1, k, l), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 2, 3, 2, 1, k, l), 0);
     ck_assert_uint_eq(srv_bwait_keys(w), 2);
     srv_bwait_ready(w, 3, "q", 1, 1, 10);
     assert_grant(0, 1, 2, "q");
@@ -340,8 +380,8 @@ START_TEST(test_model_no_lost_wakeup)
             x->key = k;
             x->link = (uint32_t)(i % MODEL_LINKS);
             x->token = next_token++;
-            ck_assert_int_eq(srv_bwait_add(w, x->link, x->token, 0, 1, keys,
-                                           lens),
+            ck_assert_int_eq(srv_bwait_add(w, x->link, x->token, 0, x->token, 1,
+                                           keys, lens),
                              0);
         } else if (op < 5) {
             /* A push: creation is reported, a push to a present key is
@@ -406,6 +446,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_remove_passes_the_grant_on);
     tcase_add_test(tc, test_drop_link);
     tcase_add_test(tc, test_one_grant_per_waiter);
+    tcase_add_test(tc, test_queue_by_order_not_arrival);
     tcase_add_test(tc, test_free_again_takes_the_other_key);
     tcase_add_test(tc, test_databases_apart_and_db_ready);
     suite_add_tcase(s, tc);
