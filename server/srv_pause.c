@@ -7,6 +7,7 @@
 #include "server/srv_pause.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_multi.h"
+#include "server/cmd/srv_script.h"
 #include "server/srv_ask.h"
 #include "server/srv_bproto.h"
 #include "server/srv_group.h"
@@ -60,12 +61,17 @@ static int covers(const srv_conn *c)
         return 1;
     if (mode != SRV_PAUSE_WRITE || !cmd)
         return 0;
-    f = cmd->flags;
+    if (cmd->nsubs && c->argc > 1) { /* hold is asked before the sub */
+        const srv_command *sub = srv_cmd_lookup_sub(cmd, c->argv[1].ptr,
+                                                    c->argv[1].len);
+        if (sub)
+            return (sub->flags & (F_WRITE | F_MAY_REPLICATE)) != 0;
+    }
+    f = srv_script_call_flags(c); /* a script's declared flags count */
     if (cmd->proc == srv_cmd_exec)
         f |= srv_multi_queued_flags(c);
     /* Writes, and the commands Redis flags may-replicate. */
-    return (f & F_WRITE) || cmd->proc == srv_cmd_publish ||
-           cmd->proc == srv_cmd_spublish;
+    return (f & (F_WRITE | F_MAY_REPLICATE)) != 0;
 }
 
 static void arm_end(void)

@@ -5,8 +5,10 @@
  * that the pause covers before they run (the service's `hold`) and runs
  * them when the pause ends, times out or is lifted (told through the
  * broker, srv_ask.h). As Redis: WRITE holds the commands that write or
- * may publish (and EXEC of such a queue), ALL holds every command; active
- * expiry waits too. Everything runs on the worker's thread.
+ * may publish or replicate (F_MAY_REPLICATE: PUBLISH, PFCOUNT, scripts
+ * but those that declare no-writes, and EXEC of such a queue), ALL holds
+ * every command; active expiry waits too. Everything runs on the worker's
+ * thread.
  */
 #ifndef SRV_PAUSE_H
 #define SRV_PAUSE_H

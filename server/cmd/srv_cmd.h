@@ -58,6 +58,10 @@ struct st_txn;
  * (for its queue), DEBUG (TXN-SLEEP), ZUNION ZINTER ZDIFF (a scratch
  * result). */
 #define F_WRITE_TXN 0x100000u
+/* Redis's "may_replicate" (COMMAND INFO does not show it): a command that
+ * may publish or write through what it runs (EVAL, EVALSHA, FCALL,
+ * PUBLISH, SPUBLISH, PFCOUNT); CLIENT PAUSE WRITE holds it. */
+#define F_MAY_REPLICATE 0x200000u
 
 /* ACL categories a row names; COMMAND adds those its flags imply, as
  * Redis does (write, read, admin and dangerous, pubsub, fast, else slow).

@@ -584,6 +584,65 @@ void srv_script_run(srv_conn *c, srv_lua *engine, int ref, const char *name,
 
 /* ---- EVAL and EVALSHA ---- */
 
+unsigned srv_script_declared_flags(unsigned f, unsigned sflags)
+{
+    f &= ~(F_WRITE | F_MAY_REPLICATE | F_DENYOOM | F_STALE);
+    if (!(sflags & (SRV_LUA_FLAG_ALLOW_OOM | SRV_LUA_FLAG_NO_WRITES)))
+        f |= F_DENYOOM;
+    if (!(sflags & SRV_LUA_FLAG_NO_WRITES))
+        f |= F_WRITE;
+    if (sflags & SRV_LUA_FLAG_ALLOW_STALE)
+        f |= F_STALE;
+    return f;
+}
+
+static void lower_sha(char *dst, const srv_slice *a);
+
+unsigned srv_script_eval_flags(const srv_conn *c)
+{
+    const srv_command *cmd = c->cmd;
+    const char *n = cmd->name;
+    char sha[SRV_SHA1_HEX_LEN + 1], err[ERR_MAX];
+    unsigned sflags;
+    size_t skip;
+    int by_sha;
+    script *s;
+
+    if (c->argc < 2)
+        return cmd->flags;
+    by_sha = strcmp(n, "evalsha") == 0 || strcmp(n, "evalsha_ro") == 0;
+    if (!by_sha && strcmp(n, "eval") != 0 && strcmp(n, "eval_ro") != 0)
+        return cmd->flags;
+    if (by_sha && c->argv[1].len != SRV_SHA1_HEX_LEN)
+        return cmd->flags;
+    if (by_sha)
+        lower_sha(sha, &c->argv[1]);
+    else
+        srv_sha1_hex(c->argv[1].ptr, c->argv[1].len, sha);
+    sync_generation();
+    if ((s = find_script(sha))) {
+        sflags = s->flags;
+    } else {
+        /* Not compiled here (yet): its body, from the cache every worker
+         * shares for EVALSHA, the argument for EVAL. */
+        const char *body = c->argv[1].ptr;
+        size_t len = c->argv[1].len;
+        if (by_sha) {
+            int rc = 0;
+            struct st_txn *t = srv_group_read_txn(&c->worker->group, &rc);
+            const uint8_t *b;
+            if (!t || st_script_get(t, sha, &b, &len))
+                return cmd->flags; /* NOSCRIPT, answered by EVALSHA */
+            body = (const char *)b;
+        }
+        if (srv_lua_shebang(body, len, &sflags, &skip, err, sizeof err))
+            return cmd->flags; /* a bad shebang: EVAL answers it */
+    }
+    return (sflags & SRV_LUA_FLAG_SHEBANG)
+               ? srv_script_declared_flags(cmd->flags, sflags)
+               : cmd->flags;
+}
+
 static void lower_sha(char *dst, const srv_slice *a)
 {
     for (size_t i = 0; i < SRV_SHA1_HEX_LEN; i++)

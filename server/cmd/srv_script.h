@@ -72,6 +72,21 @@ int srv_script_running(char *name, size_t size, long long *ms, int *function);
  */
 int srv_script_master_init(struct st_env *env, unsigned nworkers);
 
+/*
+ * c's command flags as this call of it has them: a scripting command
+ * (EVAL, EVALSHA, FCALL and their _RO forms) whose script or function
+ * declares flags (a shebang line; a function always) writes unless it
+ * says no-writes, and may replicate no more than that (Redis's rule);
+ * one that declares none, or that this worker does not know (yet), has
+ * its row's flags. Other commands: their row's flags. CLIENT PAUSE WRITE
+ * asks. (srv_script_fn.c; the EVAL forms' part is srv_script_eval_flags.)
+ */
+unsigned srv_script_call_flags(const srv_conn *c);
+unsigned srv_script_eval_flags(const srv_conn *c);
+
+/* Command flags `f` of a script that declared SRV_LUA_FLAG_* `sflags`. */
+unsigned srv_script_declared_flags(unsigned f, unsigned sflags);
+
 /* Parse numkeys at argv[2] against argc - 3 arguments: 0 and *n, or -1
  * after replying Redis's error (`fcall` picks FCALL's texts). */
 int srv_script_numkeys_or_reply(srv_conn *c, int fcall, long long *n);

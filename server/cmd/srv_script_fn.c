@@ -830,3 +830,23 @@ fail:
     if (c->worker->group.wtxn)
         srv_group_poison(&c->worker->group);
 }
+
+unsigned srv_script_call_flags(const srv_conn *c)
+{
+    const srv_command *cmd = c->cmd;
+    fn *f;
+
+    if (strcmp(cmd->name, "fcall") != 0 && strcmp(cmd->name, "fcall_ro") != 0)
+        return srv_script_eval_flags(c);
+    if (c->argc < 2)
+        return cmd->flags;
+    if (!(f = find_fn(c->argv[1].ptr, c->argv[1].len))) {
+        /* Maybe loaded on another worker since: in line with LMDB. */
+        int rc = 0;
+        struct st_txn *t = srv_group_read_txn(&c->worker->group, &rc);
+        if (!t || sync_libs(t) ||
+            !(f = find_fn(c->argv[1].ptr, c->argv[1].len)))
+            return cmd->flags; /* FCALL answers the error */
+    }
+    return srv_script_declared_flags(cmd->flags, f->f.flags);
+}

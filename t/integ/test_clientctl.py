@@ -13,7 +13,8 @@ import socket
 import threading
 import time
 
-from larder_test import (IS_REDIS, Client, Push, Server, assert_eq,
+from larder_test import (IS_REDIS, Client, Push, RespError, Server,
+                         assert_eq,
                          assert_error, assert_true, main, wait_until)
 from test_clients import fields, lines, my_id, on_workers, peer
 
@@ -349,6 +350,75 @@ def test_pause_write_holds_writes_of_every_worker():
             assert_eq(other.read_reply(), 'OK')
             assert_true(time.time() - t0 < 5, 'released by UNPAUSE')
             assert_eq(ctl.call('GET', 'pk'), b'b')
+
+
+NO_WRITES = '#!lua flags=no-writes\nreturn 1'
+PAUSE_LIB = ('#!lua name=pauselib\n'
+             'redis.register_function{function_name="pz_ro", '
+             'callback=function() return 1 end, flags={"no-writes"}}\n'
+             'redis.register_function("pz_rw", function() return 2 end)')
+# Which commands CLIENT PAUSE WRITE holds: writes, and Redis's
+# may-replicate ones (PUBLISH, PFCOUNT, scripts), but a script or function
+# that declares no-writes runs (and one that declares other flags writes).
+PAUSE_CALLS = [
+    ('EVAL', NO_WRITES, '0'), ('EVAL', 'return 1', '0'),
+    ('EVAL', '#!lua\nreturn 1', '0'), ('EVAL_RO', 'return 1', '0'),
+    ('EVAL_RO', '#!lua\nreturn 1', '0'),
+    ('EVALSHA', 'sha-of-no-writes', '0'), ('EVALSHA', 'f' * 40, '0'),
+    ('EVALSHA_RO', 'f' * 40, '0'),
+    ('FCALL', 'pz_ro', '0'), ('FCALL', 'pz_rw', '0'),
+    ('FCALL_RO', 'pz_rw', '0'), ('FCALL', 'nosuch', '0'),
+    ('FCALL_RO', 'nosuch', '0'),
+    ('PFCOUNT', 'pzh'), ('PUBLISH', 'pzc', 'm'), ('SPUBLISH', 'pzc', 'm'),
+    ('SCRIPT', 'LOAD', 'return 3'), ('FUNCTION', 'DELETE', 'nosuch'),
+    ('GET', 'pzk'), ('SET', 'pzk', 'v'), ('WAIT', '0', '0'),
+]
+
+
+HELD = object()
+
+
+def held_by_pause_write(srv):
+    """The calls of PAUSE_CALLS a WRITE pause holds on srv, and every
+    reply (read once the pause is lifted)."""
+    with srv.client() as ctl:
+        sha = ctl.call('SCRIPT', 'LOAD', NO_WRITES).decode()
+        ctl.call('FUNCTION', 'LOAD', 'REPLACE', PAUSE_LIB)
+        cs = [srv.client() for _ in PAUSE_CALLS]
+        try:
+            assert_eq(ctl.call('CLIENT', 'PAUSE', '60000', 'WRITE'), 'OK')
+            for c, call in zip(cs, PAUSE_CALLS):
+                c.send(*[sha if a == 'sha-of-no-writes' else a
+                         for a in call])
+            time.sleep(1.0)
+            held, replies = [], []
+            for c, call in zip(cs, PAUSE_CALLS):
+                c.settimeout(0.2)
+                try:
+                    replies.append(c.read_reply())
+                except socket.timeout:
+                    held.append(call)
+                    replies.append(HELD)
+            ctl.call('CLIENT', 'UNPAUSE')
+            for i, c in enumerate(cs):
+                c.settimeout(SLOW)
+                if replies[i] is HELD:
+                    replies[i] = c.read_reply()
+            return held, [str(r) if isinstance(r, RespError) else r
+                          for r in replies]
+        finally:
+            ctl.call('CLIENT', 'UNPAUSE')
+            ctl.call('FUNCTION', 'DELETE', 'pauselib')
+            for c in cs:
+                c.close()
+
+
+def test_pause_write_holds_scripts_as_redis(s):
+    with peer() as ref:
+        want_held, want = held_by_pause_write(ref)
+    held, got = held_by_pause_write(s)
+    assert_eq(held, want_held, 'the calls held')
+    assert_eq(got, want, 'replies')
 
 
 def test_pause_all_with_timeout():
