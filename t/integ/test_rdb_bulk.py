@@ -207,5 +207,10 @@ def test_bulk_import_compares_key_by_key():
         shutil.rmtree(d, ignore_errors=True)
 
 
+# The harness's limit for this test: a few minutes for the default size
+# (a sanitizer build, a loaded machine), more for the few-million run.
+test_bulk_import_compares_key_by_key.timeout = 300 + KEYS // 500
+
+
 if __name__ == '__main__':
     main(globals())
