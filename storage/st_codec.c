@@ -93,6 +93,7 @@ void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name,
     k->bound = 0;
     k->name = name;
     k->len = len;
+    k->replacing = 0;
     k->hash = st_codec_scan_hash(name, len);
     st_codec_put_be16(k->enc, (uint16_t)db);
     st_codec_put_be64(k->enc + ST_KEY_DB_BYTES, k->hash);

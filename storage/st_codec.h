@@ -56,6 +56,10 @@ typedef struct st_keyref {
     uint64_t hash; /* scan hash; the cache remixes it (st_keyspace.c) */
     int is_long;   /* digest form */
     size_t enc_len;
+    /* st_keyspace_replace deleted the key through this reference: the
+     * value written next through it replaces it, so the observer is not
+     * told it is fresh (st_env.h) */
+    int replacing;
     uint8_t enc[ST_LMDB_MAXKEY];
 } st_keyref;
 

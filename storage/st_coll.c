@@ -270,7 +270,7 @@ static int rec_write(st_txn *t, st_obj *o)
         st_txn_count_keys(t, o->k->stored_db, 1, o->expire_at ? 1 : 0);
         o->exists = 1;
         st_internal_created(t->env, o->k->db, o->k->name, o->k->len, o->type,
-                            o->c.card, 1);
+                            o->c.card, st_internal_fresh(o->k));
     }
     return 0;
 }

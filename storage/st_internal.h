@@ -141,6 +141,16 @@ static inline int st_internal_grow(uint8_t **buf, size_t *cap, size_t len)
     return 0;
 }
 
+/* Whether a key coming into being through `k` is fresh for the observer
+ * (not the replacement st_keyspace_replace prepared); from now on it is. */
+static inline int st_internal_fresh(st_keyref *k)
+{
+    int fresh = !k->replacing;
+
+    k->replacing = 0;
+    return fresh;
+}
+
 /* Tell the observer key `name` of `db` came into being as `type`. */
 static inline void st_internal_created(st_env *e, unsigned db,
                                        const uint8_t *name, size_t len,

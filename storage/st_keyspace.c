@@ -425,7 +425,7 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
     MDB_val key, v;
     st_rec old;
     int rc = raw_get(t, k, &v);
-    int existed = 0, old_type = ST_TYPE_NONE;
+    int existed = 0, old_type = ST_TYPE_NONE, fresh;
     int64_t old_at = 0;
 
     if (rc == 0) {
@@ -459,8 +459,9 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
         return st_err_map(rc);
     *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags,
                                     st_txn_version(t), expire_at);
+    fresh = st_internal_fresh(k) && !existed;
     if (old_type != type)
-        st_internal_created(t->env, k->db, k->name, k->len, type, 0, !existed);
+        st_internal_created(t->env, k->db, k->name, k->len, type, 0, fresh);
     return 0;
 }
 
@@ -484,6 +485,15 @@ int st_keyspace_delete(st_txn *t, st_keyref *k, int64_t now)
     int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     return rc ? rc : del_found(t, k, &r);
+}
+
+int st_keyspace_replace(st_txn *t, st_keyref *k, int64_t now)
+{
+    int rc = st_keyspace_delete(t, k, now);
+
+    if (rc == 0)
+        k->replacing = 1;
+    return rc;
 }
 
 /*
@@ -819,6 +829,7 @@ static void keyref_from_enc(st_keyref *k, const void *enc, size_t len)
     k->is_long = len == ST_LMDB_MAXKEY;
     k->name = NULL;
     k->len = 0;
+    k->replacing = 0;
 }
 
 /* Delete up to ST_CHUNK_KEYS keys of `db`; *more when some remain. */

@@ -71,6 +71,16 @@ int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
 int st_keyspace_delete(st_txn *t, st_keyref *k, int64_t now);
 
 /*
+ * Delete `k` to write its replacement through the same reference (the
+ * STORE commands: SINTERSTORE, ZUNIONSTORE, BITOP, SORT ... STORE,
+ * GEOSEARCHSTORE, ...): as st_keyspace_delete, and when there was a key
+ * the value written next through `k`, of any type, is told to the
+ * observer as not fresh (an overwrite: no "new" keyspace event, as
+ * Redis's). An empty result writes nothing: the key stays deleted.
+ */
+int st_keyspace_replace(st_txn *t, st_keyref *k, int64_t now);
+
+/*
  * Set (expire_at > 0) or remove (0) the expiry of an existing key; the
  * caller has decided it is due in the future. 0 or ST_ENOTFOUND.
  */

@@ -516,7 +516,7 @@ void srv_cmd_bitop(srv_conn *c)
      * its windows of zeros need not be written; dst read as a source is
      * rewritten window by window, each read before it is overwritten. */
     if (!dst_is_src || maxlen == 0) {
-        rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
+        rc = st_keyspace_replace(t, &dk, srv_cmd_now(c));
         if (rc == 0 && maxlen == 0)
             deleted = 1;
         rc = rc == ST_ENOTFOUND ? 0 : rc;

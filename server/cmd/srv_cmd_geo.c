@@ -550,7 +550,7 @@ static int store_points(srv_conn *c, struct st_txn *t, int di,
     int rc, created;
 
     srv_key_ref(c, di, &dk);
-    rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
+    rc = st_keyspace_replace(t, &dk, srv_cmd_now(c));
     if (rc && rc != ST_ENOTFOUND)
         return rc;
     if (n == 0) {

@@ -320,14 +320,19 @@ void srv_cmd_smove(srv_conn *c)
         srv_reply_int(c, 0);
         return;
     }
-    if (rc || (rc = st_coll_save(t, &so, srv_cmd_now(c))) ||
-        (drc == 0 && (rc = st_coll_create(t, &dobj))) ||
+    if (rc || (rc = st_coll_save(t, &so, srv_cmd_now(c)))) {
+        srv_txn_error(c, rc);
+        return;
+    }
+    /* Redis's order: the source's events, then the destination's ("new"
+     * when it is created, then "sadd"). */
+    notify_removed(c, &so, "srem");
+    if ((drc == 0 && (rc = st_coll_create(t, &dobj))) ||
         (rc = st_set_add(t, &dobj, m->ptr, m->len, &a)) ||
         (rc = st_coll_save(t, &dobj, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
         return;
     }
-    notify_removed(c, &so, "srem");
     if (a)
         srv_notify_arg(c, SRV_NOTIFY_SET, "sadd", 2);
     srv_reply_int(c, 1);
@@ -494,42 +499,18 @@ static void algebra_generic(srv_conn *c, int op, int store)
         goto out;
     }
     /* STORE: build under a fresh id, then make it the destination's. */
-    st_keyref dk;
-    st_obj res, d;
-    srv_key_ref(c, 1, &dk);
+    st_obj res;
+    static const char *const events[] = { [OP_INTER] = "sinterstore",
+                                          [OP_UNION] = "sunionstore",
+                                          [OP_DIFF] = "sdiffstore" };
     memset(&res, 0, sizeof res);
     res.type = ST_TYPE_SET;
-    if ((rc = st_coll_create(t, &res))) {
-        srv_txn_error(c, rc);
-        goto out;
-    }
     a.dst = &res;
-    if ((rc = algebra_run(&a))) {
+    if ((rc = st_coll_create(t, &res)) || (rc = algebra_run(&a)) ||
+        (rc = srv_coll_install(c, t, 1, &res, SRV_NOTIFY_SET, events[op])))
         srv_txn_error(c, rc);
-        goto out;
-    }
-    rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
-    if (rc && rc != ST_ENOTFOUND) {
-        srv_txn_error(c, rc);
-        goto out;
-    }
-    int existed = rc == 0;
-    rc = st_coll_open(t, &dk, ST_TYPE_SET, srv_cmd_now(c), &d);
-    if (rc != ST_ENOTFOUND) {
-        srv_txn_error(c, rc ? rc : ST_ECORRUPT);
-        goto out;
-    }
-    d.c = res.c;
-    if (srv_coll_save_or_reply(c, t, &d) == 0) {
-        static const char *const events[] = { [OP_INTER] = "sinterstore",
-                                              [OP_UNION] = "sunionstore",
-                                              [OP_DIFF] = "sdiffstore" };
-        if (res.c.card)
-            srv_notify_arg(c, SRV_NOTIFY_SET, events[op], 1);
-        else if (existed)
-            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
+    else
         srv_reply_int(c, (long long)res.c.card);
-    }
 out:
     if (keys != kstack)
         free(keys);

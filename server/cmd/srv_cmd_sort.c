@@ -444,7 +444,7 @@ static int store_list(srv_conn *c, struct st_txn *t, const sort_args *a,
     }
     srv_key_ref(c, a->store, &dk);
     if (rc == 0) {
-        rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
+        rc = st_keyspace_replace(t, &dk, srv_cmd_now(c));
         existed = rc == 0;
         rc = rc == ST_ENOTFOUND ? 0 : rc;
     }

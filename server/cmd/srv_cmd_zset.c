@@ -426,33 +426,6 @@ static int store_range(struct st_txn *t, st_obj *src, st_zrange r, st_obj *dst)
     return rc;
 }
 
-/* Replace argv[di] with the fresh zset `res` (or delete it if empty),
- * with the keyspace event `event` (or "del" for an emptied one). */
-static int install_result(srv_conn *c, struct st_txn *t, int di, st_obj *res,
-                          const char *event)
-{
-    st_keyref dk;
-    st_obj d;
-    int rc, existed;
-
-    srv_key_ref(c, di, &dk);
-    rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
-    if (rc && rc != ST_ENOTFOUND)
-        return rc;
-    existed = rc == 0;
-    rc = st_coll_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(c), &d);
-    if (rc != ST_ENOTFOUND)
-        return rc ? rc : ST_ECORRUPT;
-    d.c = res->c;
-    if ((rc = st_coll_save(t, &d, srv_cmd_now(c))))
-        return rc;
-    if (res->c.card)
-        srv_notify_arg(c, SRV_NOTIFY_ZSET, event, di);
-    else if (existed)
-        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", di);
-    return 0;
-}
-
 /* A sorted set that lost members: its event, and "del" if it is gone. */
 static void notify_removed(srv_conn *c, const st_obj *o, const char *event)
 {
@@ -561,7 +534,8 @@ static void range_generic(srv_conn *c, int cmd)
         res.type = ST_TYPE_ZSET;
         if ((rc = st_coll_create(t, &res)) ||
             (!empty && (rc = store_range(t, &o, r, &res))) ||
-            (rc = install_result(c, t, 1, &res, "zrangestore"))) {
+            (rc = srv_coll_install(c, t, 1, &res, SRV_NOTIFY_ZSET,
+                                   "zrangestore"))) {
             srv_txn_error(c, rc);
             return;
         }
@@ -1123,7 +1097,8 @@ static void algebra_generic(srv_conn *c, int op, int store)
         static const char *const events[] = { [OP_UNION] = "zunionstore",
                                               [OP_INTER] = "zinterstore",
                                               [OP_DIFF] = "zdiffstore" };
-        if ((rc = install_result(c, a.t, 1, &res, events[op])))
+        if ((rc = srv_coll_install(c, a.t, 1, &res, SRV_NOTIFY_ZSET,
+                                   events[op])))
             srv_txn_error(c, rc);
         else
             srv_reply_int(c, (long long)res.c.card);

@@ -17,6 +17,7 @@
 #include "server/srv_util.h"
 #include "storage/st_coll.h"
 #include "storage/st_err.h"
+#include "storage/st_keyspace.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +47,31 @@ int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, st_obj *o)
     if (rc)
         srv_txn_error(c, rc);
     return rc ? -1 : 0;
+}
+
+int srv_coll_install(srv_conn *c, struct st_txn *t, int di, st_obj *res,
+                     int nclass, const char *event)
+{
+    st_keyref dk;
+    st_obj d;
+    int rc, existed;
+
+    srv_key_ref(c, di, &dk);
+    rc = st_keyspace_replace(t, &dk, srv_cmd_now(c));
+    if (rc && rc != ST_ENOTFOUND)
+        return rc;
+    existed = rc == 0;
+    rc = st_coll_open(t, &dk, res->type, srv_cmd_now(c), &d);
+    if (rc != ST_ENOTFOUND)
+        return rc ? rc : ST_ECORRUPT;
+    d.c = res->c;
+    if ((rc = st_coll_save(t, &d, srv_cmd_now(c))))
+        return rc;
+    if (res->c.card)
+        srv_notify_arg(c, nclass, event, di);
+    else if (existed)
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", di);
+    return 0;
 }
 
 void srv_coll_remove_members(srv_conn *c, int type, srv_coll_remove_fn *remove)

@@ -30,6 +30,18 @@ int srv_coll_open_or_reply(srv_conn *c, struct st_txn *t, int i, int type,
  * after an error reply. */
 int srv_coll_save_or_reply(srv_conn *c, struct st_txn *t, struct st_obj *o);
 
+/*
+ * The STORE commands' last step (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE,
+ * ...): argv[di] becomes the collection `res` (built under a fresh id,
+ * st_coll_create), whatever it held, or is deleted if `res` is empty.
+ * Then the keyspace event as Redis's: `event` of class `nclass`
+ * (SRV_NOTIFY_*) for a stored result, "del" when an empty one removed the
+ * key, nothing when there was none; an overwrite is not a "new" key
+ * (st_keyspace_replace). 0 or a storage error (no reply).
+ */
+int srv_coll_install(srv_conn *c, struct st_txn *t, int di, struct st_obj *res,
+                     int nclass, const char *event);
+
 /* Removes one member of a collection: 0, ST_ENOTFOUND, or an error. */
 typedef int srv_coll_remove_fn(struct st_txn *t, struct st_obj *o,
                                const void *member, size_t len);

@@ -76,6 +76,11 @@ EXTRA_DIST += $(I14A_INTEG)
 INTEG_TESTS += t/integ/test_dump.py t/integ/test_dbmove.py \
 	t/integ/test_migrate.py t/integ/test_sync.py t/integ/test_rdb.py
 EXTRA_DIST += t/integ/dump_data.py t/integ/rdb_data.py
+# issue 14 (i14c): a bulk move from redis-server compared key by key
+# (every type and encoding, value, TTL, encoding, PFCOUNT); 30000 keys by
+# default, the few-million run is
+# LARDER_BULK_KEYS=2500000 make check TESTS=t/integ/test_rdb_bulk.py
+INTEG_TESTS += t/integ/test_rdb_bulk.py
 
 # ==== issue 15 ====
 

@@ -160,7 +160,13 @@ SETS = [
     ('SINTERSTORE', 'd1', 'x', 'y'), ('SUNIONSTORE', 'd2', 'x', 'y'),
     ('SDIFFSTORE', 'd3', 'x', 'y'), ('SINTERSTORE', 'd1', 'x', 'nokey'),
     ('SINTERSTORE', 'd9', 'x', 'nokey'), ('SDIFFSTORE', 'd2', 'x', 'x'),
-    ('SREM', 'x', '1', '2'), ('SCARD', 'x'),
+    # overwrites (no "new"): the same type, another type, a source
+    ('SUNIONSTORE', 'd3', 'x', 'y'), ('SET', 'str', 'v'),
+    ('SINTERSTORE', 'str', 'x', 'y'), ('RPUSH', 'lst', 'a'),
+    ('SDIFFSTORE', 'lst', 'y', 'x'), ('SUNIONSTORE', 'x', 'x', 'y'),
+    ('HSET', 'hh', 'f', 'v'), ('SINTERSTORE', 'hh', 'nokey', 'x'),
+    ('TYPE', 'str'), ('TYPE', 'lst'), ('EXISTS', 'hh'),
+    ('SREM', 'x', '1', '2', '3'), ('SCARD', 'x'),
 ]
 
 HASHES = [
@@ -189,7 +195,15 @@ ZSETS = [
     ('ZDIFFSTORE', 'd', '2', 'x', 'y'), ('ZINTERSTORE', 'i', '2', 'x', 'nokey'),
     ('ZINTERSTORE', 'i9', '2', 'x', 'nokey'),
     ('ZRANGESTORE', 'r', 'x', '0', '-1'), ('ZRANGESTORE', 'r', 'x', '5', '9'),
-    ('ZRANGESTORE', 'r9', 'x', '5', '9'), ('ZMPOP', '1', 'x', 'MIN'),
+    ('ZRANGESTORE', 'r9', 'x', '5', '9'),
+    # overwrites (no "new"): the same type, another type, a source
+    ('ZUNIONSTORE', 'u', '2', 'x', 'y'), ('SET', 'str', 'v'),
+    ('ZINTERSTORE', 'str', '2', 'x', 'y'), ('SADD', 'st', 'a'),
+    ('ZDIFFSTORE', 'st', '1', 'x'), ('ZRANGESTORE', 'u', 'y', '0', '0'),
+    ('RPUSH', 'lst', 'a'), ('ZRANGESTORE', 'lst', 'x', '0', '-1'),
+    ('ZUNIONSTORE', 'y', '2', 'y', 'x'), ('HSET', 'hh', 'f', 'v'),
+    ('ZINTERSTORE', 'hh', '2', 'x', 'nokey'), ('TYPE', 'str'), ('TYPE', 'st'),
+    ('TYPE', 'lst'), ('EXISTS', 'hh'), ('ZMPOP', '1', 'x', 'MIN'),
     ('BZPOPMAX', 'x', '0'), ('BZMPOP', '0', '1', 'y', 'MAX', 'COUNT', '9'),
     ('ZADD', 'w', '1', 'a'), ('BZPOPMIN', 'w', '0'), ('ZCARD', 'w'),
 ]
@@ -243,6 +257,8 @@ def test_set_events_match_redis(s):
     with peer() as r:
         compare(s, r, SETS, 'KEA', what='KEA')
         compare(s, r, SETS, 'Ks', what='Ks')
+        compare(s, r, SETS, 'KEAn', what='KEAn')
+        compare(s, r, SETS, 'En', what='En')
 
 
 def test_hash_events_match_redis(s):
@@ -255,6 +271,93 @@ def test_zset_events_match_redis(s):
     with peer() as r:
         compare(s, r, ZSETS, 'KEA', what='KEA')
         compare(s, r, ZSETS, 'Kz', what='Kz')
+        compare(s, r, ZSETS, 'KEAn', what='KEAn')
+        compare(s, r, ZSETS, 'En', what='En')
+
+
+# The STORE commands: (command with destination 'dst', its event, the
+# same command with an empty result, the destination's result type).
+STORES = [
+    (('SINTERSTORE', 'dst', 's1', 's2'), 'sinterstore',
+     ('SINTERSTORE', 'dst', 's1', 'nokey'), 'set'),
+    (('SUNIONSTORE', 'dst', 's1', 's2'), 'sunionstore',
+     ('SUNIONSTORE', 'dst', 'nokey'), 'set'),
+    (('SDIFFSTORE', 'dst', 's1', 's2'), 'sdiffstore',
+     ('SDIFFSTORE', 'dst', 's1', 's1'), 'set'),
+    (('ZUNIONSTORE', 'dst', '2', 'z1', 'z2'), 'zunionstore',
+     ('ZUNIONSTORE', 'dst', '1', 'nokey'), 'zset'),
+    (('ZINTERSTORE', 'dst', '2', 'z1', 'z2'), 'zinterstore',
+     ('ZINTERSTORE', 'dst', '2', 'z1', 'nokey'), 'zset'),
+    (('ZDIFFSTORE', 'dst', '2', 'z1', 'z2'), 'zdiffstore',
+     ('ZDIFFSTORE', 'dst', '2', 'z1', 'z1'), 'zset'),
+    (('ZRANGESTORE', 'dst', 'z1', '0', '-1'), 'zrangestore',
+     ('ZRANGESTORE', 'dst', 'z1', '5', '9'), 'zset'),
+    (('BITOP', 'OR', 'dst', 'b1', 'b2'), 'set',
+     ('BITOP', 'OR', 'dst', 'nokey'), 'string'),
+    (('SORT', 'l', 'STORE', 'dst'), 'sortstore',
+     ('SORT', 'nokey', 'STORE', 'dst'), 'list'),
+    (('GEOSEARCHSTORE', 'dst', 'g', 'FROMLONLAT', '15', '37', 'BYRADIUS',
+      '400', 'km'), 'geosearchstore',
+     ('GEOSEARCHSTORE', 'dst', 'nokey', 'FROMLONLAT', '15', '37',
+      'BYRADIUS', '400', 'km'), 'zset'),
+    (('GEORADIUS', 'g', '15', '37', '400', 'km', 'STORE', 'dst'),
+     'georadiusstore',
+     ('GEORADIUS', 'g', '-100', '-40', '1', 'km', 'STORE', 'dst'), 'zset'),
+]
+SOURCES = [
+    ('SADD', 's1', 'a', 'b'), ('SADD', 's2', 'b', 'c'),
+    ('ZADD', 'z1', '1', 'a', '2', 'b'), ('ZADD', 'z2', '2', 'b', '3', 'c'),
+    ('SET', 'b1', 'ab'), ('SET', 'b2', 'cde'), ('RPUSH', 'l', '3', '1', '2'),
+    ('GEOADD', 'g', '13.361389', '38.115556', 'Palermo',
+     '15.087269', '37.502669', 'Catania'),
+]
+# A destination of each type, written before the command.
+DESTS = {
+    'string': ('SET', 'dst', 'x'), 'list': ('RPUSH', 'dst', 'x'),
+    'set': ('SADD', 'dst', 'x'), 'zset': ('ZADD', 'dst', '1', 'x'),
+    'hash': ('HSET', 'dst', 'f', 'v'),
+}
+
+
+def test_store_overwrite_is_not_new(s):
+    """A STORE command's destination is "new" only when there was no key:
+    over a key of its own type or of another it is an overwrite (its own
+    event only), an empty result deletes an existing key ("del") and
+    does nothing to an absent one. Asserted outright (the same test runs
+    against redis-server with LARDER_TEST_AGAINST=redis). Every case has
+    a destination of its own, so one script runs them all."""
+    def at(cmd, dst):
+        return tuple(dst if x == 'dst' else x for x in cmd)
+
+    setup, script, want, types = list(SOURCES), [], {}, {}
+    for i, (cmd, event, empty, result) in enumerate(STORES):
+        fresh, absent = 'f%d' % i, 'a%d' % i
+        script += [at(cmd, fresh), at(empty, absent)]
+        want[fresh], want[absent] = [('new', fresh), (event, fresh)], []
+        types[fresh], types[absent] = result, 'none'
+        for kind, dest in DESTS.items():
+            over, gone = 'o%d%s' % (i, kind), 'e%d%s' % (i, kind)
+            setup += [at(dest, over), at(dest, gone)]
+            script += [at(cmd, over), at(empty, gone)]
+            want[over], want[gone] = [(event, over)], [('del', gone)]
+            types[over], types[gone] = result, 'none'
+    with s.client() as c:
+        c.call('FLUSHALL')
+        for x in setup:
+            c.call(*x)
+    replies, got = run_script(s, script, 'KEAn')
+    for cmd, reply in zip(script, replies):
+        assert_true(not isinstance(reply, Exception),
+                    '%s: %r' % (short(cmd), reply))
+    events = {}
+    for ch, key in got:
+        if ch.startswith(b'__keyevent@0__:'):
+            events.setdefault(key.decode(), []).append(
+                (ch.split(b':', 1)[1].decode(), key.decode()))
+    with s.client() as c:
+        for key, w in want.items():
+            assert_eq(events.get(key, []), w, 'events of %s' % key)
+            assert_eq(c.call('TYPE', key), types[key], 'type of %s' % key)
 
 
 def test_events_inside_exec_match_redis(s):

@@ -35,6 +35,11 @@ BITMAPS = [
     ('BITFIELD', 'f', 'SET', 'u99', '0', '1'),
     ('BITFIELD_RO', 'f', 'GET', 'u8', '0'), ('BITCOUNT', 'f'),
     ('BITPOS', 'f', '1'), ('SETBIT', 'c', '8', '1'),
+    # overwrites: no "new" (Redis's setKey over an existing key)
+    ('BITOP', 'OR', 'e', 'b', 'c'), ('BITOP', 'OR', 'e', 'b', 'c'),
+    ('RPUSH', 'lst', 'x'), ('BITOP', 'AND', 'lst', 'b', 'c'),  # other type
+    ('HSET', 'hs', 'f', 'v'), ('BITOP', 'NOT', 'hs', 'nokey'),  # empty: del
+    ('BITOP', 'NOT', 'c', 'c'), ('TYPE', 'lst'),
 ]
 
 HLL = [
@@ -78,6 +83,19 @@ GEO = [
     ('GEORADIUSBYMEMBER', 'g', 'Palermo', '300', 'km', 'STORE', 'r2'),
     ('GEORADIUSBYMEMBER', 'nokey', 'Palermo', '300', 'km', 'STORE', 'r2'),
     ('GEORADIUS', 'nokey', '15', '37', '200', 'km', 'STORE', 'r3'),
+    # overwrites of every kind: no "new"
+    ('SET', 'sd', 'x'),
+    ('GEOSEARCHSTORE', 'sd', 'g', 'FROMLONLAT', '15', '37', 'BYRADIUS',
+     '400', 'km'),                                    # over a string
+    ('GEOSEARCHSTORE', 'sd', 'g', 'FROMLONLAT', '15', '37', 'BYRADIUS',
+     '400', 'km', 'STOREDIST'),                       # over itself
+    ('GEOSEARCHSTORE', 'g', 'g', 'FROMLONLAT', '15', '37', 'BYRADIUS',
+     '400', 'km'),                                    # the source itself
+    ('RPUSH', 'rl', 'x'),
+    ('GEORADIUS', 'g', '15', '37', '400', 'km', 'STORE', 'rl'),
+    ('SADD', 'rs', 'x'),
+    ('GEORADIUS', 'g', '-100', '-40', '1', 'km', 'STOREDIST', 'rs'),
+    ('TYPE', 'sd'), ('TYPE', 'rl'), ('EXISTS', 'rs'),
     ('GEOSEARCH', 'g', 'FROMLONLAT', '15', '37', 'BYRADIUS', '200', 'km'),
     ('GEORADIUS_RO', 'g', '15', '37', '200', 'km'),
     ('GEODIST', 'g', 'Palermo', 'Catania'), ('GEOHASH', 'g', 'Palermo'),
@@ -95,6 +113,11 @@ SORTS = [
     ('SORT', 'l', 'ALPHA', 'STORE', 'l'),
     ('SET', 'str', 'x'), ('SORT', 'str', 'STORE', 'out'),
     ('SORT', 'l', 'ALPHA'), ('SORT_RO', 'l', 'ALPHA'),
+    # overwrites of every kind: no "new"
+    ('SORT', 'l', 'ALPHA', 'STORE', 'out'), ('SORT', 'l', 'ALPHA', 'STORE', 'out'),
+    ('SET', 'str2', 'x'), ('SORT', 'l', 'ALPHA', 'STORE', 'str2'),
+    ('HSET', 'h', 'f', 'v'), ('SORT', 'nokey', 'STORE', 'h'),  # empty: del
+    ('SORT', 'l', 'ALPHA', 'STORE', 'l'), ('TYPE', 'str2'), ('EXISTS', 'h'),
 ]
 
 
@@ -142,25 +165,18 @@ def compare(s, r, script, flags, proto, what):
     return mine[1]
 
 
-FLAGS = ['KEA', 'KEAn', 'E$', 'Kg', 'Ez', 'El', 'E$g']
-# Not compared with "n": a STORE-style write over an existing key (BITOP,
-# GEOSEARCHSTORE / GEORADIUS STORE, SORT ... STORE). Redis overwrites the
-# key in place (no "new"); larder deletes it and creates the result in the
-# same transaction, and storage reports that key as new ("new" event) --
-# as it does for issue 11's SINTERSTORE/ZUNIONSTORE family, whose test
-# does not compare "n" either.
-FLAGS_NO_NEW = [f for f in FLAGS if 'n' not in f]
+FLAGS = ['KEA', 'KEAn', 'En', 'E$', 'Kg', 'Ez', 'El', 'E$g']
 
 
 def check_family(s, script, must_see, flag_sets=FLAGS):
-    """Compare under every flag set in both protocols; the KEA run must
+    """Compare under every flag set in both protocols; the KEAn run must
     show each event of `must_see` (so a script that emits nothing on
     both sides cannot pass by accident)."""
     with peer() as r:
         for proto in (2, 3):
             for flags in flag_sets:
                 got = compare(s, r, script, flags, proto, flags)
-                if flags == 'KEA':
+                if flags == 'KEAn':
                     names = {ch.split(b':', 1)[1].decode() for ch, _ in got
                              if ch.startswith(b'__keyevent@')}
                     assert_true(set(must_see) <= names,
@@ -168,7 +184,7 @@ def check_family(s, script, must_see, flag_sets=FLAGS):
 
 
 def test_bitmap_events_match_redis(s):
-    check_family(s, BITMAPS, ['setbit', 'set', 'del'], FLAGS_NO_NEW)
+    check_family(s, BITMAPS, ['setbit', 'set', 'del', 'new'])
 
 
 def test_hll_events_match_redis(s):
@@ -176,12 +192,12 @@ def test_hll_events_match_redis(s):
 
 
 def test_geo_events_match_redis(s):
-    check_family(s, GEO, ['zadd', 'geosearchstore', 'georadiusstore', 'del'],
-                 FLAGS_NO_NEW)
+    check_family(s, GEO, ['zadd', 'geosearchstore', 'georadiusstore', 'del',
+                          'new'])
 
 
 def test_sort_store_events_match_redis(s):
-    check_family(s, SORTS, ['sortstore', 'del'], FLAGS_NO_NEW)
+    check_family(s, SORTS, ['sortstore', 'del', 'new'])
 
 
 def test_db_and_dump_events_match_redis(s):

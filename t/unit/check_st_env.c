@@ -532,6 +532,77 @@ START_TEST(test_observer_created)
 }
 END_TEST
 
+/* Fill list `name` of db 0 through `k` after st_keyspace_replace (the
+ * STORE commands' path): the replace's code. */
+static int replace_with_list(st_txn *t, st_keyref *k, const char *name)
+{
+    st_obj o;
+    int rc;
+
+    st_codec_keyref_init(k, 0, name, strlen(name));
+    rc = st_keyspace_replace(t, k, NOW);
+    ck_assert(rc == 0 || rc == ST_ENOTFOUND);
+    ck_assert_int_eq(st_coll_open(t, k, ST_TYPE_LIST, NOW, &o), ST_ENOTFOUND);
+    ck_assert_int_eq(st_coll_create(t, &o), 0);
+    ck_assert_int_eq(st_list_push(t, &o, 0, "e", 1), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    return rc;
+}
+
+START_TEST(test_observer_replace_is_not_fresh)
+{
+    st_txn *t;
+    st_keyref k;
+    st_rec r;
+    uint8_t *dst;
+
+    observe((1u << ST_TYPE_LIST) | (1u << ST_TYPE_STRING));
+    t = unit_st_wbegin();
+    /* Absent: the result is a fresh key. */
+    ck_assert_int_eq(replace_with_list(t, &k, "d"), ST_ENOTFOUND);
+    ck_assert_int_eq(nobs, 1);
+    assert_event(0, 'c', 0, "d");
+    ck_assert_int_eq(obs[0].rc, 1);
+    /* Over a list (the same type) and over a string: not fresh. */
+    ck_assert_int_eq(replace_with_list(t, &k, "d"), 0);
+    ck_assert_int_eq(nobs, 2);
+    assert_event(1, 'c', 0, "d");
+    ck_assert_int_eq(obs[1].rc, 0);
+    ck_assert_int_eq(unit_st_put(t, 0, "s", "v", 0), 0);
+    nobs = 0;
+    ck_assert_int_eq(replace_with_list(t, &k, "s"), 0);
+    ck_assert_int_eq(nobs, 1);
+    ck_assert_int_eq(obs[0].type, ST_TYPE_LIST);
+    ck_assert_int_eq(obs[0].rc, 0);
+    /* A string written through the reference after a replace. */
+    st_codec_keyref_init(&k, 0, "d", 1);
+    ck_assert_int_eq(st_keyspace_replace(t, &k, NOW), 0);
+    ck_assert_int_eq(st_keyspace_string_reserve(t, &k, 1, 0, &dst), 0);
+    *dst = 'x';
+    ck_assert_int_eq(nobs, 2);
+    assert_event(1, 'c', 0, "d");
+    ck_assert_int_eq(obs[1].type, ST_TYPE_STRING);
+    ck_assert_int_eq(obs[1].rc, 0);
+    /* The mark is used once: the same reference deleting plainly and
+     * writing again makes a fresh key (DEL then SET). */
+    ck_assert_int_eq(st_keyspace_delete(t, &k, NOW), 0);
+    ck_assert_int_eq(st_keyspace_string_reserve(t, &k, 1, 0, &dst), 0);
+    *dst = 'y';
+    ck_assert_int_eq(nobs, 3);
+    ck_assert_int_eq(obs[2].rc, 1);
+    /* An empty result: the key stays deleted, nothing is created. */
+    nobs = 0;
+    st_codec_keyref_init(&k, 0, "d", 1);
+    ck_assert_int_eq(st_keyspace_replace(t, &k, NOW), 0);
+    ck_assert_int_eq(nobs, 0);
+    unit_st_commit(&t);
+    t = unit_st_rbegin();
+    ck_assert_int_eq(unit_st_lookup(t, 0, "d", NOW, &r), ST_ENOTFOUND);
+    st_txn_abort(&t);
+    st_env_observe(unit_st_env, NULL);
+}
+END_TEST
+
 START_TEST(test_observer_expired)
 {
     uint8_t *lname = unit_st_make_name(600, 1);
@@ -607,6 +678,7 @@ static Suite *env_suite(void)
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_observer_commit_and_abort);
     tcase_add_test(tc, test_observer_created);
+    tcase_add_test(tc, test_observer_replace_is_not_fresh);
     tcase_add_test(tc, test_observer_expired);
     suite_add_tcase(s, tc);
 
