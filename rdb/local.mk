@@ -10,5 +10,6 @@ librdb_a_SOURCES = \
 	rdb/rdb_io.c rdb/rdb_io.h \
 	rdb/rdb_pack.c rdb/rdb_pack.h \
 	rdb/rdb_obj.c rdb/rdb_obj.h \
+	rdb/rdb_stream.c rdb/rdb_stream.h \
 	rdb/rdb_file.c rdb/rdb_file.h
 librdb_a_CFLAGS = $(AM_CFLAGS)

@@ -66,12 +66,7 @@ int rdb_obj_kind(int type, const char **what)
     case RDB_TYPE_HASH_LISTPACK: return RDB_KIND_HASH;
     case RDB_TYPE_MODULE_PRE_GA:
     case RDB_TYPE_MODULE_2: *what = "module value"; return RDB_EUNSUPPORTED;
-    default:
-        if (rdb_obj_is_stream(type)) {
-            *what = "stream";
-            return RDB_EUNSUPPORTED;
-        }
-        return RDB_ECORRUPT;
+    default: return rdb_obj_is_stream(type) ? RDB_KIND_STREAM : RDB_ECORRUPT;
     }
 }
 
@@ -80,6 +75,7 @@ void rdb_scratch_free(rdb_scratch *sc)
     rdb_buf_free(&sc->a);
     rdb_buf_free(&sc->b);
     rdb_buf_free(&sc->blob);
+    rdb_stream_scratch_free(&sc->x);
 }
 
 /* ---- decoding ---- */
@@ -391,6 +387,10 @@ int rdb_obj_decode(rdb_reader *r, int type, const rdb_sink *s, rdb_scratch *sc)
         return one_blob(&d, RDB_PACK_LISTPACK, "listpack");
     case RDB_TYPE_LIST_QUICKLIST: return quicklist(&d, 0);
     case RDB_TYPE_LIST_QUICKLIST_2: return quicklist(&d, 1);
+    case RDB_TYPE_STREAM_LISTPACKS:
+    case RDB_TYPE_STREAM_LISTPACKS_2:
+    case RDB_TYPE_STREAM_LISTPACKS_3:
+        return rdb_stream_decode(r, type, s->stream, s->ctx, &sc->x, &sc->a);
     default:
         return rdb_reader_fail(r, RDB_ECORRUPT, "unknown object type %d", type);
     }
@@ -409,6 +409,7 @@ void rdb_enc_init(rdb_enc *e)
 {
     memset(e, 0, sizeof *e);
     rdb_writer_mem(&e->side, 1);
+    rdb_xenc_init(&e->x);
 }
 
 void rdb_enc_fini(rdb_enc *e)
@@ -418,6 +419,7 @@ void rdb_enc_fini(rdb_enc *e)
     free(e->ints);
     e->ints = NULL;
     e->ints_cap = 0;
+    rdb_xenc_fini(&e->x);
 }
 
 /* The type byte and, in a file, the key name. */

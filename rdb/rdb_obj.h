@@ -15,6 +15,7 @@
 
 #include "rdb/rdb_io.h"
 #include "rdb/rdb_pack.h"
+#include "rdb/rdb_stream.h"
 
 /* The RDB version this codec writes (Redis 7.0) and the oldest it reads
  * in files (the first with a checksum trailer). */
@@ -57,15 +58,16 @@ enum rdb_kind {
     RDB_KIND_SET,
     RDB_KIND_ZSET,
     RDB_KIND_HASH,
+    RDB_KIND_STREAM,
 };
 
 /*
- * The kind of type byte `type`: >= 0, or RDB_EUNSUPPORTED (streams,
- * modules; *what names them) or RDB_ECORRUPT (no such type).
+ * The kind of type byte `type`: >= 0, or RDB_EUNSUPPORTED (modules;
+ * *what names them) or RDB_ECORRUPT (no such type).
  */
 int rdb_obj_kind(int type, const char **what);
 
-/* Type bytes that can only be stored, never decoded here. */
+/* Type bytes of streams (15, 19, 21). */
 int rdb_obj_is_stream(int type);
 
 /*
@@ -74,7 +76,8 @@ int rdb_obj_is_stream(int type);
  * the decoder's memory for the call. A string value comes in one call;
  * a collection as begin (its kind and the elements announced, 0 when the
  * encoding does not say), its elements (elem for lists and sets, pair
- * for hashes, scored for sorted sets) and end.
+ * for hashes, scored for sorted sets) and end. A stream goes to
+ * `stream` (rdb_stream.h; NULL: read and dropped) with ctx.
  */
 typedef struct rdb_sink {
     void *ctx;
@@ -85,11 +88,13 @@ typedef struct rdb_sink {
                 size_t vn);
     int (*scored)(void *ctx, const uint8_t *m, size_t mn, double score);
     int (*end)(void *ctx);
+    const rdb_stream_sink *stream;
 } rdb_sink;
 
 /* The decoder's reusable memory (strings, blobs, integer texts). */
 typedef struct rdb_scratch {
     rdb_buf a, b, blob;
+    rdb_stream_scratch x;
 } rdb_scratch;
 
 void rdb_scratch_free(rdb_scratch *sc);
@@ -98,8 +103,9 @@ void rdb_scratch_free(rdb_scratch *sc);
  * Decode the value of type byte `type` from r into sink s. 0; or the
  * reader's failure (r->why says what: RDB_ETRUNC, RDB_ECORRUPT — a
  * duplicate member of a plain set, hash or zset, a NaN score — ...);
- * RDB_EUNSUPPORTED for streams and modules (before reading anything of
- * the value); RDB_EEMPTY for a collection without elements; RDB_ESINK.
+ * RDB_EUNSUPPORTED for modules (before reading anything of the value);
+ * RDB_EEMPTY for a collection without elements (a stream may be empty);
+ * RDB_ESINK.
  */
 int rdb_obj_decode(rdb_reader *r, int type, const rdb_sink *s, rdb_scratch *sc);
 
@@ -146,6 +152,7 @@ typedef struct rdb_enc {
     uint64_t nodes;
     int64_t *ints;
     size_t ints_cap;
+    rdb_xenc x; /* streams (rdb_stream.h) */
 } rdb_enc;
 
 void rdb_enc_init(rdb_enc *e);

@@ -9,6 +9,7 @@
 #include "storage/st_keyspace.h"
 #include "storage/st_list.h"
 #include "storage/st_set.h"
+#include "storage/st_stream.h"
 #include "storage/st_string.h"
 #include "storage/st_zset.h"
 
@@ -55,6 +56,15 @@ void srv_rdbkey_kit_trim(srv_rdbkey_kit *kit)
     trim(&kit->sc.b);
     trim(&kit->sc.blob);
     trim(&kit->digests);
+    trim(&kit->e.x.nodes.buf);
+    trim(&kit->e.x.nodes.lzf);
+    trim(&kit->e.x.pack);
+    trim(&kit->e.x.body);
+    trim(&kit->e.x.master);
+    trim(&kit->sc.x.fv);
+    trim(&kit->sc.x.text);
+    trim(&kit->sc.x.pel);
+    trim(&kit->sc.x.out);
 }
 
 /* ---- encoding ---- */
@@ -121,6 +131,158 @@ static int string_bytes(struct st_txn *t, const st_rec *r, const uint8_t **p,
     return st_string_flat(t, r, p, n);
 }
 
+/* ---- streams ---- */
+
+typedef struct xenc_ctx {
+    struct st_txn *t;
+    const st_obj *o;
+    rdb_xenc *x;
+    rdb_buf *fv; /* an entry's rdb_str */
+    uint64_t gnum;
+    int rc; /* the encoder's code, or a storage one (st) */
+    int st;
+} xenc_ctx;
+
+static rdb_stream_id xid(const st_stream_id *id)
+{
+    rdb_stream_id r = { id->ms, id->seq };
+
+    return r;
+}
+
+static int xe_entry(void *ctx, const st_stream_id *id, const uint8_t *val,
+                    size_t len)
+{
+    xenc_ctx *x = ctx;
+    size_t n = st_stream_value_count(val, len), i = 0;
+    rdb_stream_id rid = xid(id);
+    st_stream_value v;
+    rdb_str *fv;
+
+    if (n == 0 || n % 2) {
+        x->st = ST_ECORRUPT;
+        return 1;
+    }
+    x->fv->len = 0;
+    if (rdb_buf_reserve(x->fv, n * sizeof *fv)) {
+        x->rc = ENOMEM;
+        return 1;
+    }
+    fv = (rdb_str *)x->fv->data;
+    st_stream_value_init(&v, val, len);
+    while (i < n && st_stream_value_next(&v, &fv[i].p, &fv[i].n))
+        i++;
+    if (i != n) {
+        x->st = ST_ECORRUPT;
+        return 1;
+    }
+    return (x->rc = rdb_xenc_entry(x->x, &rid, fv, n / 2)) != 0;
+}
+
+static int xe_cpel(void *ctx, const st_stream_id *id, const st_stream_pel *p)
+{
+    xenc_ctx *x = ctx;
+    rdb_stream_id rid = xid(id);
+
+    return (x->rc = rdb_xenc_cpel(x->x, &rid)) != 0;
+}
+
+static int xe_gpel(void *ctx, const st_stream_id *id, const st_stream_pel *p)
+{
+    xenc_ctx *x = ctx;
+    rdb_stream_id rid = xid(id);
+
+    return (x->rc = rdb_xenc_gpel(x->x, &rid, p->delivery_time,
+                                  p->delivery_count)) != 0;
+}
+
+static const st_stream_id XID_MIN = { 0, 0 };
+static const st_stream_id XID_MAX = { UINT64_MAX, UINT64_MAX };
+
+static int xe_consumer(void *ctx, const uint8_t *name, size_t len,
+                       const st_stream_consumer *cons)
+{
+    xenc_ctx *x = ctx;
+    int rc;
+
+    if ((x->rc = rdb_xenc_consumer(x->x, name, len, cons->seen_time,
+                                   cons->pending)))
+        return 1;
+    rc = st_stream_pels(x->t, x->o, x->gnum, cons->num, &XID_MIN, &XID_MAX, 0,
+                        xe_cpel, x);
+    if (rc && !x->rc)
+        x->st = rc;
+    return rc != 0;
+}
+
+static int xe_group(void *ctx, const uint8_t *name, size_t len,
+                    const st_stream_group *g)
+{
+    xenc_ctx *x = ctx;
+    rdb_stream_id last = xid(&g->last);
+    int rc;
+
+    if ((x->rc = rdb_xenc_group(x->x, name, len, &last, g->entries_read,
+                                g->pending, g->consumers)))
+        return 1;
+    x->gnum = g->num;
+    rc = st_stream_pels(x->t, x->o, g->num, UINT64_MAX, &XID_MIN, &XID_MAX, 0,
+                        xe_gpel, x);
+    if (rc == 0)
+        rc = st_stream_consumers(x->t, x->o, g->num, xe_consumer, x);
+    if (rc && !x->rc && !x->st)
+        x->st = rc;
+    return rc != 0;
+}
+
+/* The walk's outcome: the callbacks' code first, then the walk's. */
+static int xe_code(const xenc_ctx *x, int rc)
+{
+    if (x->rc)
+        return enc_code(x->rc);
+    if (x->st)
+        return x->st;
+    return rc;
+}
+
+/*
+ * Stream o as an RDB object: its entries in id order, its state, and
+ * each group with its pending list and consumers. The encoder is told
+ * the counts the records keep, and checks them against what the walks
+ * find (ST_ECORRUPT when they differ).
+ */
+static int encode_stream(struct st_txn *t, const st_obj *o, rdb_writer *w,
+                         rdb_enc *e, const void *name, size_t nlen)
+{
+    xenc_ctx x = { .t = t, .o = o, .x = &e->x, .fv = &e->pack };
+    st_stream_meta m;
+    st_stream_id first = XID_MIN;
+    rdb_stream_meta rm;
+    int rc;
+
+    if ((rc = st_stream_meta_get(t, o, &m)))
+        return rc;
+    if ((rc = st_stream_edge(t, o, 0, &first)) && rc != ST_ENOTFOUND)
+        return rc;
+    if ((rc = enc_code(rdb_xenc_begin(&e->x, w, name, nlen))))
+        return rc;
+    rc = st_stream_range(t, o, &XID_MIN, &XID_MAX, 0, 0, xe_entry, &x);
+    if ((rc = xe_code(&x, rc)))
+        return rc;
+    rm.length = o->c.card;
+    rm.last = xid(&m.last);
+    rm.first = xid(&first);
+    rm.max_deleted = xid(&m.max_deleted);
+    rm.entries_added = m.entries_added;
+    rm.groups = m.ngroups;
+    if ((rc = enc_code(rdb_xenc_meta(&e->x, &rm))))
+        return rc;
+    rc = st_stream_groups(t, o, xe_group, &x);
+    if ((rc = xe_code(&x, rc)))
+        return rc;
+    return enc_code(rdb_xenc_end(&e->x));
+}
+
 int srv_rdbkey_encode(struct st_txn *t, st_keyref *k, const st_rec *r,
                       rdb_writer *w, rdb_enc *e, const void *name, size_t nlen)
 {
@@ -142,6 +304,8 @@ int srv_rdbkey_encode(struct st_txn *t, st_keyref *k, const st_rec *r,
     o.exists = 1;
     o.expire_at = r->expire_at;
     st_coll_decode(r, &o.c);
+    if (r->type == ST_TYPE_STREAM)
+        return encode_stream(t, &o, w, e, name, nlen);
     if ((rc = rdb_enc_begin(e, w, &rdb_limits_default, kind_of(r->type),
                             o.c.card, name, nlen)))
         return enc_code(rc);
@@ -382,6 +546,134 @@ static int ld_scored(void *ctx, const uint8_t *m, size_t mn, double score)
     return element_done(l);
 }
 
+/* ---- loading a stream ---- */
+
+/* The stream is opened (created) at its first piece: an entry, or the
+ * state of an empty one. */
+static int xl_open(srv_rdbkey_load *l)
+{
+    int rc;
+
+    if (l->opened)
+        return 0;
+    rc = st_coll_open(l->t, l->k, ST_TYPE_STREAM, l->now, &l->o);
+    if (rc != ST_ENOTFOUND)
+        return failed(l, rc ? rc : ST_EEXISTS);
+    if ((rc = st_coll_create(l->t, &l->o)))
+        return failed(l, rc);
+    l->opened = 1;
+    return 0;
+}
+
+static void xl_field(void *ctx, size_t i, const uint8_t **p, size_t *len)
+{
+    const rdb_str *fv = ctx;
+
+    *p = fv[i].p;
+    *len = fv[i].n;
+}
+
+static st_stream_id sid(const rdb_stream_id *id)
+{
+    st_stream_id r = { id->ms, id->seq };
+
+    return r;
+}
+
+/* Entries keep their place in the order of additions (approximate
+ * trimming groups by it) counted from the first one loaded. */
+static int xl_entry(void *ctx, const rdb_stream_id *id, const rdb_str *fv,
+                    size_t n)
+{
+    srv_rdbkey_load *l = ctx;
+    st_stream_id e = sid(id);
+    int rc;
+
+    if (xl_open(l))
+        return 1;
+    if ((rc = st_stream_add(l->t, &l->o, &e, l->elems + 1, 2 * n, xl_field,
+                            (void *)fv)))
+        return failed(l, rc);
+    return element_done(l);
+}
+
+static int xl_meta(void *ctx, const rdb_stream_meta *m)
+{
+    srv_rdbkey_load *l = ctx;
+    st_stream_meta sm;
+    int rc;
+
+    if (xl_open(l))
+        return 1;
+    memset(&sm, 0, sizeof sm);
+    sm.last = sid(&m->last);
+    sm.max_deleted = sid(&m->max_deleted);
+    sm.entries_added = m->entries_added;
+    sm.ngroups = m->groups;
+    sm.next_group = m->groups;
+    if ((rc = st_stream_meta_put(l->t, &l->o, &sm)))
+        return failed(l, rc);
+    return 0;
+}
+
+/* Groups are numbered in the order they come, and their consumers
+ * likewise; every count is the decoder's, which checks them. */
+static int xl_group(void *ctx, const uint8_t *name, size_t len,
+                    const rdb_stream_id *last, int64_t entries_read,
+                    uint64_t pending, uint64_t consumers)
+{
+    srv_rdbkey_load *l = ctx;
+    st_stream_group g;
+    int rc;
+
+    memset(&g, 0, sizeof g);
+    g.num = l->xgroup++;
+    g.last = sid(last);
+    g.entries_read = entries_read;
+    g.pending = pending;
+    g.consumers = consumers;
+    g.next_consumer = consumers;
+    l->xconsumer = 0;
+    if ((rc = st_stream_group_put(l->t, &l->o, name, len, &g)))
+        return failed(l, rc);
+    return element_done(l);
+}
+
+static int xl_consumer(void *ctx, const uint8_t *name, size_t len,
+                       int64_t seen_time, uint64_t pending)
+{
+    srv_rdbkey_load *l = ctx;
+    st_stream_consumer cons = { l->xconsumer++, seen_time, pending };
+    int rc;
+
+    if ((rc = st_stream_consumer_put(l->t, &l->o, l->xgroup - 1, name, len,
+                                     &cons)))
+        return failed(l, rc);
+    return element_done(l);
+}
+
+static int xl_pel(void *ctx, const rdb_stream_id *id, int64_t delivery_time,
+                  uint64_t delivery_count)
+{
+    srv_rdbkey_load *l = ctx;
+    st_stream_pel p = { l->xconsumer - 1, delivery_time, delivery_count };
+    st_stream_id e = sid(id);
+    int rc;
+
+    if ((rc = st_stream_pel_put(l->t, &l->o, l->xgroup - 1, &e, &p,
+                                UINT64_MAX)))
+        return failed(l, rc);
+    return element_done(l);
+}
+
+static const rdb_stream_sink xl_sink = {
+    .entry = xl_entry,
+    .meta = xl_meta,
+    .group = xl_group,
+    .consumer = xl_consumer,
+    .pel = xl_pel,
+};
+
 const rdb_sink *srv_rdbkey_load_sink(srv_rdbkey_load *l, rdb_sink *s)
 {
     memset(s, 0, sizeof *s);
@@ -391,6 +683,7 @@ const rdb_sink *srv_rdbkey_load_sink(srv_rdbkey_load *l, rdb_sink *s)
     s->elem = ld_elem;
     s->pair = ld_pair;
     s->scored = ld_scored;
+    s->stream = &xl_sink;
     return s;
 }
 
@@ -402,6 +695,8 @@ int srv_rdbkey_load_finish(srv_rdbkey_load *l)
         return 0;
     if ((rc = st_coll_save(l->t, &l->o, l->now)))
         return rc;
+    if (l->o.type == ST_TYPE_STREAM)
+        st_stream_signal(l->t, &l->o);
     if (l->expire_at)
         return st_keyspace_expire_set(l->t, l->k, l->now, l->expire_at);
     return 0;

@@ -87,6 +87,7 @@ typedef struct srv_rdbkey_load {
     uint64_t since_rotate;
     int (*rotate)(void *ctx, struct st_txn **t);
     void *rotate_ctx;
+    uint64_t xgroup, xconsumer; /* a stream: groups and consumers so far */
 } srv_rdbkey_load;
 
 /* Start loading into k (which must be absent) in t at `now`. */

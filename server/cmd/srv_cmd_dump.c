@@ -106,7 +106,7 @@ static int restore_options_or_reply(srv_conn *c, restore_opts *o)
 
 /*
  * The payload argv[3] checked whole: 0 with *type, or -1 after replying
- * Redis's error (or larder's for the types it cannot hold yet).
+ * Redis's error.
  */
 static int payload_or_reply(srv_conn *c, srv_rdbkey_kit *kit, int *type)
 {
@@ -120,11 +120,6 @@ static int payload_or_reply(srv_conn *c, srv_rdbkey_kit *kit, int *type)
         return -1;
     }
     *type = (uint8_t)p->ptr[0];
-    if (rdb_obj_is_stream(*type)) {
-        srv_reply_error(c, "ERR DUMP payload holds a stream: streams are not "
-                           "supported yet");
-        return -1;
-    }
     rdb_reader_mem(&r, p->ptr + 1, p->len - 1,
                    (size_t)srv_her.cfg->proto_max_bulk_len);
     rc = srv_rdbkey_check(&r, *type, &kit->sc, &kit->digests);

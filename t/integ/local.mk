@@ -56,7 +56,8 @@ EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
 
 # ==== issue 13 ====
 INTEG_TESTS_I13 = \
-	t/integ/test_stream.py
+	t/integ/test_stream.py \
+	t/integ/test_stream_dump.py
 TESTS += $(INTEG_TESTS_I13)
 EXTRA_DIST += $(INTEG_TESTS_I13)
 

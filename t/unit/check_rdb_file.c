@@ -293,13 +293,14 @@ START_TEST(test_unsupported_named)
     rdb_writer_mem(&w, 1);
     rdb_file_write_header(&w);
     rdb_file_write_select(&w, 3, 1, 0);
-    rdb_put_u8(&w, RDB_TYPE_STREAM_LISTPACKS_2);
+    rdb_put_u8(&w, RDB_TYPE_MODULE_2);
     rdb_put_string(&w, "events\n", 7);
     rdb_put_len(&w, 0);
     rdb_file_write_end(&w);
     rdb_reader_mem(&r, w.buf.data, w.buf.len, MAX_STRING);
     ck_assert_int_eq(read_all(&r, l, &version), RDB_EUNSUPPORTED);
-    ck_assert_str_eq(r.why, "key \"events\\x0a\" (db 3): a stream (type 19)");
+    ck_assert_str_eq(r.why,
+                     "key \"events\\x0a\" (db 3): a module value (type 7)");
 
     w.buf.len = 0;
     rdb_file_write_header(&w);

@@ -228,6 +228,12 @@ t_unit_check_st_stream_SOURCES = t/unit/check_st_stream.c $(UNIT_ST)
 t_unit_check_st_stream_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
 t_unit_check_st_stream_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_stream
+# Streams as RDB objects (rdb/rdb_stream.h).
+check_PROGRAMS += t/unit/check_rdb_stream
+t_unit_check_rdb_stream_SOURCES = t/unit/check_rdb_stream.c
+t_unit_check_rdb_stream_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_stream_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_stream
 
 # ==== issue 14 ====
 # issue 14 (i14a): string values inline and in spans.
