@@ -49,6 +49,9 @@ include server/coll.mk
 # ==== issue 14 ====
 
 # ==== issue 15 ====
+libserver_a_SOURCES += \
+	server/srv_config_redis.c server/srv_config_redis.h \
+	server/srv_cfgops.c server/srv_cfgops.h
 
 # ==== issue 16 ====
 

@@ -27,6 +27,8 @@ libserver_a_SOURCES += \
 # ==== issue 14 ====
 
 # ==== issue 15 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_cmd_config.c
 
 # ==== issue 16 ====
 

@@ -39,6 +39,10 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 14 ====
 
 # ==== issue 15 ====
+OPS_TESTS = \
+	t/integ/test_config_redis.py
+TESTS += $(OPS_TESTS)
+EXTRA_DIST += $(OPS_TESTS)
 
 # ==== issue 16 ====
 
