@@ -72,7 +72,10 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
         if (pfd.revents & POLLIN &&
             read(srv_her.sync_efd, &pokes, sizeof pokes) < 0 && errno != EAGAIN)
             srv_log(SRV_LOG_WARNING, errno, "read() of the sync eventfd");
-        if (srv_her.cfg->sync == SRV_SYNC_NO || srv_child_stop)
+        /* sync no: flush only when poked, for replies still held from
+         * before a CONFIG SET sync no (nothing else pokes then). */
+        if ((srv_her.cfg->sync == SRV_SYNC_NO && !(pfd.revents & POLLIN)) ||
+            srv_child_stop)
             continue;
         if (st_env_stat_get(env, &st))
             continue;
