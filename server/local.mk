@@ -51,7 +51,12 @@ include server/coll.mk
 # ==== issue 15 ====
 libserver_a_SOURCES += \
 	server/srv_config_redis.c server/srv_config_redis.h \
-	server/srv_cfgops.c server/srv_cfgops.h
+	server/srv_cfgops.c server/srv_cfgops.h \
+	server/srv_cmdstats.c server/srv_cmdstats.h \
+	server/srv_slowlog.c server/srv_slowlog.h \
+	server/srv_latency.c server/srv_latency.h \
+	server/srv_admin.c server/srv_admin.h \
+	server/srv_daemon.c server/srv_daemon.h
 
 # ==== issue 16 ====
 

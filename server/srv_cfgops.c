@@ -2,6 +2,7 @@
  * srv_cfgops.c - CONFIG SET, REWRITE and RESETSTAT (see the header).
  */
 #include "server/srv_cfgops.h"
+#include "server/srv_cmdstats.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_stats.h"
@@ -75,6 +76,49 @@ int srv_cfgops_set(const srv_slice *pairs, int npairs, char *err,
     return 0;
 }
 
+typedef struct reload_ctx {
+    char *applied, *restart;
+    size_t size;
+} reload_ctx;
+
+static void add_name(char *list, size_t size, const char *name)
+{
+    size_t n = strlen(list);
+
+    snprintf(list + n, size - n, "%s%s", n ? " " : "", name);
+}
+
+static void reload_one(void *arg, const char *name, int runtime)
+{
+    reload_ctx *r = arg;
+
+    /* config_file is no directive; the rest either applies or waits. */
+    add_name(runtime ? r->applied : r->restart, r->size, name);
+}
+
+int srv_cfgops_reload(const srv_config *fresh, char *applied, char *restart,
+                      size_t size, char *err, size_t errlen)
+{
+    static srv_config before, next;
+    reload_ctx r = { applied, restart, size };
+    int rc;
+
+    applied[0] = restart[0] = '\0';
+    if ((rc = srv_config_begin(&next))) {
+        snprintf(err, errlen, "ERR reload failed: %s", shm_strerror(rc));
+        return -1;
+    }
+    before = next;
+    srv_config_diff(&before, fresh, reload_one, &r);
+    srv_config_copy_runtime(&next, fresh);
+    if (apply_cache(&before, &next, err, errlen)) {
+        srv_config_abort();
+        return -1;
+    }
+    srv_config_commit(&next);
+    return 0;
+}
+
 int srv_cfgops_rewrite(char *err, size_t errlen)
 {
     char why[SRV_CONFIG_ERR_SIZE];
@@ -99,6 +143,7 @@ void srv_cfgops_resetstat(void)
 {
     srv_stats *s = srv_her.stats;
 
+    srv_cmdstats_reset(srv_cmdstats_region());
     for (unsigned i = 0; i < s->nslots; i++) {
         atomic_store(&s->slot[i].total_commands, 0);
         atomic_store(&s->slot[i].total_connections, 0);

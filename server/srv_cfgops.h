@@ -36,6 +36,16 @@ int srv_cfgops_set(const srv_slice *pairs, int npairs, char *err,
  */
 int srv_cfgops_rewrite(char *err, size_t errlen);
 
+/*
+ * Reload: apply the runtime directives of `fresh` (the config file read
+ * again) that differ from the published ones, as CONFIG SET would (cache
+ * budget, then publish and wait for the workers). The names applied and
+ * those that differ but need a restart go space separated into applied
+ * and restart (`size` bytes each). 0, or -1 with the reason in err.
+ */
+int srv_cfgops_reload(const srv_config *fresh, char *applied, char *restart,
+                      size_t size, char *err, size_t errlen);
+
 /* CONFIG RESETSTAT: zero the counters INFO sums over the processes (and
  * those of the command, error and latency statistics). Any process. */
 void srv_cfgops_resetstat(void);

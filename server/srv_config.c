@@ -761,6 +761,23 @@ void srv_config_copy_runtime(srv_config *dst, const srv_config *src)
     }
 }
 
+void srv_config_diff(const srv_config *a, const srv_config *b,
+                     void (*fn)(void *ctx, const char *name, int runtime),
+                     void *ctx)
+{
+    char va[SRV_PATH_MAX], vb[SRV_PATH_MAX];
+
+    for (size_t i = 0; i < NDIRECTIVES; i++) {
+        const directive *d = &directives[i];
+        if ((d->flags & SRV_CFG_ALIAS) || !listed(i))
+            continue;
+        format_value(a, d, va, sizeof va);
+        format_value(b, d, vb, sizeof vb);
+        if (strcmp(va, vb) != 0)
+            fn(ctx, d->name, (d->flags & SRV_CFG_RUNTIME) != 0);
+    }
+}
+
 /* ---- CONFIG REWRITE ---- */
 
 /* A growing text. */

@@ -233,6 +233,15 @@ int srv_config_set_pairs(srv_config *cfg, const srv_slice *pairs, int npairs,
                          char *err, size_t errlen);
 
 /*
+ * Call fn(ctx, name, runtime) for each directive whose value differs
+ * between *a and *b (aliases not repeated); `runtime`: CONFIG SET may
+ * change it (else it needs a restart). For a reload.
+ */
+void srv_config_diff(const srv_config *a, const srv_config *b,
+                     void (*fn)(void *ctx, const char *name, int runtime),
+                     void *ctx);
+
+/*
  * CONFIG REWRITE: rewrite the config file at `path` to hold *cfg, as
  * Redis does: comments, blank lines, unknown lines and the order kept,
  * each directive's first line replaced by its current value (later lines

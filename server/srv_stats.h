@@ -14,7 +14,7 @@
 #include "server/srv_role.h"
 
 #define SRV_STATS_MAGIC 0x6c61726465727374ull
-#define SRV_STATS_VERSION 2
+#define SRV_STATS_VERSION 3
 #define SRV_CACHELINE 64
 
 typedef struct srv_stats_slot {
@@ -41,7 +41,8 @@ typedef struct srv_stats {
     uint64_t magic;                   /* immutable after init */
     uint32_t version;                 /* immutable after init */
     uint32_t nslots;                  /* immutable after init */
-    uint32_t nworkers;                /* immutable after init */
+    uint32_t nworkers;                /* immutable after init: worker
+                                       * slots (workers-max) */
     _Atomic uint64_t next_client_id;  /* atomic */
     _Atomic int64_t clients;          /* atomic: across workers */
     _Atomic int64_t last_sync_ms;     /* atomic */
@@ -54,12 +55,14 @@ typedef struct srv_stats {
     _Atomic int64_t save_in_progress; /* atomic: pid doing a BGSAVE, 0 */
     _Atomic int64_t last_save_status; /* atomic: 0 ok, else error code */
     _Atomic int64_t last_save_us;     /* atomic: its duration */
+    _Atomic int64_t workers;          /* atomic; written by the master:
+                                       * the pool's size asked for */
     srv_stats_slot slot[];
 } srv_stats;
 
 /*
- * Map the region for a tree of `nworkers` workers: a slot per worker and
- * one per background child (srv_role_nslots). The master, before fork (an
+ * Map the region for a tree of at most `nworkers` workers: a slot per
+ * worker and one per background child (srv_role_nslots). The master, before fork (an
  * embedded worker: for itself). NULL with errno set if mmap fails.
  */
 srv_stats *srv_stats_create(unsigned nworkers);

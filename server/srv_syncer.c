@@ -39,8 +39,9 @@ static void wake_workers(void)
 {
     uint64_t one = 1;
 
-    for (int i = 0; i < srv_her.nworkers; i++)
-        if (write(srv_her.worker_efd[i], &one, sizeof one) < 0) {
+    for (int i = 0; i < srv_her.workers_max; i++)
+        if (atomic_load(&srv_her.stats->slot[i].pid) &&
+            write(srv_her.worker_efd[i], &one, sizeof one) < 0) {
             /* saturated: that worker has a wake-up pending already */
         }
 }
