@@ -85,10 +85,9 @@ static uint64_t oldest_locked(long long max_len)
                     : (unsigned long long)max_len < region->cap
                         ? (uint64_t)max_len
                         : region->cap;
-    uint64_t from = region->next_id - keep;
-
-    if (from > region->first_id)
-        region->first_id = from; /* a shorter setting drops them for good */
+    if (region->next_id - region->first_id > keep)
+        region->first_id = region->next_id - keep; /* for good, as Redis
+                                                    * trims its list */
     return region->first_id;
 }
 

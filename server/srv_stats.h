@@ -55,6 +55,8 @@ typedef struct srv_stats {
     _Atomic int64_t save_in_progress; /* atomic: pid doing a BGSAVE, 0 */
     _Atomic int64_t last_save_status; /* atomic: 0 ok, else error code */
     _Atomic int64_t last_save_us;     /* atomic: its duration */
+    _Atomic int64_t last_save_txn;    /* atomic: newest txn in that save */
+    _Atomic int64_t saves;            /* atomic: good SAVE/BGSAVEs */
     _Atomic int64_t workers;          /* atomic; written by the master:
                                        * the pool's size asked for */
     srv_stats_slot slot[];

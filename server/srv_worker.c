@@ -29,7 +29,6 @@
 
 #define ACCEPTS_PER_EVENT 16
 #define MS_PER_S 1000
-#define STOP_DEADLINE_S 10
 #define US_PER_MS 1000
 #define CHECK_FINISH_MS 100
 
@@ -211,7 +210,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 static void on_term(evutil_socket_t fd, short what, void *arg)
 {
     srv_worker *w = arg;
-    struct timeval deadline = { STOP_DEADLINE_S, 0 };
+    /* The master kills what is left at shutdown-timeout anyway. */
+    struct timeval deadline = { (time_t)srv_her.cfg->shutdown_timeout, 0 };
 
     if (w->stopping)
         return;

@@ -28,7 +28,8 @@ libserver_a_SOURCES += \
 
 # ==== issue 15 ====
 libserver_a_SOURCES += \
-	server/cmd/srv_cmd_config.c
+	server/cmd/srv_cmd_config.c server/cmd/srv_cmd_info.c \
+	server/cmd/srv_cmd_ops.c server/cmd/srv_commands_ops.def
 
 # ==== issue 16 ====
 
