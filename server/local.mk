@@ -57,6 +57,7 @@ libserver_a_SOURCES += \
 	server/srv_latency.c server/srv_latency.h \
 	server/srv_admin.c server/srv_admin.h \
 	server/srv_daemon.c server/srv_daemon.h
+include tools/larderctl/local.mk
 
 # ==== issue 16 ====
 
