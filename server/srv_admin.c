@@ -695,6 +695,23 @@ static void verb_config(srv_conn *c)
 
 static void verb_ping(srv_conn *c) { srv_reply_simple(c, "PONG"); }
 
+/* HELLO [2|3]: the protocol of the replies (larderctl asks for 3). */
+static void verb_hello(srv_conn *c)
+{
+    long long proto = 2;
+
+    if (c->argc > 2 || (c->argc == 2 && (!arg_ll(c, 1, &proto) ||
+                                         (proto != 2 && proto != 3)))) {
+        srv_reply_error(c, "NOPROTO unsupported protocol version");
+        return;
+    }
+    c->resp = (int)proto;
+    srv_reply_map(c, 3);
+    pair_str(c, "server", "larder-admin");
+    pair_str(c, "version", SRV_VERSION);
+    pair_ll(c, "proto", proto);
+}
+
 typedef struct verb {
     const char *name;
     int min_args; /* the name included */
@@ -703,6 +720,7 @@ typedef struct verb {
 
 static const verb verbs[] = {
     { "ping", 1, verb_ping },         { "help", 1, verb_help },
+    { "hello", 1, verb_hello },
     { "status", 1, verb_status },     { "workers", 1, verb_workers },
     { "reload", 1, verb_reload },     { "backup", 2, verb_backup },
     { "shutdown", 1, verb_shutdown }, { "cache", 2, verb_cache },

@@ -86,7 +86,7 @@ static void *xcalloc(size_t n, size_t size)
 /* ---- RESP ---- */
 
 typedef struct reply {
-    char type; /* + - : $ * (null bulk/array: type 'n') */
+    char type; /* + - : $ * % (a map: elem holds key, value, ...); null: n */
     long long integer;
     char *str; /* + - $ */
     size_t len;
@@ -134,11 +134,19 @@ static int conn_open(conn *c, const char *path)
     return 0;
 }
 
-/* Connect, or exit with the code that says why not. */
+static reply *call(conn *c, int argc, const char *const *argv);
+static void reply_free(reply *r);
+
+/* Connect, or exit with the code that says why not; then speak RESP3,
+ * whose maps say which replies are maps. */
 static void conn_must_open(conn *c, const char *path)
 {
     int e = conn_open(c, path);
 
+    if (e == 0) {
+        reply_free(call(c, 2, (const char *const[]){ "HELLO", "3" }));
+        return;
+    }
     if (e == ENOENT || e == ECONNREFUSED)
         fail(LCTL_EXIT_NOT_RUNNING,
              "larder-server is not running (no admin socket at %s: %s)", path,
@@ -246,12 +254,16 @@ static reply *read_reply(conn *c)
         c->pos += (size_t)n + 2;
         break;
     }
-    case '*': {
+    case '_': r->type = 'n'; break;
+    case '*':
+    case '%': {
         long long n = strtoll(l + 1, NULL, 10);
         if (n < 0) {
             r->type = 'n';
             break;
         }
+        if (l[0] == '%')
+            n *= 2;
         r->elem = xcalloc((size_t)n, sizeof *r->elem);
         for (long long i = 0; i < n; i++) {
             /* line() may move the buffer: fetch elements one by one. */
@@ -304,7 +316,7 @@ static reply *checked(reply *r)
 /* The value of `key` in a flat map reply; NULL if absent. */
 static reply *field(const reply *map, const char *key)
 {
-    for (size_t i = 0; map && map->type == '*' && i + 1 < map->nelem; i += 2)
+    for (size_t i = 0; map && map->type == '%' && i + 1 < map->nelem; i += 2)
         if (map->elem[i]->str && !strcmp(map->elem[i]->str, key))
             return map->elem[i + 1];
     return NULL;
@@ -343,14 +355,11 @@ static void json_string(FILE *f, const char *s, size_t n)
     fputc('"', f);
 }
 
-/* A reply as JSON: flat maps (an even array whose keys are strings) as
- * objects when `maps`, integers as numbers. */
-static void json_reply(FILE *f, const reply *r, int maps)
+/* A reply as JSON: maps as objects, integers as numbers. */
+static void json_reply(FILE *f, const reply *r)
 {
-    int is_map = maps && r->type == '*' && r->nelem % 2 == 0 && r->nelem;
+    int is_map = r->type == '%';
 
-    for (size_t i = 0; is_map && i < r->nelem; i += 2)
-        is_map = r->elem[i]->type == '$' || r->elem[i]->type == '+';
     switch (r->type) {
     case ':': fprintf(f, "%lld", r->integer); return;
     case 'n': fputs("null", f); return;
@@ -368,10 +377,10 @@ static void json_reply(FILE *f, const reply *r, int maps)
         if (i)
             fputc(',', f);
         if (is_map) {
-            json_reply(f, r->elem[i++], 0);
+            json_reply(f, r->elem[i++]);
             fputc(':', f);
         }
-        json_reply(f, r->elem[i], maps);
+        json_reply(f, r->elem[i]);
     }
     fputc(is_map ? '}' : ']', f);
 }
@@ -468,7 +477,7 @@ static int cmd_status(conn *c)
     char age[64], bytes[64];
 
     if (json) {
-        json_reply(stdout, r, 1);
+        json_reply(stdout, r);
         putchar('\n');
         reply_free(r);
         return LCTL_EXIT_OK;
@@ -520,7 +529,7 @@ static int cmd_status(conn *c)
 static void print_reply(const reply *r)
 {
     if (json) {
-        json_reply(stdout, r, 1);
+        json_reply(stdout, r);
         putchar('\n');
         return;
     }
@@ -534,6 +543,11 @@ static void print_reply(const reply *r)
     }
     if (r->type == 'n') {
         puts("(nil)");
+        return;
+    }
+    if (r->type == '*') {
+        for (size_t i = 0; i < r->nelem; i++)
+            printf("%s\n", r->elem[i]->str ? r->elem[i]->str : "");
         return;
     }
     size_t w = 0;
@@ -599,7 +613,7 @@ static int cmd_backup(conn *c, const char *file, int wait)
             if (tty && !json)
                 fputc('\n', stderr);
             if (json) {
-                json_reply(stdout, r, 1);
+                json_reply(stdout, r);
                 putchar('\n');
             } else if (!strcmp(state, "done")) {
                 human_bytes(a, sizeof a, (double)done);
@@ -630,8 +644,27 @@ static int cmd_backup(conn *c, const char *file, int wait)
     }
 }
 
-/* stop: SHUTDOWN, then wait until the master is gone (its socket stops
- * answering and its pid is no more). */
+/* pid has exited (gone, or a zombie its parent has not reaped yet). */
+static int exited(pid_t pid)
+{
+    char path[64], buf[512];
+    FILE *f;
+
+    if (kill(pid, 0) && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return 1;
+    int zombie = 0;
+    if (fgets(buf, sizeof buf, f)) {
+        char *p = strrchr(buf, ')');
+        zombie = p && p[1] == ' ' && p[2] == 'Z';
+    }
+    fclose(f);
+    return zombie;
+}
+
+/* stop: SHUTDOWN, then wait until the master is gone. */
 static int cmd_stop(conn *c, int now, int wait_s)
 {
     reply *r = checked(call_v(c, "STATUS", NULL));
@@ -642,7 +675,7 @@ static int cmd_stop(conn *c, int now, int wait_s)
     reply_free(checked(call_v(c, "SHUTDOWN", now ? "NOW" : NULL, NULL)));
     while (time(NULL) <= deadline) {
         struct timespec ts = { 0, STOP_POLL_MS * NS_PER_MS };
-        if (kill(pid, 0) && errno == ESRCH) {
+        if (exited(pid)) {
             if (json)
                 printf("{\"stopped\":true,\"pid\":%d}\n", (int)pid);
             else
