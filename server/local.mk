@@ -58,6 +58,8 @@ libserver_a_SOURCES += \
 	server/srv_admin.c server/srv_admin.h \
 	server/srv_daemon.c server/srv_daemon.h
 include tools/larderctl/local.mk
+include tools/init/local.mk
+include doc/local.mk
 
 # ==== issue 16 ====
 

@@ -90,7 +90,6 @@ int srv_daemon_notify(const srv_config *cfg, const char *state)
 void srv_daemon_ready(const srv_config *cfg, const char *status)
 {
     char msg[SRV_CONFIG_ERR_SIZE];
-    int null;
 
     if (ready_done)
         return;
@@ -108,6 +107,14 @@ void srv_daemon_ready(const srv_config *cfg, const char *status)
     }
     close(ready_fd);
     ready_fd = -1;
+}
+
+void srv_daemon_quiet(void)
+{
+    int null;
+
+    if (ready_fd < 0)
+        return; /* not daemonized */
     if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
         dup2(null, STDIN_FILENO);
         dup2(null, STDOUT_FILENO);

@@ -21,10 +21,17 @@
 int srv_daemon_detach(void);
 
 /*
- * The server serves: release a waiting parent (standard input, output and
- * error go to /dev/null then, as Redis does once daemonized), tell the
- * supervisor (READY=1 and STATUS=`status` under systemd; SIGSTOP under
- * upstart). Call once.
+ * Daemonized: standard input, output and error go to /dev/null (as Redis
+ * does once daemonized), so the children forked next hold nothing of the
+ * terminal or of the pipe an init script reads. Call after the last error
+ * that is printed, before the first fork. Nothing if not daemonized.
+ */
+void srv_daemon_quiet(void);
+
+/*
+ * The server serves: release a waiting parent and tell the supervisor
+ * (READY=1 and STATUS=`status` under systemd; SIGSTOP under upstart).
+ * Call once.
  */
 void srv_daemon_ready(const srv_config *cfg, const char *status);
 

@@ -908,6 +908,7 @@ int srv_master_main(int argc, char **argv)
     if ((rc = srv_broker_listen()))
         die("can't create the pub/sub broker socket: %s", strerror(rc));
     install_signals(&waitmask);
+    srv_daemon_quiet();
     for (int i = 0; i < nchildren; i++)
         if (child_wanted(&children[i]))
             spawn_child(&children[i]);

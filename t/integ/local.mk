@@ -41,7 +41,8 @@ AM_TESTS_ENVIRONMENT = \
 # ==== issue 15 ====
 OPS_TESTS = \
 	t/integ/test_config_redis.py \
-	t/integ/test_admin.py
+	t/integ/test_admin.py \
+	t/integ/test_install.py
 TESTS += $(OPS_TESTS)
 EXTRA_DIST += $(OPS_TESTS)
 
