@@ -42,7 +42,9 @@ AM_TESTS_ENVIRONMENT = \
 OPS_TESTS = \
 	t/integ/test_config_redis.py \
 	t/integ/test_admin.py \
-	t/integ/test_install.py
+	t/integ/test_install.py \
+	t/integ/test_twemproxy.py \
+	t/integ/test_clients.py
 TESTS += $(OPS_TESTS)
 EXTRA_DIST += $(OPS_TESTS)
 
