@@ -44,7 +44,8 @@ OPS_TESTS = \
 	t/integ/test_admin.py \
 	t/integ/test_install.py \
 	t/integ/test_twemproxy.py \
-	t/integ/test_clients.py
+	t/integ/test_clients.py \
+	t/integ/test_monitoring.py
 TESTS += $(OPS_TESTS)
 EXTRA_DIST += $(OPS_TESTS)
 
