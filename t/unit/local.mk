@@ -185,6 +185,11 @@ TESTS += t/unit/check_cmd_table
 # ==== issue 14 ====
 
 # ==== issue 15 ====
+check_PROGRAMS += t/unit/check_monitor
+t_unit_check_monitor_SOURCES = t/unit/check_monitor.c
+t_unit_check_monitor_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_monitor_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_monitor
 
 # ==== issue 16 ====
 
