@@ -97,8 +97,10 @@ int srv_admin_open(const char *path, const srv_admin_ops *ops, char *err,
 
     admin.ops = *ops;
     if (strlen(path) >= sizeof sa.sun_path) {
-        snprintf(err, errlen, "admin-socket path '%s' is too long (at most "
-                              "%zu bytes)", path, sizeof sa.sun_path - 1);
+        snprintf(err, errlen,
+                 "admin-socket path '%s' is too long (at most "
+                 "%zu bytes)",
+                 path, sizeof sa.sun_path - 1);
         return ENAMETOOLONG;
     }
     memset(&sa, 0, sizeof sa);
@@ -106,13 +108,16 @@ int srv_admin_open(const char *path, const srv_admin_ops *ops, char *err,
     memcpy(sa.sun_path, path, strlen(path));
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "admin-socket '%s' exists and is not a "
-                                  "socket", path);
+            snprintf(err, errlen,
+                     "admin-socket '%s' exists and is not a "
+                     "socket",
+                     path);
             return EEXIST;
         }
         if (live(&sa)) {
-            snprintf(err, errlen, "admin-socket '%s' is in use: is another "
-                                  "larder-server running with this dir?",
+            snprintf(err, errlen,
+                     "admin-socket '%s' is in use: is another "
+                     "larder-server running with this dir?",
                      path);
             return EADDRINUSE;
         }
@@ -121,8 +126,7 @@ int srv_admin_open(const char *path, const srv_admin_ops *ops, char *err,
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         e = errno;
-        snprintf(err, errlen, "socket() for the admin socket: %s",
-                 strerror(e));
+        snprintf(err, errlen, "socket() for the admin socket: %s", strerror(e));
         return e;
     }
     /* Created with mode 0600 from the start: no window where another user
@@ -201,8 +205,8 @@ int srv_admin_pollfds(struct pollfd *fds)
         if (!admin.client[i].used)
             continue;
         fds[n++] = (struct pollfd){
-            c->fd, (short)(POLLIN | (c->out.len > c->out_sent ? POLLOUT : 0)),
-            0 };
+            c->fd, (short)(POLLIN | (c->out.len > c->out_sent ? POLLOUT : 0)), 0
+        };
     }
     return n;
 }
@@ -211,8 +215,8 @@ static void accept_clients(void)
 {
     int fd;
 
-    while ((fd = accept4(admin.fd, NULL, NULL,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+    while ((fd = accept4(admin.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >=
+           0) {
         admin_client *a = NULL;
         for (int i = 0; i < SRV_ADMIN_CLIENTS_MAX && !a; i++)
             if (!admin.client[i].used)
@@ -307,8 +311,9 @@ static long long rss_of(pid_t pid)
 
 static void reply_proc(srv_conn *c, const srv_admin_proc *p, int64_t now)
 {
-    srv_stats_slot *slot =
-        p->proc.slot >= 0 ? &srv_her.stats->slot[p->proc.slot] : NULL;
+    srv_stats_slot *slot = p->proc.slot >= 0
+                               ? &srv_her.stats->slot[p->proc.slot]
+                               : NULL;
     char name[SRV_CONN_NAME_MAX];
 
     srv_proc_name(&p->proc, name, sizeof name);
@@ -319,7 +324,8 @@ static void reply_proc(srv_conn *c, const srv_admin_proc *p, int64_t now)
     pair_ll(c, "pid", p->proc.pid);
     pair_str(c, "state", state_names[p->state]);
     pair_ll(c, "uptime_s",
-            p->proc.pid && p->started_ms ? (now - p->started_ms) / MS_PER_S : 0);
+            p->proc.pid && p->started_ms ? (now - p->started_ms) / MS_PER_S
+                                         : 0);
     pair_ll(c, "connections",
             slot && p->proc.pid ? (long long)atomic_load(&slot->connected) : 0);
     pair_ll(c, "commands",
@@ -372,8 +378,10 @@ static void verb_workers(srv_conn *c)
         return;
     }
     if (c->argc != 2 || !arg_ll(c, 1, &n) || n < 1 || n > max) {
-        srv_reply_errorf(c, "ERR WORKERS takes a count between 1 and %d "
-                            "(workers-max)", max);
+        srv_reply_errorf(c,
+                         "ERR WORKERS takes a count between 1 and %d "
+                         "(workers-max)",
+                         max);
         return;
     }
     if (admin.ops.set_workers((int)n, err, sizeof err))
@@ -388,12 +396,14 @@ static void reply_words(srv_conn *c, const char *list)
     long long n = 0;
 
     snprintf(copy, sizeof copy, "%s", list);
-    for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
+    for (char *w = strtok_r(copy, " ", &save); w;
+         w = strtok_r(NULL, " ", &save))
         n++;
     srv_reply_array(c, n);
     snprintf(copy, sizeof copy, "%s", list);
     save = NULL;
-    for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
+    for (char *w = strtok_r(copy, " ", &save); w;
+         w = strtok_r(NULL, " ", &save))
         srv_reply_bulk_cstr(c, w);
 }
 
@@ -547,8 +557,7 @@ int srv_admin_child_exited(pid_t pid, int status)
         snprintf(admin.error, sizeof admin.error, "%s",
                  rc > 0 ? strerror((int)rc) : st_strerror((int)rc));
     else
-        snprintf(admin.error, sizeof admin.error, "the backup process %s",
-                 how);
+        snprintf(admin.error, sizeof admin.error, "the backup process %s", how);
     srv_log(SRV_LOG_WARNING, 0, "backup to %s failed: %s", admin.target,
             admin.error);
     return 1;
@@ -579,10 +588,9 @@ static void verb_cache(srv_conn *c)
          * current. */
         int64_t v = atomic_load(&srv_her.stats->committed_txn);
         int64_t d = atomic_load(&srv_her.stats->durable_txn);
-        int rc = srv_her.cache
-                     ? shm_cache_flush_all(srv_her.cache,
-                                           (uint64_t)(v > d ? v : d))
-                     : 0;
+        int rc = srv_her.cache ? shm_cache_flush_all(srv_her.cache,
+                                                     (uint64_t)(v > d ? v : d))
+                               : 0;
         if (rc)
             srv_reply_errorf(c, "ERR cache flush: %s", shm_strerror(rc));
         else
@@ -620,8 +628,7 @@ static void config_set(srv_conn *c, int first)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (srv_cfgops_set(c->argv + first, (c->argc - first) / 2, err,
-                       sizeof err))
+    if (srv_cfgops_set(c->argv + first, (c->argc - first) / 2, err, sizeof err))
         srv_reply_error(c, err);
     else
         srv_reply_ok(c);
@@ -675,8 +682,7 @@ static void verb_config(srv_conn *c)
     if (c->argc >= 3 && srv_util_streq(sub->ptr, sub->len, "get")) {
         get_ctx g = { c, { NULL, 0, 0 }, 0 };
         srv_config_refresh();
-        srv_config_get_many(srv_her.cfg, c->argv + 2, c->argc - 2, get_one,
-                            &g);
+        srv_config_get_many(srv_her.cfg, c->argv + 2, c->argc - 2, get_one, &g);
         srv_reply_map(c, g.n);
         srv_reply_raw(c, g.pairs.data, g.pairs.len);
         srv_buf_free(&g.pairs);
@@ -719,12 +725,12 @@ typedef struct verb {
 } verb;
 
 static const verb verbs[] = {
-    { "ping", 1, verb_ping },         { "help", 1, verb_help },
-    { "hello", 1, verb_hello },
-    { "status", 1, verb_status },     { "workers", 1, verb_workers },
-    { "reload", 1, verb_reload },     { "backup", 2, verb_backup },
-    { "shutdown", 1, verb_shutdown }, { "cache", 2, verb_cache },
-    { "loglevel", 1, verb_loglevel }, { "config", 2, verb_config },
+    { "ping", 1, verb_ping },       { "help", 1, verb_help },
+    { "hello", 1, verb_hello },     { "status", 1, verb_status },
+    { "workers", 1, verb_workers }, { "reload", 1, verb_reload },
+    { "backup", 2, verb_backup },   { "shutdown", 1, verb_shutdown },
+    { "cache", 2, verb_cache },     { "loglevel", 1, verb_loglevel },
+    { "config", 2, verb_config },
 };
 
 static void run(srv_conn *c)

@@ -31,18 +31,18 @@
 /* States of a process as STATUS shows them. */
 enum srv_admin_state {
     SRV_ADMIN_RUNNING,
-    SRV_ADMIN_STOPPING, /* told to stop (a worker WORKERS removed) */
+    SRV_ADMIN_STOPPING,   /* told to stop (a worker WORKERS removed) */
     SRV_ADMIN_RESPAWNING, /* dead, to be forked again after its back-off */
-    SRV_ADMIN_STOPPED,  /* not wanted (a syncer run as the reaper's
-                         * thread, a worker slot beyond the count) */
+    SRV_ADMIN_STOPPED,    /* not wanted (a syncer run as the reaper's
+                           * thread, a worker slot beyond the count) */
 };
 
 /* One process of the tree as the master describes it. */
 typedef struct srv_admin_proc {
     srv_proc proc; /* role, index, pid (0: not running), slot */
     enum srv_admin_state state;
-    int64_t started_ms;   /* wall clock; 0 if not running */
-    int64_t respawns;     /* times forked again after a death */
+    int64_t started_ms;                  /* wall clock; 0 if not running */
+    int64_t respawns;                    /* times forked again after a death */
     char last_exit[SRV_ADMIN_CAUSE_MAX]; /* "killed by signal 9 (Killed)",
                                           * "" if it never died */
     int64_t last_exit_ms; /* wall clock of that death; 0 if none */

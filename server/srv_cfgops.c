@@ -16,7 +16,8 @@
 
 size_t srv_cfgops_cache_budget(const srv_config *cfg)
 {
-    unsigned long long budget = (unsigned long long)cfg->cache_mb * BYTES_PER_MB;
+    unsigned long long budget = (unsigned long long)cfg->cache_mb *
+                                BYTES_PER_MB;
     unsigned long long cap = (unsigned long long)cfg->maxmemory;
 
     return (size_t)(cap && cap < budget ? cap : budget);
@@ -55,8 +56,7 @@ static int apply_cache(const srv_config *before, const srv_config *next,
     return 0;
 }
 
-int srv_cfgops_set(const srv_slice *pairs, int npairs, char *err,
-                   size_t errlen)
+int srv_cfgops_set(const srv_slice *pairs, int npairs, char *err, size_t errlen)
 {
     /* Big; one CONFIG SET at a time in a process. */
     static srv_config before, next;
@@ -125,8 +125,9 @@ int srv_cfgops_rewrite(char *err, size_t errlen)
 
     srv_config_refresh();
     if (!srv_her.cfg->config_file[0]) {
-        snprintf(err, errlen, "ERR The server is running without a config "
-                              "file");
+        snprintf(err, errlen,
+                 "ERR The server is running without a config "
+                 "file");
         return -1;
     }
     if (srv_config_rewrite(srv_her.cfg, srv_her.cfg->config_file, why,

@@ -12,12 +12,12 @@
 /* The mapped region: header, then nslots slots of ncmds command records
  * and SRV_ERRSTATS_MAX error records each. */
 struct srv_cmdstats {
-    uint64_t magic;    /* immutable after init */
-    uint32_t version;  /* immutable after init */
-    uint32_t nslots;   /* immutable after init */
-    uint32_t ncmds;    /* immutable after init */
+    uint64_t magic;   /* immutable after init */
+    uint32_t version; /* immutable after init */
+    uint32_t nslots;  /* immutable after init */
+    uint32_t ncmds;   /* immutable after init */
     uint32_t pad_;
-    uint64_t size;     /* immutable after init: bytes mapped */
+    uint64_t size;      /* immutable after init: bytes mapped */
     uint64_t slot_size; /* immutable after init: bytes per slot */
     /* atomic; per slot, by its worker: error replies sent */
     _Atomic uint64_t errors[];
@@ -92,7 +92,8 @@ void srv_cmdstats_use(unsigned slot)
     own_slot = region && slot < region->nslots ? (int)slot : -1;
 }
 
-#define ADD(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
+#define ADD(field, n) \
+    atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
 #define LOAD(field) atomic_load_explicit(&(field), memory_order_relaxed)
 
 /* The bucket of a duration: see SRV_HIST_* in the header. */
@@ -179,8 +180,7 @@ void srv_cmdstats_error(const char *msg)
 
 uint64_t srv_cmdstats_errors(void) { return errors_sent; }
 
-void srv_cmdstats_sum(const srv_cmdstats *s, unsigned cmd,
-                      srv_cmdstat_sum *out)
+void srv_cmdstats_sum(const srv_cmdstats *s, unsigned cmd, srv_cmdstat_sum *out)
 {
     memset(out, 0, sizeof *out);
     if (!s || cmd >= s->ncmds)

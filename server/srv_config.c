@@ -148,8 +148,9 @@ static int reason_range(char *r, size_t n, const directive *d)
 /* "argument(s) must be one of the following: a, b, c" of an enum. */
 static int reason_enum(char *r, size_t n, const char *const *names, int count)
 {
-    size_t k = (size_t)snprintf(r, n, "argument(s) must be one of the "
-                                      "following: ");
+    size_t k = (size_t)snprintf(r, n,
+                                "argument(s) must be one of the "
+                                "following: ");
     for (int i = 0; i < count && k < n; i++)
         k += (size_t)snprintf(r + k, n - k, "%s%s", i ? ", " : "", names[i]);
     return -1;
@@ -248,9 +249,10 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
             *num = -v;
             return 0;
         } else {
-            snprintf(r, rlen, d->kind == SRV_CFG_BYTES_PCT
-                                  ? "argument must be a memory or percent value"
-                                  : "argument must be a memory value");
+            snprintf(r, rlen,
+                     d->kind == SRV_CFG_BYTES_PCT
+                         ? "argument must be a memory or percent value"
+                         : "argument must be a memory value");
             return -1;
         }
         if (d->kind == SRV_CFG_BYTES_PCT && v < 0) {
@@ -276,8 +278,9 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
             return -1;
         }
         if (v < d->min || v > d->max) {
-            snprintf(r, rlen, "argument must be between %llo and %llo inclusive",
-                     d->min, d->max);
+            snprintf(r, rlen,
+                     "argument must be between %llo and %llo inclusive", d->min,
+                     d->max);
             return -1;
         }
         *num = v;
@@ -595,7 +598,10 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
 }
 
 /* Row i is the one its name finds (not shadowed by another issue's). */
-static int listed(size_t i) { return find(directives[i].name) == &directives[i]; }
+static int listed(size_t i)
+{
+    return find(directives[i].name) == &directives[i];
+}
 
 void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
                      void (*fn)(void *ctx, const char *name, const char *value),
@@ -606,11 +612,9 @@ void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
     srv_config_get_many(cfg, &p, 1, fn, ctx);
 }
 
-void srv_config_get_many(const srv_config *cfg, const srv_slice *patterns,
-                         int npatterns,
-                         void (*fn)(void *ctx, const char *name,
-                                    const char *value),
-                         void *ctx)
+void srv_config_get_many(
+    const srv_config *cfg, const srv_slice *patterns, int npatterns,
+    void (*fn)(void *ctx, const char *name, const char *value), void *ctx)
 {
     char value[SRV_PATH_MAX], shown[CFG_REASON_SIZE];
 

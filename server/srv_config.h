@@ -31,17 +31,17 @@ enum srv_cfg_kind {
     SRV_CFG_YESNO,
     SRV_CFG_DEBUGMODE, /* no | yes | local */
     /* ==== issue 15: Redis 7.0's kinds (srv_config_redis.h) ==== */
-    SRV_CFG_ENUM,       /* one of a value table: `min` names it (enum
-                         * srv_cfg_enum), the field holds its value */
-    SRV_CFG_TEXT,       /* any text, at most SRV_CFG_TEXT_MAX - 1 bytes */
-    SRV_CFG_UBYTES,     /* a memory value up to 2^64 - 1 (maxmemory) */
-    SRV_CFG_BYTES_PCT,  /* a memory value or "N%" (stored as -N) */
-    SRV_CFG_HZ,         /* an integer clamped into [1, 500] as Redis's hz */
-    SRV_CFG_APPENDONLY, /* yes | no, mapped to the sync level */
+    SRV_CFG_ENUM,        /* one of a value table: `min` names it (enum
+                          * srv_cfg_enum), the field holds its value */
+    SRV_CFG_TEXT,        /* any text, at most SRV_CFG_TEXT_MAX - 1 bytes */
+    SRV_CFG_UBYTES,      /* a memory value up to 2^64 - 1 (maxmemory) */
+    SRV_CFG_BYTES_PCT,   /* a memory value or "N%" (stored as -N) */
+    SRV_CFG_HZ,          /* an integer clamped into [1, 500] as Redis's hz */
+    SRV_CFG_APPENDONLY,  /* yes | no, mapped to the sync level */
     SRV_CFG_APPENDFSYNC, /* always | everysec | no: the level appendonly
                           * yes gives */
-    SRV_CFG_SPECIAL,    /* text checked by a parser of srv_config_redis.c
-                         * named by `min` (enum srv_cfg_special) */
+    SRV_CFG_SPECIAL,     /* text checked by a parser of srv_config_redis.c
+                          * named by `min` (enum srv_cfg_special) */
 };
 
 enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
@@ -50,11 +50,13 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
 
 /* Flags of a directive. */
 #define SRV_CFG_RUNTIME 0x1 /* CONFIG SET may change it */
-#define SRV_CFG_ALIAS 0x2   /* another name of a directive (listed by
-                             * CONFIG GET, as Redis lists its aliases) */
-#define SRV_CFG_PROTECTED 0x4 /* Redis's protected configs (dir,
-                               * dbfilename): CONFIG SET refuses them */
-#define SRV_CFG_MULTIARG 0x8  /* CONFIG SET splits the value into words */
+#define SRV_CFG_ALIAS                             \
+    0x2 /* another name of a directive (listed by \
+         * CONFIG GET, as Redis lists its aliases) */
+#define SRV_CFG_PROTECTED                                       \
+    0x4                      /* Redis's protected configs (dir, \
+                              * dbfilename): CONFIG SET refuses them */
+#define SRV_CFG_MULTIARG 0x8 /* CONFIG SET splits the value into words */
 
 /*
  * X(name, field, kind, default, min, max, flags). Strings default to the
@@ -207,11 +209,9 @@ int srv_config_workers_max(const srv_config *cfg);
  * each directive (aliases included, as Redis) whose name matches any of
  * the globs (any case), in table order.
  */
-void srv_config_get_many(const srv_config *cfg, const srv_slice *patterns,
-                         int npatterns,
-                         void (*fn)(void *ctx, const char *name,
-                                    const char *value),
-                         void *ctx);
+void srv_config_get_many(
+    const srv_config *cfg, const srv_slice *patterns, int npatterns,
+    void (*fn)(void *ctx, const char *name, const char *value), void *ctx);
 
 /* The value of directive `name` as CONFIG GET prints it, into out; -1 if
  * there is no such directive. */

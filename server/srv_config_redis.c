@@ -32,49 +32,70 @@ static const srv_cfg_enum_value supervised[] = {
 };
 
 static const srv_cfg_enum_value facility[] = {
-    { "user", LOG_USER },     { "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
-    { "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 }, { "local4", LOG_LOCAL4 },
-    { "local5", LOG_LOCAL5 }, { "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
-    { NULL, 0 },
+    { "user", LOG_USER },     { "local0", LOG_LOCAL0 },
+    { "local1", LOG_LOCAL1 }, { "local2", LOG_LOCAL2 },
+    { "local3", LOG_LOCAL3 }, { "local4", LOG_LOCAL4 },
+    { "local5", LOG_LOCAL5 }, { "local6", LOG_LOCAL6 },
+    { "local7", LOG_LOCAL7 }, { NULL, 0 },
 };
 
 static const srv_cfg_enum_value maxmemory_policy[] = {
-    { "volatile-lru", 0 },    { "volatile-lfu", 1 },   { "volatile-random", 2 },
-    { "volatile-ttl", 3 },    { "allkeys-lru", 4 },    { "allkeys-lfu", 5 },
-    { "allkeys-random", 6 },  { "noeviction", 7 },     { NULL, 0 },
+    { "volatile-lru", 0 },   { "volatile-lfu", 1 }, { "volatile-random", 2 },
+    { "volatile-ttl", 3 },   { "allkeys-lru", 4 },  { "allkeys-lfu", 5 },
+    { "allkeys-random", 6 }, { "noeviction", 7 },   { NULL, 0 },
 };
 
 static const srv_cfg_enum_value repl_diskless_load[] = {
-    { "disabled", 0 }, { "on-empty-db", 1 }, { "swapdb", 2 }, { NULL, 0 },
-};
-
-static const srv_cfg_enum_value oom_score_adj[] = {
-    { "no", 0 }, { "yes", 1 }, { "relative", 1 }, { "absolute", 2 },
+    { "disabled", 0 },
+    { "on-empty-db", 1 },
+    { "swapdb", 2 },
     { NULL, 0 },
 };
 
+static const srv_cfg_enum_value oom_score_adj[] = {
+    { "no", 0 },       { "yes", 1 }, { "relative", 1 },
+    { "absolute", 2 }, { NULL, 0 },
+};
+
 static const srv_cfg_enum_value acl_pubsub[] = {
-    { "allchannels", 1 }, { "resetchannels", 0 }, { NULL, 0 },
+    { "allchannels", 1 },
+    { "resetchannels", 0 },
+    { NULL, 0 },
 };
 
 static const srv_cfg_enum_value sanitize[] = {
-    { "no", 0 }, { "yes", 1 }, { "clients", 2 }, { NULL, 0 },
+    { "no", 0 },
+    { "yes", 1 },
+    { "clients", 2 },
+    { NULL, 0 },
 };
 
 static const srv_cfg_enum_value protected_action[] = {
-    { "no", 0 }, { "yes", 1 }, { "local", 2 }, { NULL, 0 },
+    { "no", 0 },
+    { "yes", 1 },
+    { "local", 2 },
+    { NULL, 0 },
 };
 
 static const srv_cfg_enum_value endpoint[] = {
-    { "ip", 0 }, { "hostname", 1 }, { "unknown-endpoint", 2 }, { NULL, 0 },
+    { "ip", 0 },
+    { "hostname", 1 },
+    { "unknown-endpoint", 2 },
+    { NULL, 0 },
 };
 
 static const srv_cfg_enum_value propagation_error[] = {
-    { "ignore", 0 }, { "panic", 1 }, { "panic-on-replicas", 2 }, { NULL, 0 },
+    { "ignore", 0 },
+    { "panic", 1 },
+    { "panic-on-replicas", 2 },
+    { NULL, 0 },
 };
 
 static const srv_cfg_enum_value tls_auth[] = {
-    { "no", 0 }, { "yes", 1 }, { "optional", 2 }, { NULL, 0 },
+    { "no", 0 },
+    { "yes", 1 },
+    { "optional", 2 },
+    { NULL, 0 },
 };
 
 static const srv_cfg_enum_value *const enum_tables[] = {
@@ -164,8 +185,8 @@ static int parse_mem(const char *s, unsigned long long *v)
 
 /* ---- save ---- */
 
-static int parse_save(const char *const *w, int n, const char *cur,
-                      int replace, char *out, char *err, size_t errlen)
+static int parse_save(const char *const *w, int n, const char *cur, int replace,
+                      char *out, char *err, size_t errlen)
 {
     char num[NUM_SIZE];
     size_t len = 0;
@@ -235,8 +256,9 @@ static int parse_cobl(const char *const *w, int n, const char *cur, char *out,
         return -1;
     }
     if (n % COBL_WORDS) {
-        snprintf(err, errlen, "Wrong number of arguments in buffer limit "
-                              "configuration.");
+        snprintf(err, errlen,
+                 "Wrong number of arguments in buffer limit "
+                 "configuration.");
         return -1;
     }
     for (int j = 0; j < n; j += COBL_WORDS) {
@@ -245,16 +267,18 @@ static int parse_cobl(const char *const *w, int n, const char *cur, char *out,
         char *end;
         long long t;
         if (cls < 0) {
-            snprintf(err, errlen, "Invalid client class specified in buffer "
-                                  "limit configuration.");
+            snprintf(err, errlen,
+                     "Invalid client class specified in buffer "
+                     "limit configuration.");
             return -1;
         }
         errno = 0;
         t = strtoll(w[j + 3], &end, 10);
         if (!parse_mem(w[j + 1], &h) || !parse_mem(w[j + 2], &s) || t < 0 ||
             *end != '\0') {
-            snprintf(err, errlen, "Error in hard, soft or soft_seconds setting "
-                                  "in buffer limit configuration.");
+            snprintf(err, errlen,
+                     "Error in hard, soft or soft_seconds setting "
+                     "in buffer limit configuration.");
             return -1;
         }
     }
@@ -316,8 +340,9 @@ static int parse_notify(const char *s, char *out, char *err, size_t errlen)
         else if ((p = strchr(notify_other, *s)))
             flags |= 1u << (nall + (size_t)(p - notify_other));
         else {
-            snprintf(err, errlen, "Invalid event class character. Use "
-                                  "'Ag$lshzxeKEtmdn'.");
+            snprintf(err, errlen,
+                     "Invalid event class character. Use "
+                     "'Ag$lshzxeKEtmdn'.");
             return -1;
         }
     }
@@ -336,8 +361,8 @@ static int parse_notify(const char *s, char *out, char *err, size_t errlen)
 
 /* ---- latency-tracking-info-percentiles ---- */
 
-static int parse_percentiles(const char *const *w, int n, char *out,
-                             char *err, size_t errlen)
+static int parse_percentiles(const char *const *w, int n, char *out, char *err,
+                             size_t errlen)
 {
     char num[NUM_SIZE];
     size_t len = 0;
@@ -399,8 +424,9 @@ static int parse_shutdown(const char *const *w, int n, char *out, char *err,
         flags |= 1u << f;
     }
     if ((flags & (1u << 1)) && (flags & (1u << 2))) {
-        snprintf(err, errlen, "shutdown options SAVE and NOSAVE can't be "
-                              "used simultaneously");
+        snprintf(err, errlen,
+                 "shutdown options SAVE and NOSAVE can't be "
+                 "used simultaneously");
         return -1;
     }
     out[0] = '\0';
@@ -440,8 +466,8 @@ static int parse_replicaof(const char *const *w, int n, char *out, char *err,
 }
 
 int srv_config_special_parse(int id, const char *const *words, int nwords,
-                             const char *cur, int replace, char *out,
-                             char *err, size_t errlen)
+                             const char *cur, int replace, char *out, char *err,
+                             size_t errlen)
 {
     switch (id) {
     case SRV_SPECIAL_SAVE:
@@ -469,8 +495,8 @@ int srv_config_special_parse(int id, const char *const *words, int nwords,
 
 /* proc-title-template's variables (Redis's). */
 static const char *const title_vars[] = {
-    "{title}", "{listen-addr}", "{server-mode}", "{port}",
-    "{tls-port}", "{unixsocket}", "{config-file}",
+    "{title}",    "{listen-addr}", "{server-mode}", "{port}",
+    "{tls-port}", "{unixsocket}",  "{config-file}",
 };
 
 static int valid_title(const char *s)
@@ -518,15 +544,17 @@ int srv_config_redis_check(const char *name, const char *value, char *err,
         for (const char *p = value; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                   (*p >= '0' && *p <= '9') || *p == '-' || *p == '.')) {
-                snprintf(err, errlen, "Hostnames may only contain "
-                                      "alphanumeric characters, hyphens or "
-                                      "dots");
+                snprintf(err, errlen,
+                         "Hostnames may only contain "
+                         "alphanumeric characters, hyphens or "
+                         "dots");
                 return -1;
             }
     }
     if (!strcasecmp(name, "proc-title-template") && !valid_title(value)) {
-        snprintf(err, errlen, "template format is invalid or contains "
-                              "unknown variables");
+        snprintf(err, errlen,
+                 "template format is invalid or contains "
+                 "unknown variables");
         return -1;
     }
     return 0;

@@ -105,23 +105,23 @@ enum srv_cfg_special {
     X("save", save, SRV_CFG_SPECIAL, "", SRV_SPECIAL_SAVE, 0,                  \
       SRV_CFG_R_ | SRV_CFG_MULTIARG)
 
-#define SRV_CONFIG_OPS_FIELDS                                   \
-    char admin_socket[4096];                                    \
-    long long workers_max;                                      \
-    long long shutdown_timeout;                                 \
-    long long daemonize;                                        \
-    long long supervised;                                       \
-    long long syslog_enabled;                                   \
-    char syslog_ident[SRV_CFG_TEXT_MAX];                        \
-    long long syslog_facility;                                  \
-    long long slowlog_log_slower_than;                          \
-    long long slowlog_max_len;                                  \
-    long long latency_monitor_threshold;                        \
-    long long latency_tracking;                                 \
-    char latency_tracking_info_percentiles[SRV_CFG_TEXT_MAX];   \
-    long long appendonly;                                       \
-    long long appendfsync;                                      \
-    long long maxmemory;                                        \
+#define SRV_CONFIG_OPS_FIELDS                                 \
+    char admin_socket[4096];                                  \
+    long long workers_max;                                    \
+    long long shutdown_timeout;                               \
+    long long daemonize;                                      \
+    long long supervised;                                     \
+    long long syslog_enabled;                                 \
+    char syslog_ident[SRV_CFG_TEXT_MAX];                      \
+    long long syslog_facility;                                \
+    long long slowlog_log_slower_than;                        \
+    long long slowlog_max_len;                                \
+    long long latency_monitor_threshold;                      \
+    long long latency_tracking;                               \
+    char latency_tracking_info_percentiles[SRV_CFG_TEXT_MAX]; \
+    long long appendonly;                                     \
+    long long appendfsync;                                    \
+    long long maxmemory;                                      \
     char save[SRV_CFG_TEXT_MAX];
 
 /* The field a row of the Redis table below adds to srv_config, by kind. */
@@ -141,12 +141,14 @@ enum srv_cfg_special {
  * text; each marks its row SRV_CFG_COMPAT. */
 #define SRV_CFG_X_(X, n, f, k, d, lo, hi, fl) \
     X(n, f, k, d, lo, hi, (fl) | SRV_CFG_COMPAT)
-#define SRV_CFG_B_(X, n, f, d, fl) SRV_CFG_X_(X, n, f, SRV_CFG_YESNO, d, 0, 0, fl)
+#define SRV_CFG_B_(X, n, f, d, fl) \
+    SRV_CFG_X_(X, n, f, SRV_CFG_YESNO, d, 0, 0, fl)
 #define SRV_CFG_I_(X, n, f, d, lo, hi, fl) \
     SRV_CFG_X_(X, n, f, SRV_CFG_INT, d, lo, hi, fl)
 #define SRV_CFG_M_(X, n, f, d, lo, hi, fl) \
     SRV_CFG_X_(X, n, f, SRV_CFG_BYTES, d, lo, hi, fl)
-#define SRV_CFG_T_(X, n, f, d, fl) SRV_CFG_X_(X, n, f, SRV_CFG_TEXT, d, 0, 0, fl)
+#define SRV_CFG_T_(X, n, f, d, fl) \
+    SRV_CFG_X_(X, n, f, SRV_CFG_TEXT, d, 0, 0, fl)
 
 /*
  * Every other parameter of Redis 7.0 (CONFIG GET * of redis-server
@@ -154,281 +156,287 @@ enum srv_cfg_special {
  * A rows are aliases (SRV_CFG_ALIAS) of the row before, sharing its
  * field. A flags value of 0 means immutable, as Redis's IMMUTABLE_CONFIG.
  */
-#define SRV_CONFIG_REDIS_DIRECTIVES(X, A)                                       \
-    SRV_CFG_B_(X, "rdbchecksum", rdbchecksum, "yes", 0)                         \
-    SRV_CFG_B_(X, "io-threads-do-reads", io_threads_do_reads, "no", 0)          \
-    SRV_CFG_B_(X, "always-show-logo", always_show_logo, "no", 0)                \
-    SRV_CFG_B_(X, "protected-mode", protected_mode, "yes", SRV_CFG_R_)          \
-    SRV_CFG_B_(X, "rdbcompression", rdbcompression, "yes", SRV_CFG_R_)          \
-    SRV_CFG_B_(X, "rdb-del-sync-files", rdb_del_sync_files, "no", SRV_CFG_R_)   \
-    SRV_CFG_B_(X, "activerehashing", activerehashing, "yes", SRV_CFG_R_)        \
-    SRV_CFG_B_(X, "stop-writes-on-bgsave-error", stop_writes_on_bgsave_error,   \
-               "yes", SRV_CFG_R_)                                               \
-    SRV_CFG_B_(X, "set-proc-title", set_proc_title, "yes", 0)                   \
-    SRV_CFG_B_(X, "dynamic-hz", dynamic_hz, "yes", SRV_CFG_R_)                  \
-    SRV_CFG_B_(X, "lazyfree-lazy-eviction", lazyfree_lazy_eviction, "no",       \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "lazyfree-lazy-expire", lazyfree_lazy_expire, "no",           \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "lazyfree-lazy-server-del", lazyfree_lazy_server_del, "no",   \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "lazyfree-lazy-user-del", lazyfree_lazy_user_del, "no",       \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, "no",   \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "repl-disable-tcp-nodelay", repl_disable_tcp_nodelay, "no",   \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "repl-diskless-sync", repl_diskless_sync, "yes", SRV_CFG_R_)  \
-    SRV_CFG_B_(X, "aof-rewrite-incremental-fsync",                              \
-               aof_rewrite_incremental_fsync, "yes", SRV_CFG_R_)                \
-    SRV_CFG_B_(X, "no-appendfsync-on-rewrite", no_appendfsync_on_rewrite, "no", \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "cluster-require-full-coverage",                              \
-               cluster_require_full_coverage, "yes", SRV_CFG_R_)                \
-    SRV_CFG_B_(X, "rdb-save-incremental-fsync", rdb_save_incremental_fsync,     \
-               "yes", SRV_CFG_R_)                                               \
-    SRV_CFG_B_(X, "aof-load-truncated", aof_load_truncated, "yes", SRV_CFG_R_)  \
-    SRV_CFG_B_(X, "aof-use-rdb-preamble", aof_use_rdb_preamble, "yes",          \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "aof-timestamp-enabled", aof_timestamp_enabled, "no",         \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "cluster-replica-no-failover", cluster_replica_no_failover,   \
-               "no", SRV_CFG_R_)                                                \
-    SRV_CFG_B_(A, "cluster-slave-no-failover", cluster_replica_no_failover,     \
-               "no", SRV_CFG_R_ | SRV_CFG_ALIAS)                                \
-    SRV_CFG_B_(X, "replica-lazy-flush", replica_lazy_flush, "no", SRV_CFG_R_)   \
-    SRV_CFG_B_(A, "slave-lazy-flush", replica_lazy_flush, "no",                 \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_B_(X, "replica-serve-stale-data", replica_serve_stale_data, "yes",  \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(A, "slave-serve-stale-data", replica_serve_stale_data, "yes",    \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_B_(X, "replica-read-only", replica_read_only, "yes", SRV_CFG_R_)    \
-    SRV_CFG_B_(A, "slave-read-only", replica_read_only, "yes",                  \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_B_(X, "replica-ignore-maxmemory", replica_ignore_maxmemory, "yes",  \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(A, "slave-ignore-maxmemory", replica_ignore_maxmemory, "yes",    \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_B_(X, "jemalloc-bg-thread", jemalloc_bg_thread, "yes", SRV_CFG_R_)  \
-    SRV_CFG_B_(X, "activedefrag", activedefrag, "no", SRV_CFG_R_)               \
-    SRV_CFG_B_(X, "cluster-enabled", cluster_enabled, "no", 0)                  \
-    SRV_CFG_B_(X, "cluster-allow-reads-when-down",                              \
-               cluster_allow_reads_when_down, "no", SRV_CFG_R_)                 \
-    SRV_CFG_B_(X, "cluster-allow-pubsubshard-when-down",                        \
-               cluster_allow_pubsubshard_when_down, "yes", SRV_CFG_R_)          \
-    SRV_CFG_B_(X, "crash-log-enabled", crash_log_enabled, "yes", SRV_CFG_R_)    \
-    SRV_CFG_B_(X, "crash-memcheck-enabled", crash_memcheck_enabled, "yes",      \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "disable-thp", disable_thp, "yes", 0)                         \
-    SRV_CFG_B_(X, "cluster-allow-replica-migration",                            \
-               cluster_allow_replica_migration, "yes", SRV_CFG_R_)              \
-    SRV_CFG_B_(X, "replica-announced", replica_announced, "yes", SRV_CFG_R_)    \
-    SRV_CFG_B_(X, "aof-disable-auto-gc", aof_disable_auto_gc, "no",             \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "replica-ignore-disk-write-errors",                           \
-               replica_ignore_disk_write_errors, "no", SRV_CFG_R_)              \
-    SRV_CFG_B_(X, "tls-cluster", tls_cluster, "no", SRV_CFG_R_)                 \
-    SRV_CFG_B_(X, "tls-replication", tls_replication, "no", SRV_CFG_R_)         \
-    SRV_CFG_B_(X, "tls-prefer-server-ciphers", tls_prefer_server_ciphers, "no", \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_B_(X, "tls-session-caching", tls_session_caching, "yes",            \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_T_(X, "aclfile", aclfile, "", 0)                                    \
-    SRV_CFG_T_(X, "replica-announce-ip", replica_announce_ip, "", SRV_CFG_R_)   \
-    SRV_CFG_T_(A, "slave-announce-ip", replica_announce_ip, "",                 \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_T_(X, "masteruser", masteruser, "", SRV_CFG_R_)                     \
-    SRV_CFG_T_(X, "masterauth", masterauth, "", SRV_CFG_R_)                     \
-    SRV_CFG_T_(X, "cluster-announce-ip", cluster_announce_ip, "", SRV_CFG_R_)   \
-    SRV_CFG_T_(X, "cluster-config-file", cluster_config_file, "nodes.conf", 0)  \
-    SRV_CFG_T_(X, "cluster-announce-hostname", cluster_announce_hostname, "",   \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_T_(X, "appendfilename", appendfilename, "appendonly.aof", 0)        \
-    SRV_CFG_T_(X, "appenddirname", appenddirname, "appendonlydir", 0)           \
-    SRV_CFG_T_(X, "server_cpulist", server_cpulist, "", 0)                      \
-    SRV_CFG_T_(X, "bio_cpulist", bio_cpulist, "", 0)                            \
-    SRV_CFG_T_(X, "aof_rewrite_cpulist", aof_rewrite_cpulist, "", 0)            \
-    SRV_CFG_T_(X, "bgsave_cpulist", bgsave_cpulist, "", 0)                      \
-    SRV_CFG_T_(X, "ignore-warnings", ignore_warnings, "", SRV_CFG_R_)           \
-    SRV_CFG_T_(X, "proc-title-template", proc_title_template,                   \
-               "{title} {listen-addr} {server-mode}", SRV_CFG_R_)               \
-    SRV_CFG_T_(X, "bind-source-addr", bind_source_addr, "", SRV_CFG_R_)         \
-    SRV_CFG_T_(X, "tls-cert-file", tls_cert_file, "", SRV_CFG_R_)               \
-    SRV_CFG_T_(X, "tls-key-file", tls_key_file, "", SRV_CFG_R_)                 \
-    SRV_CFG_T_(X, "tls-key-file-pass", tls_key_file_pass, "", SRV_CFG_R_)       \
-    SRV_CFG_T_(X, "tls-client-cert-file", tls_client_cert_file, "",             \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_T_(X, "tls-client-key-file", tls_client_key_file, "", SRV_CFG_R_)   \
-    SRV_CFG_T_(X, "tls-client-key-file-pass", tls_client_key_file_pass, "",     \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_T_(X, "tls-dh-params-file", tls_dh_params_file, "", SRV_CFG_R_)     \
-    SRV_CFG_T_(X, "tls-ca-cert-file", tls_ca_cert_file, "", SRV_CFG_R_)         \
-    SRV_CFG_T_(X, "tls-ca-cert-dir", tls_ca_cert_dir, "", SRV_CFG_R_)           \
-    SRV_CFG_T_(X, "tls-protocols", tls_protocols, "", SRV_CFG_R_)               \
-    SRV_CFG_T_(X, "tls-ciphers", tls_ciphers, "", SRV_CFG_R_)                   \
-    SRV_CFG_T_(X, "tls-ciphersuites", tls_ciphersuites, "", SRV_CFG_R_)         \
-    SRV_CFG_X_(X, "repl-diskless-load", repl_diskless_load, SRV_CFG_ENUM, "disabled",       \
-      SRV_ENUM_REPL_DISKLESS_LOAD, 0, SRV_CFG_R_)                               \
-    SRV_CFG_X_(X, "maxmemory-policy", maxmemory_policy, SRV_CFG_ENUM, "noeviction",         \
-      SRV_ENUM_MAXMEMORY_POLICY, 0, SRV_CFG_R_)                                 \
-    SRV_CFG_X_(X, "oom-score-adj", oom_score_adj, SRV_CFG_ENUM, "no",                       \
-      SRV_ENUM_OOM_SCORE_ADJ, 0, SRV_CFG_R_)                                    \
-    SRV_CFG_X_(X, "acl-pubsub-default", acl_pubsub_default, SRV_CFG_ENUM, "resetchannels",  \
-      SRV_ENUM_ACL_PUBSUB, 0, SRV_CFG_R_)                                       \
-    SRV_CFG_X_(X, "sanitize-dump-payload", sanitize_dump_payload, SRV_CFG_ENUM, "no",       \
-      SRV_ENUM_SANITIZE, 0, SRV_CFG_R_)                                         \
-    SRV_CFG_X_(X, "enable-protected-configs", enable_protected_configs, SRV_CFG_ENUM, "no", \
-      SRV_ENUM_PROTECTED, 0, 0)                                                 \
-    SRV_CFG_X_(X, "enable-module-command", enable_module_command, SRV_CFG_ENUM, "no",       \
-      SRV_ENUM_PROTECTED, 0, 0)                                                 \
-    SRV_CFG_X_(X, "cluster-preferred-endpoint-type", cluster_preferred_endpoint_type,       \
-      SRV_CFG_ENUM, "ip", SRV_ENUM_ENDPOINT, 0, SRV_CFG_R_)                     \
-    SRV_CFG_X_(X, "propagation-error-behavior", propagation_error_behavior,     \
-      SRV_CFG_ENUM, "ignore", SRV_ENUM_PROPAGATION_ERROR, 0, SRV_CFG_R_)        \
-    SRV_CFG_X_(X, "tls-auth-clients", tls_auth_clients, SRV_CFG_ENUM, "yes",                \
-      SRV_ENUM_TLS_AUTH, 0, SRV_CFG_R_)                                         \
-    SRV_CFG_I_(X, "io-threads", io_threads, "1", 1, 128, 0)                     \
-    SRV_CFG_I_(X, "auto-aof-rewrite-percentage", auto_aof_rewrite_percentage,   \
-               "100", 0, SRV_CFG_INT_MAX, SRV_CFG_R_)                           \
-    SRV_CFG_I_(X, "cluster-replica-validity-factor",                            \
-               cluster_replica_validity_factor, "10", 0, SRV_CFG_INT_MAX,       \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(A, "cluster-slave-validity-factor",                              \
-               cluster_replica_validity_factor, "10", 0, SRV_CFG_INT_MAX,       \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_I_(X, "list-max-listpack-size", list_max_listpack_size, "-2",       \
-               SRV_CFG_INT_MIN, SRV_CFG_INT_MAX, SRV_CFG_R_)                    \
-    SRV_CFG_I_(A, "list-max-ziplist-size", list_max_listpack_size, "-2",        \
-               SRV_CFG_INT_MIN, SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)    \
-    SRV_CFG_I_(X, "cluster-migration-barrier", cluster_migration_barrier, "1",  \
-               0, SRV_CFG_INT_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_I_(X, "active-defrag-cycle-min", active_defrag_cycle_min, "1", 1,   \
-               99, SRV_CFG_R_)                                                  \
-    SRV_CFG_I_(X, "active-defrag-cycle-max", active_defrag_cycle_max, "25", 1,  \
-               99, SRV_CFG_R_)                                                  \
-    SRV_CFG_I_(X, "active-defrag-threshold-lower",                              \
-               active_defrag_threshold_lower, "10", 0, 1000, SRV_CFG_R_)        \
-    SRV_CFG_I_(X, "active-defrag-threshold-upper",                              \
-               active_defrag_threshold_upper, "100", 0, 1000, SRV_CFG_R_)       \
-    SRV_CFG_I_(X, "lfu-log-factor", lfu_log_factor, "10", 0, SRV_CFG_INT_MAX,   \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(X, "lfu-decay-time", lfu_decay_time, "1", 0, SRV_CFG_INT_MAX,    \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(X, "replica-priority", replica_priority, "100", 0,               \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(A, "slave-priority", replica_priority, "100", 0,                 \
-               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                     \
-    SRV_CFG_I_(X, "repl-diskless-sync-delay", repl_diskless_sync_delay, "5", 0, \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(X, "maxmemory-samples", maxmemory_samples, "5", 1,               \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(X, "maxmemory-eviction-tenacity", maxmemory_eviction_tenacity,   \
-               "10", 0, 100, SRV_CFG_R_)                                        \
-    SRV_CFG_I_(X, "replica-announce-port", replica_announce_port, "0", 0,       \
-               65535, SRV_CFG_R_)                                               \
-    SRV_CFG_I_(A, "slave-announce-port", replica_announce_port, "0", 0, 65535,  \
-               SRV_CFG_R_ | SRV_CFG_ALIAS)                                      \
-    SRV_CFG_I_(X, "cluster-port", cluster_port, "0", 0, 65535, 0)               \
-    SRV_CFG_I_(X, "cluster-announce-bus-port", cluster_announce_bus_port, "0",  \
-               0, 65535, SRV_CFG_R_)                                            \
-    SRV_CFG_I_(X, "cluster-announce-port", cluster_announce_port, "0", 0,       \
-               65535, SRV_CFG_R_)                                               \
-    SRV_CFG_I_(X, "cluster-announce-tls-port", cluster_announce_tls_port, "0",  \
-               0, 65535, SRV_CFG_R_)                                            \
-    SRV_CFG_I_(X, "repl-timeout", repl_timeout, "60", 1, SRV_CFG_INT_MAX,       \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(X, "repl-ping-replica-period", repl_ping_replica_period, "10",   \
-               1, SRV_CFG_INT_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_I_(A, "repl-ping-slave-period", repl_ping_replica_period, "10", 1,  \
-               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                     \
-    SRV_CFG_I_(X, "list-compress-depth", list_compress_depth, "0", 0,           \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(X, "active-expire-effort", active_expire_effort, "1", 1, 10,     \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(X, "min-replicas-to-write", min_replicas_to_write, "0", 0,       \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(A, "min-slaves-to-write", min_replicas_to_write, "0", 0,         \
-               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                     \
-    SRV_CFG_I_(X, "min-replicas-max-lag", min_replicas_max_lag, "10", 0,        \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(A, "min-slaves-max-lag", min_replicas_max_lag, "10", 0,          \
-               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                     \
-    SRV_CFG_I_(X, "repl-diskless-sync-max-replicas",                            \
-               repl_diskless_sync_max_replicas, "0", 0, SRV_CFG_INT_MAX,        \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(X, "active-defrag-max-scan-fields",                              \
-               active_defrag_max_scan_fields, "1000", 1, SRV_CFG_LLONG_MAX,     \
-               SRV_CFG_R_)                                                      \
-    SRV_CFG_I_(X, "acllog-max-len", acllog_max_len, "128", 0,                   \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_I_(X, "busy-reply-threshold", busy_reply_threshold, "5000", 0,      \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_I_(A, "lua-time-limit", busy_reply_threshold, "5000", 0,            \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                   \
-    SRV_CFG_I_(X, "cluster-node-timeout", cluster_node_timeout, "15000", 0,     \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_I_(X, "stream-node-max-entries", stream_node_max_entries, "100", 0, \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_I_(X, "tracking-table-max-keys", tracking_table_max_keys,           \
-               "1000000", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                     \
-    SRV_CFG_I_(X, "hash-max-listpack-entries", hash_max_listpack_entries,       \
-               "512", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                         \
-    SRV_CFG_I_(A, "hash-max-ziplist-entries", hash_max_listpack_entries, "512", \
-               0, SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                \
-    SRV_CFG_I_(X, "set-max-intset-entries", set_max_intset_entries, "512", 0,   \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_I_(X, "zset-max-listpack-entries", zset_max_listpack_entries,       \
-               "128", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                         \
-    SRV_CFG_I_(A, "zset-max-ziplist-entries", zset_max_listpack_entries, "128", \
-               0, SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                \
-    SRV_CFG_I_(X, "repl-backlog-ttl", repl_backlog_ttl, "3600", 0,              \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_I_(X, "tls-port", tls_port, "0", 0, 65535, SRV_CFG_R_)              \
-    SRV_CFG_I_(X, "tls-session-cache-size", tls_session_cache_size, "20480", 0, \
-               SRV_CFG_INT_MAX, SRV_CFG_R_)                                     \
-    SRV_CFG_I_(X, "tls-session-cache-timeout", tls_session_cache_timeout,       \
-               "300", 0, SRV_CFG_INT_MAX, SRV_CFG_R_)                           \
-    SRV_CFG_I_(X, "socket-mark-id", socket_mark_id, "0", 0, SRV_CFG_UINT_MAX,   \
-               0)                                                               \
-    SRV_CFG_M_(X, "repl-backlog-size", repl_backlog_size, "1048576", 1,         \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_X_(X, "cluster-link-sendbuf-limit", cluster_link_sendbuf_limit, SRV_CFG_UBYTES, \
-      "0", 0, 0, SRV_CFG_R_)                                                    \
-    SRV_CFG_M_(X, "active-defrag-ignore-bytes", active_defrag_ignore_bytes,     \
-               "104857600", 1, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                   \
-    SRV_CFG_M_(X, "hash-max-listpack-value", hash_max_listpack_value, "64", 0,  \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_M_(A, "hash-max-ziplist-value", hash_max_listpack_value, "64", 0,   \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                   \
-    SRV_CFG_M_(X, "stream-node-max-bytes", stream_node_max_bytes, "4096", 0,    \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_M_(X, "zset-max-listpack-value", zset_max_listpack_value, "64", 0,  \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_M_(A, "zset-max-ziplist-value", zset_max_listpack_value, "64", 0,   \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                   \
-    SRV_CFG_M_(X, "hll-sparse-max-bytes", hll_sparse_max_bytes, "3000", 0,      \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                   \
-    SRV_CFG_X_(X, "maxmemory-clients", maxmemory_clients, SRV_CFG_BYTES_PCT, "0", -100,     \
-      SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                            \
-    SRV_CFG_M_(X, "auto-aof-rewrite-min-size", auto_aof_rewrite_min_size,       \
-               "67108864", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                    \
-    SRV_CFG_X_(X, "client-output-buffer-limit", client_output_buffer_limit,                 \
-      SRV_CFG_SPECIAL,                                                          \
-      "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",    \
-      SRV_SPECIAL_COBL, 0, SRV_CFG_R_ | SRV_CFG_MULTIARG)                       \
-    SRV_CFG_X_(X, "oom-score-adj-values", oom_score_adj_values, SRV_CFG_SPECIAL,            \
-      "0 200 800", SRV_SPECIAL_OOMV, 0, SRV_CFG_R_ | SRV_CFG_MULTIARG)          \
-    SRV_CFG_X_(X, "notify-keyspace-events", notify_keyspace_events, SRV_CFG_SPECIAL, "",    \
-      SRV_SPECIAL_NOTIFY, 0, SRV_CFG_R_)                                        \
-    SRV_CFG_X_(X, "shutdown-on-sigint", shutdown_on_sigint, SRV_CFG_SPECIAL, "default",     \
-      SRV_SPECIAL_SHUTDOWN, 0, SRV_CFG_R_ | SRV_CFG_MULTIARG)                   \
-    SRV_CFG_X_(X, "shutdown-on-sigterm", shutdown_on_sigterm, SRV_CFG_SPECIAL, "default",   \
-      SRV_SPECIAL_SHUTDOWN, 0, SRV_CFG_R_ | SRV_CFG_MULTIARG)                   \
-    SRV_CFG_X_(X, "replicaof", replicaof, SRV_CFG_SPECIAL, "", SRV_SPECIAL_REPLICAOF, 0,    \
-      SRV_CFG_MULTIARG)                                                         \
-    SRV_CFG_X_(A, "slaveof", replicaof, SRV_CFG_SPECIAL, "", SRV_SPECIAL_REPLICAOF, 0,      \
-      SRV_CFG_MULTIARG | SRV_CFG_ALIAS)
+#define SRV_CONFIG_REDIS_DIRECTIVES(X, A)                                      \
+    SRV_CFG_B_(X, "rdbchecksum", rdbchecksum, "yes", 0)                        \
+    SRV_CFG_B_(X, "io-threads-do-reads", io_threads_do_reads, "no", 0)         \
+    SRV_CFG_B_(X, "always-show-logo", always_show_logo, "no", 0)               \
+    SRV_CFG_B_(X, "protected-mode", protected_mode, "yes", SRV_CFG_R_)         \
+    SRV_CFG_B_(X, "rdbcompression", rdbcompression, "yes", SRV_CFG_R_)         \
+    SRV_CFG_B_(X, "rdb-del-sync-files", rdb_del_sync_files, "no", SRV_CFG_R_)  \
+    SRV_CFG_B_(X, "activerehashing", activerehashing, "yes", SRV_CFG_R_)       \
+    SRV_CFG_B_(X, "stop-writes-on-bgsave-error", stop_writes_on_bgsave_error,  \
+               "yes", SRV_CFG_R_)                                              \
+    SRV_CFG_B_(X, "set-proc-title", set_proc_title, "yes", 0)                  \
+    SRV_CFG_B_(X, "dynamic-hz", dynamic_hz, "yes", SRV_CFG_R_)                 \
+    SRV_CFG_B_(X, "lazyfree-lazy-eviction", lazyfree_lazy_eviction, "no",      \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "lazyfree-lazy-expire", lazyfree_lazy_expire, "no",          \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "lazyfree-lazy-server-del", lazyfree_lazy_server_del, "no",  \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "lazyfree-lazy-user-del", lazyfree_lazy_user_del, "no",      \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, "no",  \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "repl-disable-tcp-nodelay", repl_disable_tcp_nodelay, "no",  \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "repl-diskless-sync", repl_diskless_sync, "yes", SRV_CFG_R_) \
+    SRV_CFG_B_(X, "aof-rewrite-incremental-fsync",                             \
+               aof_rewrite_incremental_fsync, "yes", SRV_CFG_R_)               \
+    SRV_CFG_B_(X, "no-appendfsync-on-rewrite", no_appendfsync_on_rewrite,      \
+               "no", SRV_CFG_R_)                                               \
+    SRV_CFG_B_(X, "cluster-require-full-coverage",                             \
+               cluster_require_full_coverage, "yes", SRV_CFG_R_)               \
+    SRV_CFG_B_(X, "rdb-save-incremental-fsync", rdb_save_incremental_fsync,    \
+               "yes", SRV_CFG_R_)                                              \
+    SRV_CFG_B_(X, "aof-load-truncated", aof_load_truncated, "yes", SRV_CFG_R_) \
+    SRV_CFG_B_(X, "aof-use-rdb-preamble", aof_use_rdb_preamble, "yes",         \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "aof-timestamp-enabled", aof_timestamp_enabled, "no",        \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "cluster-replica-no-failover", cluster_replica_no_failover,  \
+               "no", SRV_CFG_R_)                                               \
+    SRV_CFG_B_(A, "cluster-slave-no-failover", cluster_replica_no_failover,    \
+               "no", SRV_CFG_R_ | SRV_CFG_ALIAS)                               \
+    SRV_CFG_B_(X, "replica-lazy-flush", replica_lazy_flush, "no", SRV_CFG_R_)  \
+    SRV_CFG_B_(A, "slave-lazy-flush", replica_lazy_flush, "no",                \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_B_(X, "replica-serve-stale-data", replica_serve_stale_data, "yes", \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(A, "slave-serve-stale-data", replica_serve_stale_data, "yes",   \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_B_(X, "replica-read-only", replica_read_only, "yes", SRV_CFG_R_)   \
+    SRV_CFG_B_(A, "slave-read-only", replica_read_only, "yes",                 \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_B_(X, "replica-ignore-maxmemory", replica_ignore_maxmemory, "yes", \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(A, "slave-ignore-maxmemory", replica_ignore_maxmemory, "yes",   \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_B_(X, "jemalloc-bg-thread", jemalloc_bg_thread, "yes", SRV_CFG_R_) \
+    SRV_CFG_B_(X, "activedefrag", activedefrag, "no", SRV_CFG_R_)              \
+    SRV_CFG_B_(X, "cluster-enabled", cluster_enabled, "no", 0)                 \
+    SRV_CFG_B_(X, "cluster-allow-reads-when-down",                             \
+               cluster_allow_reads_when_down, "no", SRV_CFG_R_)                \
+    SRV_CFG_B_(X, "cluster-allow-pubsubshard-when-down",                       \
+               cluster_allow_pubsubshard_when_down, "yes", SRV_CFG_R_)         \
+    SRV_CFG_B_(X, "crash-log-enabled", crash_log_enabled, "yes", SRV_CFG_R_)   \
+    SRV_CFG_B_(X, "crash-memcheck-enabled", crash_memcheck_enabled, "yes",     \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "disable-thp", disable_thp, "yes", 0)                        \
+    SRV_CFG_B_(X, "cluster-allow-replica-migration",                           \
+               cluster_allow_replica_migration, "yes", SRV_CFG_R_)             \
+    SRV_CFG_B_(X, "replica-announced", replica_announced, "yes", SRV_CFG_R_)   \
+    SRV_CFG_B_(X, "aof-disable-auto-gc", aof_disable_auto_gc, "no",            \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_B_(X, "replica-ignore-disk-write-errors",                          \
+               replica_ignore_disk_write_errors, "no", SRV_CFG_R_)             \
+    SRV_CFG_B_(X, "tls-cluster", tls_cluster, "no", SRV_CFG_R_)                \
+    SRV_CFG_B_(X, "tls-replication", tls_replication, "no", SRV_CFG_R_)        \
+    SRV_CFG_B_(X, "tls-prefer-server-ciphers", tls_prefer_server_ciphers,      \
+               "no", SRV_CFG_R_)                                               \
+    SRV_CFG_B_(X, "tls-session-caching", tls_session_caching, "yes",           \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_T_(X, "aclfile", aclfile, "", 0)                                   \
+    SRV_CFG_T_(X, "replica-announce-ip", replica_announce_ip, "", SRV_CFG_R_)  \
+    SRV_CFG_T_(A, "slave-announce-ip", replica_announce_ip, "",                \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_T_(X, "masteruser", masteruser, "", SRV_CFG_R_)                    \
+    SRV_CFG_T_(X, "masterauth", masterauth, "", SRV_CFG_R_)                    \
+    SRV_CFG_T_(X, "cluster-announce-ip", cluster_announce_ip, "", SRV_CFG_R_)  \
+    SRV_CFG_T_(X, "cluster-config-file", cluster_config_file, "nodes.conf", 0) \
+    SRV_CFG_T_(X, "cluster-announce-hostname", cluster_announce_hostname, "",  \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_T_(X, "appendfilename", appendfilename, "appendonly.aof", 0)       \
+    SRV_CFG_T_(X, "appenddirname", appenddirname, "appendonlydir", 0)          \
+    SRV_CFG_T_(X, "server_cpulist", server_cpulist, "", 0)                     \
+    SRV_CFG_T_(X, "bio_cpulist", bio_cpulist, "", 0)                           \
+    SRV_CFG_T_(X, "aof_rewrite_cpulist", aof_rewrite_cpulist, "", 0)           \
+    SRV_CFG_T_(X, "bgsave_cpulist", bgsave_cpulist, "", 0)                     \
+    SRV_CFG_T_(X, "ignore-warnings", ignore_warnings, "", SRV_CFG_R_)          \
+    SRV_CFG_T_(X, "proc-title-template", proc_title_template,                  \
+               "{title} {listen-addr} {server-mode}", SRV_CFG_R_)              \
+    SRV_CFG_T_(X, "bind-source-addr", bind_source_addr, "", SRV_CFG_R_)        \
+    SRV_CFG_T_(X, "tls-cert-file", tls_cert_file, "", SRV_CFG_R_)              \
+    SRV_CFG_T_(X, "tls-key-file", tls_key_file, "", SRV_CFG_R_)                \
+    SRV_CFG_T_(X, "tls-key-file-pass", tls_key_file_pass, "", SRV_CFG_R_)      \
+    SRV_CFG_T_(X, "tls-client-cert-file", tls_client_cert_file, "",            \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_T_(X, "tls-client-key-file", tls_client_key_file, "", SRV_CFG_R_)  \
+    SRV_CFG_T_(X, "tls-client-key-file-pass", tls_client_key_file_pass, "",    \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_T_(X, "tls-dh-params-file", tls_dh_params_file, "", SRV_CFG_R_)    \
+    SRV_CFG_T_(X, "tls-ca-cert-file", tls_ca_cert_file, "", SRV_CFG_R_)        \
+    SRV_CFG_T_(X, "tls-ca-cert-dir", tls_ca_cert_dir, "", SRV_CFG_R_)          \
+    SRV_CFG_T_(X, "tls-protocols", tls_protocols, "", SRV_CFG_R_)              \
+    SRV_CFG_T_(X, "tls-ciphers", tls_ciphers, "", SRV_CFG_R_)                  \
+    SRV_CFG_T_(X, "tls-ciphersuites", tls_ciphersuites, "", SRV_CFG_R_)        \
+    SRV_CFG_X_(X, "repl-diskless-load", repl_diskless_load, SRV_CFG_ENUM,      \
+               "disabled", SRV_ENUM_REPL_DISKLESS_LOAD, 0, SRV_CFG_R_)         \
+    SRV_CFG_X_(X, "maxmemory-policy", maxmemory_policy, SRV_CFG_ENUM,          \
+               "noeviction", SRV_ENUM_MAXMEMORY_POLICY, 0, SRV_CFG_R_)         \
+    SRV_CFG_X_(X, "oom-score-adj", oom_score_adj, SRV_CFG_ENUM, "no",          \
+               SRV_ENUM_OOM_SCORE_ADJ, 0, SRV_CFG_R_)                          \
+    SRV_CFG_X_(X, "acl-pubsub-default", acl_pubsub_default, SRV_CFG_ENUM,      \
+               "resetchannels", SRV_ENUM_ACL_PUBSUB, 0, SRV_CFG_R_)            \
+    SRV_CFG_X_(X, "sanitize-dump-payload", sanitize_dump_payload,              \
+               SRV_CFG_ENUM, "no", SRV_ENUM_SANITIZE, 0, SRV_CFG_R_)           \
+    SRV_CFG_X_(X, "enable-protected-configs", enable_protected_configs,        \
+               SRV_CFG_ENUM, "no", SRV_ENUM_PROTECTED, 0, 0)                   \
+    SRV_CFG_X_(X, "enable-module-command", enable_module_command,              \
+               SRV_CFG_ENUM, "no", SRV_ENUM_PROTECTED, 0, 0)                   \
+    SRV_CFG_X_(X, "cluster-preferred-endpoint-type",                           \
+               cluster_preferred_endpoint_type, SRV_CFG_ENUM, "ip",            \
+               SRV_ENUM_ENDPOINT, 0, SRV_CFG_R_)                               \
+    SRV_CFG_X_(X, "propagation-error-behavior", propagation_error_behavior,    \
+               SRV_CFG_ENUM, "ignore", SRV_ENUM_PROPAGATION_ERROR, 0,          \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_X_(X, "tls-auth-clients", tls_auth_clients, SRV_CFG_ENUM, "yes",   \
+               SRV_ENUM_TLS_AUTH, 0, SRV_CFG_R_)                               \
+    SRV_CFG_I_(X, "io-threads", io_threads, "1", 1, 128, 0)                    \
+    SRV_CFG_I_(X, "auto-aof-rewrite-percentage", auto_aof_rewrite_percentage,  \
+               "100", 0, SRV_CFG_INT_MAX, SRV_CFG_R_)                          \
+    SRV_CFG_I_(X, "cluster-replica-validity-factor",                           \
+               cluster_replica_validity_factor, "10", 0, SRV_CFG_INT_MAX,      \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(A, "cluster-slave-validity-factor",                             \
+               cluster_replica_validity_factor, "10", 0, SRV_CFG_INT_MAX,      \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_I_(X, "list-max-listpack-size", list_max_listpack_size, "-2",      \
+               SRV_CFG_INT_MIN, SRV_CFG_INT_MAX, SRV_CFG_R_)                   \
+    SRV_CFG_I_(A, "list-max-ziplist-size", list_max_listpack_size, "-2",       \
+               SRV_CFG_INT_MIN, SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)   \
+    SRV_CFG_I_(X, "cluster-migration-barrier", cluster_migration_barrier, "1", \
+               0, SRV_CFG_INT_MAX, SRV_CFG_R_)                                 \
+    SRV_CFG_I_(X, "active-defrag-cycle-min", active_defrag_cycle_min, "1", 1,  \
+               99, SRV_CFG_R_)                                                 \
+    SRV_CFG_I_(X, "active-defrag-cycle-max", active_defrag_cycle_max, "25", 1, \
+               99, SRV_CFG_R_)                                                 \
+    SRV_CFG_I_(X, "active-defrag-threshold-lower",                             \
+               active_defrag_threshold_lower, "10", 0, 1000, SRV_CFG_R_)       \
+    SRV_CFG_I_(X, "active-defrag-threshold-upper",                             \
+               active_defrag_threshold_upper, "100", 0, 1000, SRV_CFG_R_)      \
+    SRV_CFG_I_(X, "lfu-log-factor", lfu_log_factor, "10", 0, SRV_CFG_INT_MAX,  \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(X, "lfu-decay-time", lfu_decay_time, "1", 0, SRV_CFG_INT_MAX,   \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(X, "replica-priority", replica_priority, "100", 0,              \
+               SRV_CFG_INT_MAX, SRV_CFG_R_)                                    \
+    SRV_CFG_I_(A, "slave-priority", replica_priority, "100", 0,                \
+               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                    \
+    SRV_CFG_I_(X, "repl-diskless-sync-delay", repl_diskless_sync_delay, "5",   \
+               0, SRV_CFG_INT_MAX, SRV_CFG_R_)                                 \
+    SRV_CFG_I_(X, "maxmemory-samples", maxmemory_samples, "5", 1,              \
+               SRV_CFG_INT_MAX, SRV_CFG_R_)                                    \
+    SRV_CFG_I_(X, "maxmemory-eviction-tenacity", maxmemory_eviction_tenacity,  \
+               "10", 0, 100, SRV_CFG_R_)                                       \
+    SRV_CFG_I_(X, "replica-announce-port", replica_announce_port, "0", 0,      \
+               65535, SRV_CFG_R_)                                              \
+    SRV_CFG_I_(A, "slave-announce-port", replica_announce_port, "0", 0, 65535, \
+               SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
+    SRV_CFG_I_(X, "cluster-port", cluster_port, "0", 0, 65535, 0)              \
+    SRV_CFG_I_(X, "cluster-announce-bus-port", cluster_announce_bus_port, "0", \
+               0, 65535, SRV_CFG_R_)                                           \
+    SRV_CFG_I_(X, "cluster-announce-port", cluster_announce_port, "0", 0,      \
+               65535, SRV_CFG_R_)                                              \
+    SRV_CFG_I_(X, "cluster-announce-tls-port", cluster_announce_tls_port, "0", \
+               0, 65535, SRV_CFG_R_)                                           \
+    SRV_CFG_I_(X, "repl-timeout", repl_timeout, "60", 1, SRV_CFG_INT_MAX,      \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(X, "repl-ping-replica-period", repl_ping_replica_period, "10",  \
+               1, SRV_CFG_INT_MAX, SRV_CFG_R_)                                 \
+    SRV_CFG_I_(A, "repl-ping-slave-period", repl_ping_replica_period, "10", 1, \
+               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                    \
+    SRV_CFG_I_(X, "list-compress-depth", list_compress_depth, "0", 0,          \
+               SRV_CFG_INT_MAX, SRV_CFG_R_)                                    \
+    SRV_CFG_I_(X, "active-expire-effort", active_expire_effort, "1", 1, 10,    \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(X, "min-replicas-to-write", min_replicas_to_write, "0", 0,      \
+               SRV_CFG_INT_MAX, SRV_CFG_R_)                                    \
+    SRV_CFG_I_(A, "min-slaves-to-write", min_replicas_to_write, "0", 0,        \
+               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                    \
+    SRV_CFG_I_(X, "min-replicas-max-lag", min_replicas_max_lag, "10", 0,       \
+               SRV_CFG_INT_MAX, SRV_CFG_R_)                                    \
+    SRV_CFG_I_(A, "min-slaves-max-lag", min_replicas_max_lag, "10", 0,         \
+               SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                    \
+    SRV_CFG_I_(X, "repl-diskless-sync-max-replicas",                           \
+               repl_diskless_sync_max_replicas, "0", 0, SRV_CFG_INT_MAX,       \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(X, "active-defrag-max-scan-fields",                             \
+               active_defrag_max_scan_fields, "1000", 1, SRV_CFG_LLONG_MAX,    \
+               SRV_CFG_R_)                                                     \
+    SRV_CFG_I_(X, "acllog-max-len", acllog_max_len, "128", 0,                  \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_I_(X, "busy-reply-threshold", busy_reply_threshold, "5000", 0,     \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_I_(A, "lua-time-limit", busy_reply_threshold, "5000", 0,           \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                  \
+    SRV_CFG_I_(X, "cluster-node-timeout", cluster_node_timeout, "15000", 0,    \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_I_(X, "stream-node-max-entries", stream_node_max_entries, "100",   \
+               0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                               \
+    SRV_CFG_I_(X, "tracking-table-max-keys", tracking_table_max_keys,          \
+               "1000000", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                    \
+    SRV_CFG_I_(X, "hash-max-listpack-entries", hash_max_listpack_entries,      \
+               "512", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                        \
+    SRV_CFG_I_(A, "hash-max-ziplist-entries", hash_max_listpack_entries,       \
+               "512", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)        \
+    SRV_CFG_I_(X, "set-max-intset-entries", set_max_intset_entries, "512", 0,  \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_I_(X, "zset-max-listpack-entries", zset_max_listpack_entries,      \
+               "128", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                        \
+    SRV_CFG_I_(A, "zset-max-ziplist-entries", zset_max_listpack_entries,       \
+               "128", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)        \
+    SRV_CFG_I_(X, "repl-backlog-ttl", repl_backlog_ttl, "3600", 0,             \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_I_(X, "tls-port", tls_port, "0", 0, 65535, SRV_CFG_R_)             \
+    SRV_CFG_I_(X, "tls-session-cache-size", tls_session_cache_size, "20480",   \
+               0, SRV_CFG_INT_MAX, SRV_CFG_R_)                                 \
+    SRV_CFG_I_(X, "tls-session-cache-timeout", tls_session_cache_timeout,      \
+               "300", 0, SRV_CFG_INT_MAX, SRV_CFG_R_)                          \
+    SRV_CFG_I_(X, "socket-mark-id", socket_mark_id, "0", 0, SRV_CFG_UINT_MAX,  \
+               0)                                                              \
+    SRV_CFG_M_(X, "repl-backlog-size", repl_backlog_size, "1048576", 1,        \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_X_(X, "cluster-link-sendbuf-limit", cluster_link_sendbuf_limit,    \
+               SRV_CFG_UBYTES, "0", 0, 0, SRV_CFG_R_)                          \
+    SRV_CFG_M_(X, "active-defrag-ignore-bytes", active_defrag_ignore_bytes,    \
+               "104857600", 1, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                  \
+    SRV_CFG_M_(X, "hash-max-listpack-value", hash_max_listpack_value, "64", 0, \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_M_(A, "hash-max-ziplist-value", hash_max_listpack_value, "64", 0,  \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                  \
+    SRV_CFG_M_(X, "stream-node-max-bytes", stream_node_max_bytes, "4096", 0,   \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_M_(X, "zset-max-listpack-value", zset_max_listpack_value, "64", 0, \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_M_(A, "zset-max-ziplist-value", zset_max_listpack_value, "64", 0,  \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                  \
+    SRV_CFG_M_(X, "hll-sparse-max-bytes", hll_sparse_max_bytes, "3000", 0,     \
+               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
+    SRV_CFG_X_(X, "maxmemory-clients", maxmemory_clients, SRV_CFG_BYTES_PCT,   \
+               "0", -100, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                       \
+    SRV_CFG_M_(X, "auto-aof-rewrite-min-size", auto_aof_rewrite_min_size,      \
+               "67108864", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                   \
+    SRV_CFG_X_(                                                                \
+        X, "client-output-buffer-limit", client_output_buffer_limit,           \
+        SRV_CFG_SPECIAL,                                                       \
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", \
+        SRV_SPECIAL_COBL, 0, SRV_CFG_R_ | SRV_CFG_MULTIARG)                    \
+    SRV_CFG_X_(X, "oom-score-adj-values", oom_score_adj_values,                \
+               SRV_CFG_SPECIAL, "0 200 800", SRV_SPECIAL_OOMV, 0,              \
+               SRV_CFG_R_ | SRV_CFG_MULTIARG)                                  \
+    SRV_CFG_X_(X, "notify-keyspace-events", notify_keyspace_events,            \
+               SRV_CFG_SPECIAL, "", SRV_SPECIAL_NOTIFY, 0, SRV_CFG_R_)         \
+    SRV_CFG_X_(X, "shutdown-on-sigint", shutdown_on_sigint, SRV_CFG_SPECIAL,   \
+               "default", SRV_SPECIAL_SHUTDOWN, 0,                             \
+               SRV_CFG_R_ | SRV_CFG_MULTIARG)                                  \
+    SRV_CFG_X_(X, "shutdown-on-sigterm", shutdown_on_sigterm, SRV_CFG_SPECIAL, \
+               "default", SRV_SPECIAL_SHUTDOWN, 0,                             \
+               SRV_CFG_R_ | SRV_CFG_MULTIARG)                                  \
+    SRV_CFG_X_(X, "replicaof", replicaof, SRV_CFG_SPECIAL, "",                 \
+               SRV_SPECIAL_REPLICAOF, 0, SRV_CFG_MULTIARG)                     \
+    SRV_CFG_X_(A, "slaveof", replicaof, SRV_CFG_SPECIAL, "",                   \
+               SRV_SPECIAL_REPLICAOF, 0, SRV_CFG_MULTIARG | SRV_CFG_ALIAS)
 
 /* The rows with a field (A rows have none). */
 #define SRV_CFG_FIELD_X_(n, f, k, d, lo, hi, fl) SRV_CFG_FIELD_##k(f)
@@ -471,7 +479,7 @@ int srv_config_redis_check(const char *name, const char *value, char *err,
 long long srv_config_redis_clamp(const char *name, long long v);
 
 int srv_config_special_parse(int id, const char *const *words, int nwords,
-                             const char *cur, int replace, char *out,
-                             char *err, size_t errlen);
+                             const char *cur, int replace, char *out, char *err,
+                             size_t errlen);
 
 #endif

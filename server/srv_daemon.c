@@ -77,8 +77,7 @@ int srv_daemon_notify(const srv_config *cfg, const char *state)
         srv_log(SRV_LOG_WARNING, errno, "socket() for sd_notify failed");
         return -1;
     }
-    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-               (struct sockaddr *)&sa,
+    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0) {
         srv_log(SRV_LOG_WARNING, errno, "sd_notify sendto(%s) failed", path);
         rc = -1;

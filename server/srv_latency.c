@@ -80,7 +80,8 @@ void srv_latency_add(const char *name, int64_t time_s, uint32_t latency_ms)
             strncpy(e->name, name, sizeof e->name - 1);
         }
     if (e) {
-        uint32_t prev = (e->idx + SRV_LATENCY_SAMPLES - 1) % SRV_LATENCY_SAMPLES;
+        uint32_t prev = (e->idx + SRV_LATENCY_SAMPLES - 1) %
+                        SRV_LATENCY_SAMPLES;
         if (e->samples[prev].time_s == time_s) {
             /* One sample a second: its highest. */
             if (latency_ms > e->samples[prev].latency_ms)
@@ -117,8 +118,9 @@ int srv_latency_event_at(int i, srv_latency_event *out)
         }
         out->latest_s = out->nsamples ? out->samples[out->nsamples - 1].time_s
                                       : 0;
-        out->latest_ms =
-            out->nsamples ? out->samples[out->nsamples - 1].latency_ms : 0;
+        out->latest_ms = out->nsamples
+                             ? out->samples[out->nsamples - 1].latency_ms
+                             : 0;
         found = 1;
     }
     unlock();

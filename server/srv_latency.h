@@ -34,9 +34,9 @@ typedef struct srv_latency_sample {
 /* One event's record as the readers copy it out. */
 typedef struct srv_latency_event {
     char name[SRV_LATENCY_NAME_MAX];
-    int64_t latest_s;       /* time of the newest sample */
-    uint32_t latest_ms;     /* its latency */
-    uint32_t max_ms;        /* the highest since the last reset */
+    int64_t latest_s;   /* time of the newest sample */
+    uint32_t latest_ms; /* its latency */
+    uint32_t max_ms;    /* the highest since the last reset */
     int nsamples;
     srv_latency_sample samples[SRV_LATENCY_SAMPLES]; /* oldest first */
 } srv_latency_event;

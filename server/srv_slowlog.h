@@ -39,9 +39,9 @@ typedef struct srv_slowlog srv_slowlog;
 /* One entry as SLOWLOG GET shows it; args points into the entry copy. */
 typedef struct srv_slowlog_entry {
     uint64_t id;
-    int64_t time_s;     /* when it ran (seconds since the epoch) */
+    int64_t time_s; /* when it ran (seconds since the epoch) */
     int64_t duration_us;
-    int argc;           /* arguments shown (with the "more" one) */
+    int argc; /* arguments shown (with the "more" one) */
     srv_slice argv[SRV_SLOWLOG_ARGS];
     char addr[SRV_SLOWLOG_NAME_MAX];
     char name[SRV_SLOWLOG_NAME_MAX];
@@ -73,8 +73,7 @@ long long srv_slowlog_len(long long max_len);
  * `max_len`) into *e and sets *cursor to its id. 1 if there was one, 0
  * if not. Entries logged meanwhile do not disturb the walk.
  */
-int srv_slowlog_next(uint64_t *cursor, long long max_len,
-                     srv_slowlog_entry *e);
+int srv_slowlog_next(uint64_t *cursor, long long max_len, srv_slowlog_entry *e);
 
 /* Drop every entry (SLOWLOG RESET); ids go on. */
 void srv_slowlog_reset(void);

@@ -62,8 +62,8 @@ typedef struct info_ctx {
     int have_env;
     st_env_stat env;
     int have_procs;
-    long long rss, rss_private; /* every process, bytes */
-    double cpu_user, cpu_sys;   /* every process, seconds */
+    long long rss, rss_private;         /* every process, bytes */
+    double cpu_user, cpu_sys;           /* every process, seconds */
     double cpu_user_self, cpu_sys_self; /* the master */
 } info_ctx;
 
@@ -209,7 +209,10 @@ static void v_os(info_ctx *x)
     add(x->b, "%s %s %s", u.sysname, u.release, u.machine);
 }
 
-static void v_arch_bits(info_ctx *x) { add(x->b, "%d", (int)(sizeof(void *) * 8)); }
+static void v_arch_bits(info_ctx *x)
+{
+    add(x->b, "%d", (int)(sizeof(void *) * 8));
+}
 
 static void v_gcc_version(info_ctx *x)
 {
@@ -220,7 +223,10 @@ static void v_gcc_version(info_ctx *x)
 #endif
 }
 
-static void v_process_id(info_ctx *x) { add(x->b, "%d", (int)srv_her.master_pid); }
+static void v_process_id(info_ctx *x)
+{
+    add(x->b, "%d", (int)srv_her.master_pid);
+}
 
 static void v_supervised(info_ctx *x)
 {
@@ -256,7 +262,10 @@ static long long uptime_s(info_ctx *x)
 }
 
 static void v_uptime_s(info_ctx *x) { add(x->b, "%lld", uptime_s(x)); }
-static void v_uptime_d(info_ctx *x) { add(x->b, "%lld", uptime_s(x) / S_PER_DAY); }
+static void v_uptime_d(info_ctx *x)
+{
+    add(x->b, "%lld", uptime_s(x) / S_PER_DAY);
+}
 static void v_hz(info_ctx *x) { add(x->b, "%lld", srv_her.cfg->hz); }
 
 static void v_lru_clock(info_ctx *x)
@@ -265,7 +274,10 @@ static void v_lru_clock(info_ctx *x)
 }
 
 static void v_executable(info_ctx *x) { add(x->b, "%s", srv_her.executable); }
-static void v_config_file(info_ctx *x) { add(x->b, "%s", srv_her.cfg->config_file); }
+static void v_config_file(info_ctx *x)
+{
+    add(x->b, "%s", srv_her.cfg->config_file);
+}
 
 static void v_workers(info_ctx *x)
 {
@@ -312,7 +324,10 @@ static const info_field server_fields[] = {
 /* ---- clients ---- */
 
 static void v_connected(info_ctx *x) { add(x->b, "%lld", SUM(connected)); }
-static void v_maxclients(info_ctx *x) { add(x->b, "%lld", srv_her.cfg->maxclients); }
+static void v_maxclients(info_ctx *x)
+{
+    add(x->b, "%lld", srv_her.cfg->maxclients);
+}
 
 static const info_field clients_fields[] = {
     { "connected_clients", v_connected, NULL },
@@ -376,8 +391,8 @@ static void v_dataset_perc(info_ctx *x)
     long long used = used_memory(x);
 
     shm_cache_stats(srv_her.cache, &st);
-    add(x->b, "%.2f%%", used ? (double)st.bytes_used * PERCENT / (double)used
-                             : 0.0);
+    add(x->b, "%.2f%%",
+        used ? (double)st.bytes_used * PERCENT / (double)used : 0.0);
 }
 
 static long long system_memory(void)
@@ -388,7 +403,10 @@ static long long system_memory(void)
 }
 
 static void v_sysmem(info_ctx *x) { add(x->b, "%lld", system_memory()); }
-static void v_sysmem_h(info_ctx *x) { human_bytes(x->b, (double)system_memory()); }
+static void v_sysmem_h(info_ctx *x)
+{
+    human_bytes(x->b, (double)system_memory());
+}
 
 static void v_maxmemory(info_ctx *x)
 {
@@ -523,7 +541,10 @@ static void v_bgsave(info_ctx *x)
     add(x->b, "%d", atomic_load(&stats()->save_in_progress) != 0);
 }
 
-static void v_last_save(info_ctx *x) { add(x->b, "%lld", (long long)last_save_s()); }
+static void v_last_save(info_ctx *x)
+{
+    add(x->b, "%lld", (long long)last_save_s());
+}
 
 static void v_save_status(info_ctx *x)
 {
@@ -553,7 +574,10 @@ static void v_backup_file(info_ctx *x)
     add(x->b, "%s/%s", srv_her.cfg->dir, srv_her.cfg->dbfilename);
 }
 
-static void v_sync(info_ctx *x) { add(x->b, "%s", sync_names[srv_her.cfg->sync]); }
+static void v_sync(info_ctx *x)
+{
+    add(x->b, "%s", sync_names[srv_her.cfg->sync]);
+}
 
 static void v_last_sync(info_ctx *x)
 {
@@ -655,9 +679,15 @@ static void v_cmds(info_ctx *x) { add(x->b, "%lld", SUM(total_commands)); }
 static void v_ops(info_ctx *x) { add(x->b, "%lld", SUM(ops_per_sec)); }
 static void v_in(info_ctx *x) { add(x->b, "%lld", SUM(net_input_bytes)); }
 static void v_out(info_ctx *x) { add(x->b, "%lld", SUM(net_output_bytes)); }
-static void v_rejected(info_ctx *x) { add(x->b, "%lld", SUM(rejected_connections)); }
+static void v_rejected(info_ctx *x)
+{
+    add(x->b, "%lld", SUM(rejected_connections));
+}
 static void v_expired(info_ctx *x) { add(x->b, "%lld", SUM(expired_keys)); }
-static void v_expire_ms(info_ctx *x) { add(x->b, "%lld", SUM(busy_us) / MS_PER_S); }
+static void v_expire_ms(info_ctx *x)
+{
+    add(x->b, "%lld", SUM(busy_us) / MS_PER_S);
+}
 static void v_hits(info_ctx *x) { add(x->b, "%lld", SUM(keyspace_hits)); }
 static void v_misses(info_ctx *x) { add(x->b, "%lld", SUM(keyspace_misses)); }
 
@@ -810,14 +840,23 @@ static shm_cache_stats_t cache_stats(void)
     return st;
 }
 
-static void v_c_enabled(info_ctx *x) { add(x->b, "%d", shm_cache_enabled(srv_her.cache)); }
-static void v_c_policy(info_ctx *x) { add(x->b, "%s", shm_cache_policy_name(cache_stats().policy)); }
-static void v_c_stripes(info_ctx *x) { add(x->b, "%u", cache_stats().nstripes); }
+static void v_c_enabled(info_ctx *x)
+{
+    add(x->b, "%d", shm_cache_enabled(srv_her.cache));
+}
+static void v_c_policy(info_ctx *x)
+{
+    add(x->b, "%s", shm_cache_policy_name(cache_stats().policy));
+}
+static void v_c_stripes(info_ctx *x)
+{
+    add(x->b, "%u", cache_stats().nstripes);
+}
 
-#define CACHE_U64(fn, field)                                             \
-    static void fn(info_ctx *x)                                          \
-    {                                                                    \
-        add(x->b, "%llu", (unsigned long long)cache_stats().field);      \
+#define CACHE_U64(fn, field)                                        \
+    static void fn(info_ctx *x)                                     \
+    {                                                               \
+        add(x->b, "%llu", (unsigned long long)cache_stats().field); \
     }
 CACHE_U64(v_c_budget, budget)
 CACHE_U64(v_c_max, max_bytes)
@@ -972,7 +1011,7 @@ static void gen_keyspace(info_ctx *x)
 static void gen_processes(info_ctx *x)
 {
     static const char *const names[] = { "worker", "reaper", "syncer",
-                                          "broker" };
+                                         "broker" };
     srv_stats *s = stats();
 
     add(x->b, "process_master:pid=%d,uptime_in_seconds=%lld\r\n",
@@ -1007,7 +1046,7 @@ typedef struct info_section {
     const char *name;  /* lower case, as INFO takes it */
     const char *title; /* its header */
     int flags;
-    const info_field *fields;   /* or NULL: */
+    const info_field *fields; /* or NULL: */
     void (*generate)(info_ctx *x);
 } info_section;
 

@@ -37,8 +37,9 @@ void srv_cmd_slowlog_get(srv_conn *c)
     long long n = 0;
 
     if (c->argc > 3) {
-        srv_reply_errorf(c, "ERR unknown subcommand or wrong number of "
-                            "arguments for '%.*s'. Try SLOWLOG HELP.",
+        srv_reply_errorf(c,
+                         "ERR unknown subcommand or wrong number of "
+                         "arguments for '%.*s'. Try SLOWLOG HELP.",
                          (int)c->argv[1].len, c->argv[1].ptr);
         return;
     }

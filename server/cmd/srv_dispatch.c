@@ -88,8 +88,8 @@ static void record(srv_conn *c, const srv_command *cmd, int64_t ns)
     srv_cmdstats_call(row_of(cmd), ns, errors != errors_seen);
     errors_seen = errors;
     if (cfg->slowlog_log_slower_than >= 0 &&
-        us >= cfg->slowlog_log_slower_than &&
-        !(cmd->flags & F_SKIP_SLOWLOG) && !(c->flags & SRV_CONN_IN_EXEC))
+        us >= cfg->slowlog_log_slower_than && !(cmd->flags & F_SKIP_SLOWLOG) &&
+        !(c->flags & SRV_CONN_IN_EXEC))
         slowlog(c, cmd, us);
     if (cfg->latency_monitor_threshold > 0 &&
         ns / NS_PER_MS >= cfg->latency_monitor_threshold)

@@ -241,7 +241,8 @@ START_TEST(test_slowlog_cuts)
     ck_assert_int_eq(srv_slowlog_next(&cursor, 128, &e), 1);
     ck_assert_int_eq(e.argc, SRV_SLOWLOG_ARGS);
     ck_assert_int_eq((int)e.argv[0].len,
-                     SRV_SLOWLOG_ARG_BYTES + (int)strlen("... (100 more bytes)"));
+                     SRV_SLOWLOG_ARG_BYTES +
+                         (int)strlen("... (100 more bytes)"));
     ck_assert(memcmp(e.argv[0].ptr + SRV_SLOWLOG_ARG_BYTES,
                      "... (100 more bytes)", 20) == 0);
     const srv_slice *last = &e.argv[SRV_SLOWLOG_ARGS - 1];

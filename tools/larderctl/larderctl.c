@@ -208,9 +208,9 @@ static int fill(conn *c)
 static char *line(conn *c)
 {
     for (;;) {
-        char *nl = c->pos < c->len ? memchr(c->buf + c->pos, '\n',
-                                            c->len - c->pos)
-                                   : NULL;
+        char *nl = c->pos < c->len
+                       ? memchr(c->buf + c->pos, '\n', c->len - c->pos)
+                       : NULL;
         if (nl && nl > c->buf + c->pos && nl[-1] == '\r') {
             char *s = c->buf + c->pos;
             nl[-1] = '\0';
@@ -451,7 +451,9 @@ static void table_print(table *t)
     }
     for (int r = -1; r < t->nrows; r++) {
         for (int c = 0; c < t->ncols; c++) {
-            const char *v = r < 0 ? t->head[c] : t->cell[r][c] ? t->cell[r][c] : "";
+            const char *v = r < 0           ? t->head[c]
+                            : t->cell[r][c] ? t->cell[r][c]
+                                            : "";
             int last = c == t->ncols - 1;
             if (t->right[c])
                 printf("%*s%s", (int)w[c], v, last ? "" : "  ");
@@ -489,9 +491,9 @@ static int cmd_status(conn *c)
            "connected\n\n",
            num(r, "workers"), num(r, "workers_running"), num(r, "workers_max"),
            num(r, "connected_clients"));
-    static const char *const head[] = { "NAME", "PID", "STATE", "UPTIME",
-                                        "CLIENTS", "COMMANDS", "RSS",
-                                        "RESPAWNS", "LAST EXIT" };
+    static const char *const head[] = { "NAME",   "PID",      "STATE",
+                                        "UPTIME", "CLIENTS",  "COMMANDS",
+                                        "RSS",    "RESPAWNS", "LAST EXIT" };
     static const int right[] = { 0, 1, 0, 1, 1, 1, 1, 1, 0 };
     memset(&t, 0, sizeof t);
     t.ncols = (int)(sizeof head / sizeof head[0]);
@@ -564,8 +566,7 @@ static void print_reply(const reply *r)
                 printf(" %s", v->elem[k]->str ? v->elem[k]->str : "");
             printf("%s\n", v->nelem ? "" : " -");
         } else
-            printf("%-*s  %s\n", (int)w, r->elem[i]->str,
-                   v->str ? v->str : "");
+            printf("%-*s  %s\n", (int)w, r->elem[i]->str, v->str ? v->str : "");
     }
 }
 
@@ -592,8 +593,8 @@ static int cmd_backup(conn *c, const char *file, int wait)
         char cwd[PATH_MAX_];
         if (!getcwd(cwd, sizeof cwd))
             fail(LCTL_EXIT_FAILED, "getcwd(): %s", strerror(errno));
-        if ((size_t)snprintf(path, sizeof path, "%.*s/%.*s", PATH_MAX_ / 2,
-                             cwd, PATH_MAX_ / 2 - 2, file) >= sizeof path)
+        if ((size_t)snprintf(path, sizeof path, "%.*s/%.*s", PATH_MAX_ / 2, cwd,
+                             PATH_MAX_ / 2 - 2, file) >= sizeof path)
             fail(LCTL_EXIT_USAGE, "backup: the path is too long");
     }
     reply_free(checked(call_v(c, "BACKUP", path, NULL)));
@@ -622,8 +623,8 @@ static int cmd_backup(conn *c, const char *file, int wait)
             }
             int ok = !strcmp(state, "done");
             if (!ok)
-                fprintf(stderr, "%s: backup to %s failed: %s\n", progname,
-                        path, text(r, "error"));
+                fprintf(stderr, "%s: backup to %s failed: %s\n", progname, path,
+                        text(r, "error"));
             reply_free(r);
             return ok ? LCTL_EXIT_OK : LCTL_EXIT_FAILED;
         }
@@ -707,7 +708,8 @@ static int from_config(const char *file, char *dir, char *sock, size_t size)
         if (*p == '#' || sscanf(p, "%s %s", key, val) != 2)
             continue;
         size_t n = strlen(val);
-        if (n >= 2 && (val[0] == '"' || val[0] == '\'') && val[n - 1] == val[0]) {
+        if (n >= 2 && (val[0] == '"' || val[0] == '\'') &&
+            val[n - 1] == val[0]) {
             val[n - 1] = '\0';
             memmove(val, val + 1, n - 1);
         }
@@ -828,8 +830,8 @@ int main(int argc, char **argv)
             fail(LCTL_EXIT_USAGE, "workers: '%s' is not a positive count",
                  args[0]);
         conn_must_open(&c, path);
-        return simple(&c, 1 + nargs, (const char *const[]){ "WORKERS",
-                                                            args[0] });
+        return simple(&c, 1 + nargs,
+                      (const char *const[]){ "WORKERS", args[0] });
     }
     if (!strcmp(cmd, "reload") && nargs == 0) {
         conn_must_open(&c, path);
@@ -864,8 +866,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "loglevel") && nargs <= 1) {
         conn_must_open(&c, path);
-        return simple(&c, 1 + nargs, (const char *const[]){ "LOGLEVEL",
-                                                            args[0] });
+        return simple(&c, 1 + nargs,
+                      (const char *const[]){ "LOGLEVEL", args[0] });
     }
     if (!strcmp(cmd, "config") && nargs >= 1) {
         const char *sub = args[0];
