@@ -20,10 +20,8 @@ HASHES = 4          # points per md5
 NKEYS = 600
 
 # What nutcracker answers for a key whose server is down (auto_eject_hosts
-# off): the connection error, as an error reply. See PERFORMANCE.md and
-# README's "Scale-out".
-DOWN_ERRORS = ('ERR Connection refused', 'ERR Connection reset by peer',
-               'ERR Server Error')
+# off): the connection error as an error reply (README's "Scale-out").
+DOWN_ERRORS = ('ERR Connection refused',)
 
 
 def md5_32(key):
