@@ -219,15 +219,19 @@ def test_workers_grow_and_shrink_live():
                 c.close()
             assert_true(keep is not None, 'a client on worker#2 or #3')
             assert_eq(ctl(s, 'workers', 1)[0], 0, 'shrink')
-            wait_until(lambda: len(running_workers(s)) == 1, 15, '1 worker')
+            def one_left():
+                ws = [p for p in status(s)['processes']
+                      if p['role'] == 'worker' and p['state'] != 'stopped']
+                return len(ws) == 1 and ws[0]['state'] == 'running'
+            wait_until(one_left, 15, 'the removed workers gone')
             assert_true(keep.is_closed(10), 'closed gracefully')
             keep.close()
             st = status(s)
             gone = [p for p in st['processes']
                     if p['role'] == 'worker' and p['name'] != 'worker#0']
             for p in gone:
-                assert_eq(p['state'], 'stopped', p)
-                assert_eq(p['last_exit'], 'exited with status 0', p)
+                assert_eq(p['state'], 'stopped', str(p))
+                assert_eq(p['last_exit'], 'exited with status 0', str(p))
             # Every new connection is served by the one worker left (the
             # removed workers' listeners are closed everywhere).
             only = running_workers(s)[0]['pid']
