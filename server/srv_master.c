@@ -759,7 +759,12 @@ static void open_admin(void)
         return;
     snprintf(path, sizeof path, "%s%s%s", a[0] == '/' ? "" : srv_her.cfg->dir,
              a[0] == '/' ? "" : "/", a);
-    if (srv_admin_open(path, &admin_ops, err, sizeof err))
+    int rc = srv_admin_open(path, &admin_ops, err, sizeof err);
+    if (rc == ENAMETOOLONG)
+        /* A deep dir: serve without it rather than not at all. */
+        srv_log(SRV_LOG_WARNING, 0, "%s; no admin socket (set admin-socket "
+                                    "to a shorter absolute path)", err);
+    else if (rc)
         die("%s", err);
 }
 
