@@ -7,6 +7,9 @@
 # DIR.
 EXTRA_DIST += tools/init/larder.conf.in tools/init/larder.service.in \
 	tools/init/larder.init.in
+# issue 15's map and A/B tools ship in the tarball too.
+EXTRA_DIST += ARCHITECTURE.md tools/larder_ab tools/proxy_ab \
+	tools/hotpath_callgrind
 
 LARDER_INIT_SUBST = sed \
 	-e 's|@bindir[@]|$(bindir)|g' \
