@@ -49,7 +49,8 @@ typedef enum pend_kind {
     PEND_SETUP, /* AUTH / SELECT: an error is fatal */
     PEND_MID,   /* a reply inside an operation's phase */
     PEND_LAST,  /* the last reply of a phase */
-    PEND_SUB    /* SUBSCRIBE confirmation */
+    PEND_SUB,   /* a listener's command: SUBSCRIBE, BLPOP, BRPOP */
+    PEND_INFO   /* CLIENT INFO: the worker= of --cross-worker */
 } pend_kind;
 
 typedef struct pending {
@@ -68,7 +69,9 @@ typedef struct conn {
     bool connecting;
     bool connected;
     bool write_armed;
-    bool subscribed; /* counted in engine.subscribed */
+    bool subscribed;      /* counted in engine.subscribed */
+    int worker;           /* --cross-worker: its larder worker, -1 unknown */
+    unsigned next_target; /* wake: where its round robin is */
     struct event *ev_read;
     struct event *ev_write;
     struct event *ev_timer; /* open-loop schedule and reconnects */
@@ -109,9 +112,10 @@ struct engine {
     uint64_t t0_ns;
     uint64_t measure_start_ns;
     uint64_t measure_end_ns; /* UINT64_MAX with --requests */
-    unsigned n_subscribers;
+    unsigned n_subscribers;  /* listeners: subscribers or waiters */
     atomic_uint subscribed;
-    atomic_ulong measured; /* --requests: ops counted so far */
+    _Atomic int *listener_worker; /* wake: each waiter's worker, -1 */
+    atomic_ulong measured;        /* --requests: ops counted so far */
     atomic_int stop;
     atomic_int fatal;
     char fatal_msg[ERRMSG_LEN];
@@ -303,6 +307,34 @@ static bool in_window(const engine *e, uint64_t now)
 
 static bool open_loop(const engine *e) { return e->o->rate > 0.0; }
 
+/* Workloads whose pushers wait for their listeners (subscribers,
+ * waiters) to be in place. */
+static bool has_listeners(const bench_opts *o)
+{
+    return o->workload == BENCH_WL_PUBLISH || o->workload == BENCH_WL_WAKE ||
+           o->workload == BENCH_WL_JOBS;
+}
+
+/*
+ * wake: the waiter this push goes to, round robin; with --cross-worker,
+ * skipping waiters known to be on this connection's worker (all are
+ * taken if none is elsewhere).
+ */
+static unsigned pick_target(conn *c)
+{
+    engine *e = c->th->eng;
+    unsigned n = e->n_subscribers;
+
+    for (unsigned tries = 0; tries < n; tries++) {
+        unsigned i = c->next_target++ % n;
+        int w = atomic_load_explicit(&e->listener_worker[i],
+                                     memory_order_relaxed);
+        if (!e->o->cross_worker || c->worker < 0 || w < 0 || w != c->worker)
+            return i;
+    }
+    return c->next_target++ % n;
+}
+
 static bool may_send(const conn *c)
 {
     const thread *t = c->th;
@@ -313,7 +345,7 @@ static bool may_send(const conn *c)
     if (!c->connected || c->subscriber || t->stopping ||
         atomic_load_explicit(&t->eng->stop, memory_order_relaxed))
         return false;
-    if (t->eng->o->workload == BENCH_WL_PUBLISH && !t->started)
+    if (has_listeners(t->eng->o) && !t->started)
         return false;
     return true;
 }
@@ -330,6 +362,8 @@ static void conn_fill(conn *c, uint64_t now)
         return;
     if (!open_loop(e)) {
         while (c->inflight_ops < depth) {
+            if (e->o->workload == BENCH_WL_WAKE)
+                c->wc.target = pick_target(c);
             n = bench_work_start(e->w, &c->wc, &c->out, now);
             if (push_phase(c, n, now) != 0) {
                 oom(c->th);
@@ -344,6 +378,8 @@ static void conn_fill(conn *c, uint64_t now)
          * the server, is the bottleneck. */
         if (in_window(e, now))
             bench_hist_record(c->th->stats.lag, now - c->next_due_ns);
+        if (e->o->workload == BENCH_WL_WAKE)
+            c->wc.target = pick_target(c);
         n = bench_work_start(e->w, &c->wc, &c->out, c->next_due_ns);
         if (push_phase(c, n, c->next_due_ns) != 0) {
             oom(c->th);
@@ -418,14 +454,40 @@ static void setup_refused(engine *e, const bench_reply *r)
     set_fatal(e, msg);
 }
 
+/* The listener is in place: the pushers may start once all are. */
+static void listener_in(conn *c)
+{
+    if (!c->subscribed) {
+        c->subscribed = true;
+        atomic_fetch_add(&c->th->eng->subscribed, 1);
+    }
+}
+
+/* A listener's command (again, for wake and jobs, after an element). */
+static int listen_again(conn *c)
+{
+    engine *e = c->th->eng;
+
+    bench_work_listen(e->w, c->index - e->o->connections, &c->out);
+    return ring_push(c, 0, PEND_SUB);
+}
+
 static void subscriber_reply(conn *c, const bench_reply *r, uint64_t now)
 {
     thread *t = c->th;
+    engine *e = t->eng;
     uint64_t stamp;
     pending p;
 
-    if (bench_work_message_stamp(r, &stamp)) {
-        if (!in_window(t->eng, now) || t->stopping)
+    if (bench_work_delivery_stamp(e->w, r, &stamp)) {
+        if (bench_work_listens_again(e->w)) {
+            /* A BLPOP / BRPOP reply: it waits again at once. */
+            if (c->ring_count)
+                ring_pop(c);
+            if (!t->stopping && listen_again(c) != 0)
+                oom(t);
+        }
+        if (!in_window(e, now) || t->stopping)
             return;
         t->stats.delivered++;
         bench_hist_record(t->stats.delivery, now > stamp ? now - stamp : 0);
@@ -437,10 +499,14 @@ static void subscriber_reply(conn *c, const bench_reply *r, uint64_t now)
         return;
     p = ring_pop(c);
     if (r->type == BENCH_REPLY_ERROR) {
-        setup_refused(t->eng, r);
+        setup_refused(e, r);
+    } else if (p.kind == PEND_INFO) {
+        int w = bench_work_client_worker(r);
+        atomic_store(&e->listener_worker[c->index - e->o->connections], w);
+        if (bench_work_listens_again(e->w))
+            listener_in(c);
     } else if (p.kind == PEND_SUB && bench_work_is_subscribed(r)) {
-        c->subscribed = true;
-        atomic_fetch_add(&t->eng->subscribed, 1);
+        listener_in(c);
     }
 }
 
@@ -459,9 +525,11 @@ static int worker_reply(conn *c, const bench_reply *r, uint64_t now)
     p = ring_pop(c);
     if (r->type == BENCH_REPLY_ERROR)
         count_error_reply(t, r);
-    if (p.kind == PEND_SETUP) {
+    if (p.kind == PEND_SETUP || p.kind == PEND_INFO) {
         if (r->type == BENCH_REPLY_ERROR)
             setup_refused(e, r);
+        else if (p.kind == PEND_INFO)
+            c->worker = bench_work_client_worker(r);
         return 0;
     }
     bench_work_reply(e->w, &c->wc, r, p.kind == PEND_LAST, &c->out, &step);
@@ -551,11 +619,16 @@ static void conn_ready(conn *c)
         bench_cmd_arg_u64(&c->out, (uint64_t)tg->db);
         rc |= ring_push(c, 0, PEND_SETUP);
     }
-    if (c->subscriber) {
-        const char *argv[] = { "SUBSCRIBE", BENCH_CHANNEL };
+    if (e->o->cross_worker) {
+        const char *argv[] = { "CLIENT", "INFO" };
 
         bench_cmd_argv(&c->out, 2, argv);
-        rc |= ring_push(c, 0, PEND_SUB);
+        rc |= ring_push(c, 0, PEND_INFO);
+    }
+    if (c->subscriber) {
+        rc |= listen_again(c);
+        if (bench_work_listens_again(e->w) && !e->o->cross_worker)
+            listener_in(c);
     }
     if (rc != 0) {
         oom(c->th);
@@ -684,7 +757,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             event_base_loopbreak(t->base);
         return;
     }
-    if (e->o->workload == BENCH_WL_PUBLISH && !t->started) {
+    if (has_listeners(e->o) && !t->started) {
         if (atomic_load(&e->subscribed) >= e->n_subscribers)
             kick_workers(t);
         else if (now - e->t0_ns >= SUBSCRIBE_TIMEOUT_S * NS_PER_S)
@@ -758,7 +831,7 @@ static int setup_threads(engine *e, unsigned run_index)
         t->conns = calloc(total / nt + 1, sizeof(*t->conns));
         if (t->conns == NULL || bench_stats_init(&t->stats) != 0)
             return ENOMEM;
-        t->started = o->workload != BENCH_WL_PUBLISH;
+        t->started = !has_listeners(o);
         cfg = event_config_new();
         if (cfg == NULL)
             return ENOMEM;
@@ -778,6 +851,7 @@ static int setup_threads(engine *e, unsigned run_index)
         c->index = i;
         c->fd = -1;
         c->subscriber = i >= o->connections;
+        c->worker = -1;
         bench_work_conn_init(e->w, &c->wc, (uint64_t)run_index * total + i);
         if (o->rate > 0.0 && !c->subscriber) {
             c->interval_ns = (uint64_t)((double)o->connections * NS_PER_S /
@@ -811,6 +885,8 @@ static void teardown(engine *e)
     }
     free(e->threads);
     e->threads = NULL;
+    free((void *)e->listener_worker);
+    e->listener_worker = NULL;
 }
 
 /*
@@ -865,8 +941,14 @@ int bench_engine_run(const bench_opts *o, const bench_work *w,
     memset(run, 0, sizeof(*run));
     e.o = o;
     e.w = w;
-    e.n_subscribers = o->workload == BENCH_WL_PUBLISH ? o->subscribers : 0;
+    e.n_subscribers = has_listeners(o) ? o->subscribers : 0;
     rc = bench_stats_init(&run->stats);
+    if (rc == 0 && e.n_subscribers &&
+        !(e.listener_worker = calloc(e.n_subscribers,
+                                     sizeof *e.listener_worker)))
+        rc = ENOMEM;
+    for (unsigned k = 0; rc == 0 && k < e.n_subscribers; k++)
+        atomic_store(&e.listener_worker[k], -1);
     if (rc == 0)
         rc = setup_threads(&e, run_index);
     if (rc != 0) {

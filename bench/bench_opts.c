@@ -92,6 +92,7 @@ enum {
     OPT_RATIO,
     OPT_BATCH,
     OPT_SUBSCRIBERS,
+    OPT_CROSS_WORKER,
     OPT_MEMBERS,
     OPT_RANGE,
     OPT_TTL_MS,
@@ -130,6 +131,8 @@ static const struct option long_options[] = {
     { "ratio", required_argument, NULL, OPT_RATIO },
     { "batch", required_argument, NULL, OPT_BATCH },
     { "subscribers", required_argument, NULL, OPT_SUBSCRIBERS },
+    { "waiters", required_argument, NULL, OPT_SUBSCRIBERS },
+    { "cross-worker", no_argument, NULL, OPT_CROSS_WORKER },
     { "members", required_argument, NULL, OPT_MEMBERS },
     { "range", required_argument, NULL, OPT_RANGE },
     { "ttl-ms", required_argument, NULL, OPT_TTL_MS },
@@ -247,6 +250,15 @@ void bench_opts_usage(FILE *f)
         "adds\n"
         "                     delivered messages/s and delivery latency "
         "(default %d)\n"
+        "  --waiters N        wake, jobs: clients blocked in BLPOP / BRPOP "
+        "(the same\n"
+        "                     setting as --subscribers); the report adds "
+        "elements\n"
+        "                     delivered/s and push-to-wake latency\n"
+        "  --cross-worker     wake, against larder: push only to waiters on "
+        "another\n"
+        "                     worker than the pusher (CLIENT INFO's "
+        "worker=)\n"
         "  --ttl-ms N         expire: PX of each SET (default %d)\n"
         "  --command \"CMD ARGS\"  send this command (implies --workload "
         "command);\n"
@@ -255,7 +267,9 @@ void bench_opts_usage(FILE *f)
         "                     __member__ are replaced by a key (--dist), a "
         "value\n"
         "                     (--value-size) and a member (--members) per "
-        "request\n"
+        "request;\n"
+        "                     __index__ by a number below --members (a "
+        "SETBIT offset)\n"
         "\n"
         "Output:\n"
         "  --json             print one JSON object on stdout (settings, "
@@ -271,7 +285,7 @@ void bench_opts_usage(FILE *f)
         DEFAULT_VALUE_SIZE, DEFAULT_PRELOAD_CONNS, DEFAULT_RATIO, DEFAULT_BATCH,
         DEFAULT_MEMBERS, DEFAULT_RANGE, DEFAULT_SUBSCRIBERS, DEFAULT_TTL_MS);
     for (i = 0; i < BENCH_WL_COUNT; i++)
-        fprintf(f, "  %-10s %s\n", workload_names[i], workload_help[i]);
+        fprintf(f, "  %-12s %s\n", workload_names[i], workload_help[i]);
     fprintf(
         f,
         "\n"
@@ -284,7 +298,11 @@ void bench_opts_usage(FILE *f)
         "gives commits/s and aborts, and checks that the total is unchanged\n"
         "(exit status 3 when it is not).  Each connection runs one transfer at "
         "a\n"
-        "time.\n"
+        "time.  transfer-lua does each transfer as one EVALSHA of a script "
+        "that\n"
+        "checks and moves the balance (EVAL once on NOSCRIPT); lua-get is "
+        "EVALSHA\n"
+        "of a script returning GET key.\n"
         "\n"
         "Throughput counts successful replies that completed inside the "
         "measured\n"
@@ -415,7 +433,7 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
         o->threads = o->connections;
     if (o->rate > 0.0 && !o->pipeline_given)
         o->pipeline = DEFAULT_OPEN_LOOP_INFLIGHT;
-    if (o->workload == BENCH_WL_TRANSFER) {
+    if (bench_workload_is_transfer(o->workload)) {
         if (o->keyspace < 2) {
             snprintf(err, errlen, "transfer needs --keyspace >= 2");
             return BENCH_OPTS_ERROR;
@@ -424,6 +442,8 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
          * connection, so concurrency comes from connections. */
         o->pipeline = 1;
     }
+    if (o->workload == BENCH_WL_LUA_GET)
+        o->pipeline = 1; /* its state keeps the key for a NOSCRIPT retry */
     if (o->workload == BENCH_WL_COMMAND &&
         (o->command == NULL || strspn(o->command, " ") == strlen(o->command))) {
         snprintf(err, errlen, "--workload command needs --command \"CMD ...\"");
@@ -431,6 +451,12 @@ static bench_opts_rc finish(bench_opts *o, char *err, size_t errlen)
     }
     if (o->workload == BENCH_WL_PUBLISH && o->subscribers == 0) {
         snprintf(err, errlen, "publish needs --subscribers >= 1");
+        return BENCH_OPTS_ERROR;
+    }
+    if ((o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) &&
+        o->subscribers == 0) {
+        snprintf(err, errlen, "%s needs --waiters >= 1",
+                 bench_workload_name(o->workload));
         return BENCH_OPTS_ERROR;
     }
     if (o->requests == 0 && !(o->duration_s > 0.0)) {
@@ -516,6 +542,7 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv, char *err,
         case OPT_JSON: o->json = true; break;
         case OPT_PRELOAD: o->preload = true; break;
         case OPT_QUIET: o->quiet = true; break;
+        case OPT_CROSS_WORKER: o->cross_worker = true; break;
         case OPT_COMMAND:
             o->command = optarg;
             o->workload = BENCH_WL_COMMAND;

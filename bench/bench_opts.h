@@ -34,9 +34,16 @@
     X(ZADD, "zadd", "zset:", "ZADD zset score member")                       \
     X(ZRANGE, "zrange", "zset:", "ZRANGE zset 0 --range-1")                  \
     X(PUBLISH, "publish", "", "PUBLISH to --subscribers subscribers")        \
+    X(WAKE, "wake",                                                          \
+      "wake:", "LPUSH to one of --waiters clients blocked in BLPOP")         \
+    X(JOBS, "jobs", "jobs",                                                  \
+      "LPUSH jobs that --waiters consumers take with BRPOP")                 \
     X(EXPIRE, "expire", "ttl:", "SET key value PX --ttl-ms, GET by --ratio") \
     X(TRANSFER, "transfer",                                                  \
       "acct:", "WATCH/MULTI/EXEC moves between accounts")                    \
+    X(TRANSFER_LUA, "transfer-lua",                                          \
+      "acct:", "EVALSHA of a script that moves between accounts")            \
+    X(LUA_GET, "lua-get", "key:", "EVALSHA of a script that GETs key")       \
     X(COMMAND, "command", "key:", "the --command given, placeholders filled")
 
 typedef enum bench_workload {
@@ -76,7 +83,9 @@ typedef struct bench_opts {
     uint64_t seed;
     double ratio;            /* read share of mixed and expire */
     unsigned batch;          /* keys per MSET/MGET */
-    unsigned subscribers;    /* publish */
+    unsigned subscribers;    /* publish; wake, jobs: the waiters */
+    bool cross_worker;       /* wake: push only to waiters of another
+                              * larder worker (CLIENT INFO's worker=) */
     unsigned members;        /* fields/members per collection */
     unsigned range;          /* elements per LRANGE/ZRANGE */
     unsigned ttl_ms;         /* expire */
@@ -101,6 +110,12 @@ bench_opts_rc bench_opts_parse(bench_opts *o, int argc, char **argv, char *err,
 
 /* Print the --help text. */
 void bench_opts_usage(FILE *f);
+
+/* The transfer workloads: accounts preloaded, the total checked after. */
+static inline bool bench_workload_is_transfer(bench_workload w)
+{
+    return w == BENCH_WL_TRANSFER || w == BENCH_WL_TRANSFER_LUA;
+}
 
 /* Name of a workload ("get") and the key prefix it uses ("key:"). */
 const char *bench_workload_name(bench_workload w);

@@ -251,7 +251,7 @@ bool bench_report_transfer_ok(const bench_report *r)
 {
     unsigned i;
 
-    if (r->opts->workload != BENCH_WL_TRANSFER)
+    if (!bench_workload_is_transfer(r->opts->workload))
         return true;
     for (i = 0; i < r->n_runs; i++) {
         if (!run_transfer_ok(r, i))
@@ -463,7 +463,7 @@ static void json_workload_extras(bench_json *j, const bench_report *r, int run)
                                : run_fig(r, (unsigned)run, FIG_OPS_PER_SEC)) *
                               o->batch,
                           RATE_DIGITS);
-    if (o->workload == BENCH_WL_TRANSFER) {
+    if (bench_workload_is_transfer(o->workload)) {
         bench_json_object_begin(j, "transfer");
         bench_json_u64(j, "commits", oc[BENCH_OUT_HIT]);
         bench_json_u64(j, "aborts", oc[BENCH_OUT_ABORT]);
@@ -497,6 +497,15 @@ static void json_workload_extras(bench_json *j, const bench_report *r, int run)
     if (o->workload == BENCH_WL_PUBLISH) {
         bench_json_object_begin(j, "pubsub");
         bench_json_u64(j, "subscribers", o->subscribers);
+        json_figs(j, r, run, FIG_DELIVERED_PER_SEC, FIG_D_MAX);
+        bench_json_object_end(j);
+    }
+    if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) {
+        /* Elements handed to blocked clients: jobs/s and push-to-wake
+         * latency. */
+        bench_json_object_begin(j, "blocking");
+        bench_json_u64(j, "waiters", o->subscribers);
+        bench_json_str(j, "cross_worker", o->cross_worker ? "yes" : "no");
         json_figs(j, r, run, FIG_DELIVERED_PER_SEC, FIG_D_MAX);
         bench_json_object_end(j);
     }
@@ -678,7 +687,7 @@ void bench_report_table(const bench_report *r, FILE *f)
         fprintf(f, "\nhits %llu, misses %llu\n",
                 (unsigned long long)oc[BENCH_OUT_HIT],
                 (unsigned long long)oc[BENCH_OUT_MISS]);
-    if (o->workload == BENCH_WL_TRANSFER) {
+    if (bench_workload_is_transfer(o->workload)) {
         double elapsed = 0.0;
 
         for (i = 0; i < r->n_runs; i++)
@@ -700,6 +709,14 @@ void bench_report_table(const bench_report *r, FILE *f)
                 o->subscribers, median_fig(r, FIG_DELIVERED_PER_SEC),
                 median_fig(r, FIG_D_P50), median_fig(r, FIG_D_P99),
                 median_fig(r, FIG_D_P999), median_fig(r, FIG_D_MAX));
+    if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS)
+        fprintf(f,
+                "\nblocking: %u waiters%s, %.1f elements/s delivered, "
+                "push-to-wake p50 %.1f p99 %.1f p99.9 %.1f max %.1f us\n",
+                o->subscribers, o->cross_worker ? " (other worker)" : "",
+                median_fig(r, FIG_DELIVERED_PER_SEC), median_fig(r, FIG_D_P50),
+                median_fig(r, FIG_D_P99), median_fig(r, FIG_D_P999),
+                median_fig(r, FIG_D_MAX));
     if (o->rate > 0.0)
         fprintf(f,
                 "\nopen loop: requests left %.1f us late at p50, %.1f at "

@@ -30,9 +30,10 @@ typedef struct bench_sync {
 
 /* larder-bench's code table: its own failures (errno values are
  * positive; these are negative). */
-#define BENCH_EREFUSED (-1) /* the server answered an error; see the message \
-                             */
-#define BENCH_ERUN (-2)     /* a measured run failed; see the message */
+#define BENCH_EREFUSED                                                   \
+    (-1)                /* the server answered an error; see the message \
+                         */
+#define BENCH_ERUN (-2) /* a measured run failed; see the message */
 
 /* Timeout of one blocking read or write. */
 #define BENCH_SYNC_TIMEOUT_S 30

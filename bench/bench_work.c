@@ -11,10 +11,15 @@
  * Writing computed balances with SET, not INCRBY, is deliberate: if WATCH
  * failed to protect the read-modify-write, updates would be lost and the
  * final total would change, which the check after the run catches.
+ *
+ * transfer-lua and lua-get, per operation:
+ *   phase 1  EVALSHA sha 2 a b x  (lua-get: EVALSHA sha 1 key)
+ *   phase 2  EVAL body ..., only when phase 1 answered NOSCRIPT
  */
 #include "bench/bench_work.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +43,7 @@
 #define PLACEHOLDER_KEY "__key__"
 #define PLACEHOLDER_VALUE "__value__"
 #define PLACEHOLDER_MEMBER "__member__"
+#define PLACEHOLDER_INDEX "__index__"
 
 /* Fixed words for --value-data text. */
 static const char *const text_words[] = {
@@ -174,8 +180,10 @@ static void cmd_key(bench_buf *out, const char *cmd, unsigned argc,
     bench_cmd_arg_key(out, prefix, key);
 }
 
-static void start_publish(const bench_work *w, bench_work_conn *c,
-                          bench_buf *out, uint64_t stamp_ns)
+/* A value of the configured size whose head is the send time stamp_ns
+ * in BENCH_STAMP_DIGITS digits (a published message, a pushed job). */
+static void arg_stamped(const bench_work *w, bench_work_conn *c, bench_buf *out,
+                        uint64_t stamp_ns)
 {
     char stamp[BENCH_STAMP_DIGITS];
     uint64_t size = value_size(w, &c->rng), v = stamp_ns, pad;
@@ -186,10 +194,29 @@ static void start_publish(const bench_work *w, bench_work_conn *c,
         v /= DECIMAL;
     }
     pad = size > BENCH_STAMP_DIGITS ? size - BENCH_STAMP_DIGITS : 0;
+    bench_cmd_arg2(out, stamp, sizeof(stamp), w->pool, pad);
+}
+
+static void start_publish(const bench_work *w, bench_work_conn *c,
+                          bench_buf *out, uint64_t stamp_ns)
+{
     bench_cmd_begin(out, 3);
     bench_cmd_arg_str(out, "PUBLISH");
     bench_cmd_arg_str(out, BENCH_CHANNEL);
-    bench_cmd_arg2(out, stamp, sizeof(stamp), w->pool, pad);
+    arg_stamped(w, c, out, stamp_ns);
+}
+
+/* wake: LPUSH wake:<target> stamped; jobs: LPUSH jobs stamped. */
+static void start_push(const bench_work *w, bench_work_conn *c, bench_buf *out,
+                       uint64_t stamp_ns)
+{
+    bench_cmd_begin(out, 3);
+    bench_cmd_arg_str(out, "LPUSH");
+    if (w->opts->workload == BENCH_WL_WAKE)
+        bench_cmd_arg_key(out, w->prefix, c->target);
+    else
+        bench_cmd_arg_str(out, w->prefix);
+    arg_stamped(w, c, out, stamp_ns);
 }
 
 static unsigned start_transfer(const bench_work *w, bench_work_conn *c,
@@ -213,6 +240,43 @@ static unsigned start_transfer(const bench_work *w, bench_work_conn *c,
     return 3;
 }
 
+/* EVALSHA (or, with `body`, EVAL) of a workload script. */
+static void lua_cmd(const bench_work *w, const bench_work_conn *c,
+                    bench_buf *out, const char *body)
+{
+    bool transfer = w->opts->workload == BENCH_WL_TRANSFER_LUA;
+
+    bench_cmd_begin(out, transfer ? 6 : 4);
+    bench_cmd_arg_str(out, body ? "EVAL" : "EVALSHA");
+    bench_cmd_arg_str(out, body       ? body
+                           : transfer ? BENCH_LUA_TRANSFER_SHA
+                                      : BENCH_LUA_GET_SHA);
+    bench_cmd_arg_str(out, transfer ? "2" : "1");
+    bench_cmd_arg_key(out, w->prefix, c->acct[0]);
+    if (transfer) {
+        bench_cmd_arg_key(out, w->prefix, c->acct[1]);
+        bench_cmd_arg_i64(out, c->amount);
+    }
+}
+
+static unsigned start_lua(const bench_work *w, bench_work_conn *c,
+                          bench_buf *out)
+{
+    if (w->opts->workload == BENCH_WL_TRANSFER_LUA) {
+        c->acct[0] = next_key(w, c);
+        do {
+            c->acct[1] = next_key(w, c);
+        } while (c->acct[1] == c->acct[0]);
+        c->amount = 1 + (int64_t)bench_rng_below(&c->rng,
+                                                 BENCH_TRANSFER_MAX_AMOUNT);
+    } else {
+        c->acct[0] = next_key(w, c);
+    }
+    c->phase = 1;
+    lua_cmd(w, c, out, NULL);
+    return 1;
+}
+
 /* --command: the template with its placeholders filled. */
 static void start_command(const bench_work *w, bench_work_conn *c,
                           bench_buf *out)
@@ -229,6 +293,8 @@ static void start_command(const bench_work *w, bench_work_conn *c,
             arg_value(w, &c->rng, out);
         else if (strcmp(word, PLACEHOLDER_MEMBER) == 0)
             bench_cmd_arg_key(out, MEMBER_PREFIX, next_member(w, c));
+        else if (strcmp(word, PLACEHOLDER_INDEX) == 0)
+            bench_cmd_arg_u64(out, next_member(w, c));
         else
             bench_cmd_arg_str(out, word);
     }
@@ -314,6 +380,8 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         break;
     }
     case BENCH_WL_PUBLISH: start_publish(w, c, out, stamp_ns); break;
+    case BENCH_WL_WAKE:
+    case BENCH_WL_JOBS: start_push(w, c, out, stamp_ns); break;
     case BENCH_WL_EXPIRE:
         if (bench_rng_double(&c->rng) < o->ratio) {
             cmd_key(out, "GET", 2, p, next_key(w, c));
@@ -325,6 +393,8 @@ unsigned bench_work_start(const bench_work *w, bench_work_conn *c,
         }
         break;
     case BENCH_WL_TRANSFER: return start_transfer(w, c, out);
+    case BENCH_WL_TRANSFER_LUA:
+    case BENCH_WL_LUA_GET: return start_lua(w, c, out);
     case BENCH_WL_COMMAND: start_command(w, c, out); break;
     case BENCH_WL_COUNT:
     default: abort(); /* the option parser admits no other workload */
@@ -422,6 +492,33 @@ static void transfer_reply(const bench_work *w, bench_work_conn *c,
     }
 }
 
+#define NOSCRIPT_PREFIX "NOSCRIPT"
+
+/* transfer-lua and lua-get: NOSCRIPT sends the body once, else done. */
+static void lua_reply(const bench_work *w, bench_work_conn *c,
+                      const bench_reply *r, bench_buf *out, bench_step *step)
+{
+    bool transfer = w->opts->workload == BENCH_WL_TRANSFER_LUA;
+
+    if (c->phase == 1 && r->type == BENCH_REPLY_ERROR &&
+        r->len >= sizeof NOSCRIPT_PREFIX - 1 &&
+        memcmp(r->str, NOSCRIPT_PREFIX, sizeof NOSCRIPT_PREFIX - 1) == 0) {
+        lua_cmd(w, c, out, transfer ? BENCH_LUA_TRANSFER : BENCH_LUA_GET);
+        c->phase = 2;
+        step->next = 1;
+        return;
+    }
+    step->done = true;
+    if (!transfer)
+        step->outcome = simple_outcome(r);
+    else if (r->type == BENCH_REPLY_INTEGER && r->integer == 1)
+        step->outcome = BENCH_OUT_HIT;
+    else if (r->type == BENCH_REPLY_INTEGER && r->integer == 0)
+        step->outcome = BENCH_OUT_DECLINED;
+    else
+        step->outcome = BENCH_OUT_ERROR;
+}
+
 void bench_work_reply(const bench_work *w, bench_work_conn *c,
                       const bench_reply *r, bool last, bench_buf *out,
                       bench_step *step)
@@ -429,6 +526,11 @@ void bench_work_reply(const bench_work *w, bench_work_conn *c,
     memset(step, 0, sizeof(*step));
     if (w->opts->workload == BENCH_WL_TRANSFER) {
         transfer_reply(w, c, r, last, out, step);
+        return;
+    }
+    if (w->opts->workload == BENCH_WL_TRANSFER_LUA ||
+        w->opts->workload == BENCH_WL_LUA_GET) {
+        lua_reply(w, c, r, out, step);
         return;
     }
     step->done = last;
@@ -468,29 +570,102 @@ static bool elem_is(const bench_reply *r, unsigned i, const char *word)
            e.len == n && strncasecmp(e.str, word, n) == 0;
 }
 
+static int stamp_of(const bench_reply *b, uint64_t *stamp_ns);
+
 int bench_work_message_stamp(const bench_reply *r, uint64_t *stamp_ns)
 {
     bench_reply payload;
-    uint64_t v = 0;
-    size_t i;
 
-    if (!elem_is(r, 0, "message") || array_elem(r, 2, &payload) != 0 ||
-        payload.type != BENCH_REPLY_BULK || payload.len < BENCH_STAMP_DIGITS)
+    if (!elem_is(r, 0, "message") || array_elem(r, 2, &payload) != 0)
         return 0;
-    for (i = 0; i < BENCH_STAMP_DIGITS; i++) {
-        char ch = payload.str[i];
-
-        if (ch < '0' || ch > '9')
-            return 0;
-        v = v * DECIMAL + (uint64_t)(ch - '0');
-    }
-    *stamp_ns = v;
-    return 1;
+    return stamp_of(&payload, stamp_ns) == 0;
 }
 
 bool bench_work_is_subscribed(const bench_reply *r)
 {
     return elem_is(r, 0, "subscribe");
+}
+
+void bench_work_listen(const bench_work *w, unsigned listener, bench_buf *out)
+{
+    switch (w->opts->workload) {
+    case BENCH_WL_WAKE:
+        cmd_key(out, "BLPOP", 3, w->prefix, listener);
+        bench_cmd_arg_str(out, "0");
+        break;
+    case BENCH_WL_JOBS:
+        bench_cmd_begin(out, 3);
+        bench_cmd_arg_str(out, "BRPOP");
+        bench_cmd_arg_str(out, w->prefix);
+        bench_cmd_arg_str(out, "0");
+        break;
+    default:
+        bench_cmd_begin(out, 2);
+        bench_cmd_arg_str(out, "SUBSCRIBE");
+        bench_cmd_arg_str(out, BENCH_CHANNEL);
+        break;
+    }
+}
+
+bool bench_work_listens_again(const bench_work *w)
+{
+    return w->opts->workload == BENCH_WL_WAKE ||
+           w->opts->workload == BENCH_WL_JOBS;
+}
+
+/* The send time at the head of a bulk: 0 or -1. */
+static int stamp_of(const bench_reply *b, uint64_t *stamp_ns)
+{
+    uint64_t v = 0;
+
+    if (b->type != BENCH_REPLY_BULK || b->len < BENCH_STAMP_DIGITS)
+        return -1;
+    for (size_t i = 0; i < BENCH_STAMP_DIGITS; i++) {
+        char ch = b->str[i];
+
+        if (ch < '0' || ch > '9')
+            return -1;
+        v = v * DECIMAL + (uint64_t)(ch - '0');
+    }
+    *stamp_ns = v;
+    return 0;
+}
+
+int bench_work_delivery_stamp(const bench_work *w, const bench_reply *r,
+                              uint64_t *stamp_ns)
+{
+    bench_reply elem;
+
+    if (!bench_work_listens_again(w))
+        return bench_work_message_stamp(r, stamp_ns);
+    /* [key, element] */
+    if (r->type != BENCH_REPLY_ARRAY || r->integer != 2 ||
+        array_elem(r, 1, &elem) != 0)
+        return 0;
+    return stamp_of(&elem, stamp_ns) == 0;
+}
+
+int bench_work_client_worker(const bench_reply *r)
+{
+    static const char field[] = "worker=";
+    const size_t flen = sizeof field - 1;
+
+    if (r->type != BENCH_REPLY_BULK)
+        return -1;
+    for (size_t i = 0; i + flen < r->len; i++) {
+        if ((i == 0 || r->str[i - 1] == ' ') &&
+            memcmp(r->str + i, field, flen) == 0) {
+            int v = 0;
+            size_t j = i + flen;
+            if (j >= r->len || r->str[j] < '0' || r->str[j] > '9')
+                return -1;
+            for (; j < r->len && r->str[j] >= '0' && r->str[j] <= '9'; j++)
+                if ((v = v * (int)DECIMAL + (r->str[j] - '0')) > INT_MAX / 16)
+                    return -1;
+            return v;
+        }
+    }
+    return -1;
 }
 
 /*
@@ -624,7 +799,11 @@ bool bench_work_has_preload(const bench_work *w)
     switch (w->opts->workload) {
     case BENCH_WL_PING:
     case BENCH_WL_PUBLISH: return false;
-    case BENCH_WL_TRANSFER: return true;
+    case BENCH_WL_WAKE:
+    case BENCH_WL_JOBS:
+    case BENCH_WL_TRANSFER:
+    case BENCH_WL_TRANSFER_LUA:
+    case BENCH_WL_LUA_GET: return true; /* lua-get: its script at least */
     default: return w->opts->preload;
     }
 }
@@ -657,8 +836,33 @@ int bench_work_preload(const bench_work *w, bench_sync *c, uint64_t begin,
 
     if (!bench_work_has_preload(w) || begin >= end)
         return 0;
-    if (o->workload == BENCH_WL_TRANSFER)
+    if (o->workload == BENCH_WL_TRANSFER_LUA ||
+        o->workload == BENCH_WL_LUA_GET) {
+        /* the script cached first, so runs see no NOSCRIPT */
+        const char *const argv[] = { "SCRIPT", "LOAD",
+                                     o->workload == BENCH_WL_LUA_GET
+                                         ? BENCH_LUA_GET
+                                         : BENCH_LUA_TRANSFER };
+        bench_cmd_argv(&c->out, 3, argv);
+        if ((rc = loader_queued(&l, true)) != 0)
+            return rc;
+        if (o->workload == BENCH_WL_LUA_GET && !o->preload)
+            return 0;
+    }
+    if (bench_workload_is_transfer(o->workload))
         return transfer_init(w, &l, begin, end);
+    if (o->workload == BENCH_WL_WAKE || o->workload == BENCH_WL_JOBS) {
+        /* A clean start: no element of an earlier run is left waiting.
+         * Once, by the first range. */
+        if (begin != 0)
+            return 0;
+        bench_cmd_begin(&c->out, 2 + o->subscribers);
+        bench_cmd_arg_str(&c->out, "DEL");
+        bench_cmd_arg_str(&c->out, "jobs");
+        for (k = 0; k < o->subscribers; k++)
+            bench_cmd_arg_key(&c->out, "wake:", k);
+        return loader_queued(&l, true);
+    }
     /* Values depend on the range's first key, not on the split. */
     bench_rng_seed(&r, o->seed, UINT64_MAX - 1 - begin);
     for (k = begin; k < end; k++) {

@@ -25,6 +25,25 @@
 #define BENCH_TRANSFER_INITIAL 1000
 /* A transfer moves 1 .. this much. */
 #define BENCH_TRANSFER_MAX_AMOUNT 100
+/*
+ * transfer-lua: one EVALSHA per transfer of this script (KEYS: from, to;
+ * ARGV: amount): 1 moved, 0 declined (balance short). Like transfer, it
+ * writes computed balances with SET, so a lost update would show in the
+ * total. lua-get: EVALSHA of a script that GETs its key. On NOSCRIPT a
+ * connection sends the body with EVAL once (as client libraries do).
+ */
+#define BENCH_LUA_TRANSFER                                   \
+    "local a = tonumber(redis.call('GET', KEYS[1]) or '0') " \
+    "local x = tonumber(ARGV[1]) "                           \
+    "if a < x then return 0 end "                            \
+    "local b = tonumber(redis.call('GET', KEYS[2]) or '0') " \
+    "redis.call('SET', KEYS[1], a - x) "                     \
+    "redis.call('SET', KEYS[2], b + x) "                     \
+    "return 1"
+#define BENCH_LUA_TRANSFER_SHA "a54a14134842f860a376921373375c84873cc060"
+#define BENCH_LUA_GET "return redis.call('GET', KEYS[1])"
+#define BENCH_LUA_GET_SHA "d3c21d0c2b9ca22f82737626a27bcaf5d288f99f"
+
 /* Digits of the send timestamp (ns) at the head of a published message. */
 #define BENCH_STAMP_DIGITS 20
 
@@ -54,13 +73,16 @@ typedef struct bench_work_conn {
     bench_rng rng;
     uint64_t seq; /* sequential key counter */
     /* transfer */
-    unsigned phase;     /* 1: WATCH/GET/GET, 2: MULTI..EXEC, 3: UNWATCH */
+    unsigned phase;     /* 1: WATCH/GET/GET, 2: MULTI..EXEC, 3: UNWATCH;
+                           lua: 1 EVALSHA, 2 EVAL after NOSCRIPT */
     unsigned reply_idx; /* replies seen in the current phase */
     bool failed;        /* an error reply in this operation */
     bench_outcome unwatch_outcome;
     uint64_t acct[2];
     int64_t balance[2];
     int64_t amount;
+    /* wake: the waiter the next push goes to (the engine picks it) */
+    unsigned target;
 } bench_work_conn;
 
 /* What the engine does after a reply (see bench_work_reply()). */
@@ -103,6 +125,28 @@ int bench_work_message_stamp(const bench_reply *r, uint64_t *stamp_ns);
 
 /* True when r confirms a SUBSCRIBE. */
 bool bench_work_is_subscribed(const bench_reply *r);
+
+/*
+ * Append the command listener connection `listener` sends: SUBSCRIBE
+ * (publish), BLPOP on its own key (wake), BRPOP on the job queue (jobs),
+ * all blocking for ever.
+ */
+void bench_work_listen(const bench_work *w, unsigned listener, bench_buf *out);
+
+/* True when a listener sends its command again after each element it
+ * receives (wake, jobs). */
+bool bench_work_listens_again(const bench_work *w);
+
+/*
+ * If r hands a listener an element (a published message, a BLPOP or
+ * BRPOP reply), store the send time embedded in it in *stamp_ns and
+ * return 1; 0 for any other reply.
+ */
+int bench_work_delivery_stamp(const bench_work *w, const bench_reply *r,
+                              uint64_t *stamp_ns);
+
+/* The worker= field of a CLIENT INFO reply (larder's), or -1. */
+int bench_work_client_worker(const bench_reply *r);
 
 /*
  * Fill keys [begin, end) of the keyspace for the workload (see --preload)

@@ -244,7 +244,7 @@ int main(int argc, char **argv)
         }
         cpu1 = server_cpu(&o.target);
         extra[i].server_cpu_s = cpu0 >= 0.0 && cpu1 >= 0.0 ? cpu1 - cpu0 : -1.0;
-        if (o.workload == BENCH_WL_TRANSFER &&
+        if (bench_workload_is_transfer(o.workload) &&
             transfer_check(&w, &o.target, &extra[i], err, sizeof(err)) != 0)
             fprintf(stderr, "larder-bench: balance check: %s\n", err);
         done++;

@@ -9,6 +9,7 @@ libserver_a_SOURCES = \
 	server/srv_broker.c server/srv_broker.h \
 	server/srv_cfgshm.c server/srv_cfgshm.h \
 	server/srv_child.c server/srv_child.h \
+	server/srv_cinfo.c server/srv_cinfo.h \
 	server/srv_config.c server/srv_config.h \
 	server/srv_conn.c server/srv_conn.h \
 	server/srv_dict.c server/srv_dict.h \
@@ -41,12 +42,31 @@ include server/cmd/local.mk
 include server/coll.mk
 
 # ==== issue 11 ====
+libserver_a_SOURCES += \
+	server/srv_link.c server/srv_link.h \
+	server/srv_block.c server/srv_block.h \
+	server/srv_bwait.c server/srv_bwait.h \
+	server/srv_keys.c server/srv_keys.h \
+	server/srv_ask.c server/srv_ask.h \
+	server/srv_clients.c server/srv_clients.h \
+	server/srv_notify.c server/srv_notify.h
 
 # ==== issue 12 ====
+libserver_a_SOURCES += server/srv_scriptshm.c server/srv_scriptshm.h
+SERVER_LIBS += $(LUACJSON_LIBS) $(LUABITOP_LIBS) $(LUA_LIBS)
 
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): HyperLogLog values.
+libserver_a_SOURCES += server/srv_hll.c server/srv_hll.h \
+	server/srv_geo.c server/srv_geo.h
+# The RDB codec (rdb/), used by DUMP/RESTORE, MIGRATE, SYNC and the RDB
+# import and export; it comes after libserver.a in link order.
+SERVER_LIBS += librdb.a -lm
+libserver_a_SOURCES += server/srv_rdbkey.c server/srv_rdbkey.h \
+	server/srv_rdbfile.c server/srv_rdbfile.h \
+	server/srv_rdbtool.c server/srv_rdbtool.h
 
 # ==== issue 15 ====
 libserver_a_SOURCES += \
@@ -62,5 +82,14 @@ include tools/init/local.mk
 include doc/local.mk
 
 # ==== issue 16 ====
+# ACL (rules, the shared region, the rules in force) and TLS.
+libserver_a_SOURCES += \
+	server/srv_acl.c server/srv_acl.h \
+	server/srv_aclset.c server/srv_aclset.h \
+	server/srv_aclshm.c server/srv_aclshm.h \
+	server/srv_aclconn.c server/srv_aclconn.h \
+	server/srv_tls.c server/srv_tls.h
+libserver_a_CFLAGS += $(OPENSSL_CFLAGS)
+SERVER_LIBS += $(OPENSSL_LIBS)
 
 # ==== issue 17 ====

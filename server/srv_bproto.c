@@ -44,6 +44,12 @@ static int kind_ok(int type, int kind)
     case SRV_BP_R_NUMSUB:
     case SRV_BP_R_CHANNELS:
         return kind == SRV_BP_CHANNEL || kind == SRV_BP_SHARD;
+    case SRV_BP_SERVED:
+    case SRV_BP_COMMITTED: return kind == SRV_BP_STILL || kind == SRV_BP_DONE;
+    case SRV_BP_ASK:
+    case SRV_BP_QUERY:
+    case SRV_BP_REPLY: return kind < SRV_BP_NQUERIES;
+    case SRV_BP_INTEREST: return kind < SRV_BP_NINTERESTS;
     default: return kind == 0;
     }
 }
@@ -59,7 +65,9 @@ static int arg_ok(int type, uint64_t arg, uint64_t len)
     case SRV_BP_WELCOME:
     case SRV_BP_PUBCOUNT:
     case SRV_BP_R_NUMPAT:
-    case SRV_BP_NUMPAT: return len == 0;
+    case SRV_BP_NUMPAT:
+    case SRV_BP_UNWAIT:
+    case SRV_BP_INTEREST: return len == 0;
     default: return 1;
     }
 }

@@ -1,7 +1,7 @@
 /*
- * srv_bproto.h - the frames of the stream between a worker and the pub/sub
- * broker (a Unix stream socket). A frame is a fixed 24-byte header and a
- * body of `len` bytes:
+ * srv_bproto.h - the frames of the stream between a worker (or the
+ * reaper) and the broker (a Unix stream socket). A frame is a fixed 24-byte
+ * header and a body of `len` bytes:
  *
  *   0  'L' 'B'        magic
  *   2  type           enum srv_bp_type
@@ -47,7 +47,56 @@ enum srv_bp_type {
     SRV_BP_R_NUMSUB,   /* body: (field name, u64 count) per name */
     SRV_BP_R_CHANNELS, /* arg: number of fields; body: fields */
     SRV_BP_R_NUMPAT,   /* arg: number of patterns */
+    /* blocking commands (srv_block.h, srv_bwait.h) */
+    SRV_BP_WAIT,   /* w->b; arg: waiter token; body: u64 db, then fields
+                    * (the keys it waits on, in its order) */
+    SRV_BP_UNWAIT, /* w->b; arg: token; no body: it waits no more */
+    SRV_BP_SERVED, /* w->b; arg: token; kind: SRV_BP_STILL (it waits
+                    * on) or SRV_BP_DONE (it is answered); body: u64 db,
+                    * u64 elements left, u64 txn id, field key (the key
+                    * it was served from, or the one granted) */
+    SRV_BP_GRANT,  /* b->w; arg: token; body: a key of the waiter that
+                    * may hold data: try to serve it */
+    /* writes (srv_keys.h) */
+    SRV_BP_TXN,       /* w->b, before the commit; arg: txn id; body:
+                       * records whose delivery follows commit order */
+    SRV_BP_COMMITTED, /* w->b, after the commit; arg: txn id; kind:
+                       * SRV_BP_DONE committed or SRV_BP_STILL failed;
+                       * body: keys that came into being (u64 db, u64
+                       * elements, field key), each a hint */
+    /* questions to every worker (client control) */
+    SRV_BP_ASK,    /* w->b; kind: query; arg: request id; body: query */
+    SRV_BP_QUERY,  /* b->w; kind: query; arg: broker's id; body: query */
+    SRV_BP_ANSWER, /* w->b; arg: broker's id; body: this worker's part */
+    SRV_BP_REPLY,  /* b->w; kind: query; arg: request id; body: the
+                    * parts (concatenated, or summed u64s) */
+    /* interests (applied ahead of other frames, as COUNT) */
+    SRV_BP_INTEREST, /* w->b; kind: enum srv_bp_interest; arg: this
+                      * worker's count (absolute) */
+    SRV_BP_INVAL,    /* b->w; body: fields (u64 db, field key)... */
+    SRV_BP_MONITOR,  /* both ways; body: one MONITOR line */
     SRV_BP_NTYPES
+};
+
+/* SERVED's and COMMITTED's kinds. */
+#define SRV_BP_STILL 0
+#define SRV_BP_DONE 1
+
+/* Questions of ASK / QUERY / REPLY (the kind). */
+enum srv_bp_query {
+    SRV_BP_Q_LIST = 0, /* CLIENT LIST: lines, concatenated */
+    SRV_BP_Q_KILL,     /* CLIENT KILL: clients killed, summed */
+    SRV_BP_Q_UNBLOCK,  /* CLIENT UNBLOCK: 1 where it was, summed */
+    SRV_BP_Q_EXISTS,   /* is there a client with this id: summed */
+    SRV_BP_Q_PAUSE,    /* CLIENT PAUSE/UNPAUSE changed: summed acks */
+    SRV_BP_NQUERIES
+};
+
+/* What INTEREST counts. */
+enum srv_bp_interest {
+    SRV_BP_I_TRACKING = 0, /* clients with CLIENT TRACKING on */
+    SRV_BP_I_MONITOR,      /* MONITOR clients */
+    SRV_BP_NINTERESTS
 };
 
 enum srv_bp_kind {

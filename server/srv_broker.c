@@ -36,6 +36,7 @@
 #include "server/srv_broker.h"
 #include "server/srv_bproto.h"
 #include "server/srv_buf.h"
+#include "server/srv_bwait.h"
 #include "server/srv_config.h"
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
@@ -75,9 +76,10 @@ typedef struct blink {
     uint32_t id; /* index in links[] */
     int worker;  /* index from HELLO; -1 before */
     srv_buf in;
-    size_t need; /* bytes the incomplete frame needs */
-    size_t cut;  /* input read before this round's sweep */
-    int fresh;   /* this round's sweep read something */
+    size_t need;  /* bytes the incomplete frame needs */
+    size_t cut;   /* input read before this round's sweep */
+    size_t ahead; /* input whose frames were applied ahead already */
+    int fresh;    /* this round's sweep read something */
     srv_buf out;
     size_t out_sent;
     uint32_t events; /* epoll interest */
@@ -108,6 +110,53 @@ static struct epoll_event *events;
 static uint32_t events_cap;
 static srv_dict names[SRV_BP_NKINDS];
 static uint64_t epoch;
+static srv_bwait *waiters; /* blocked clients of every worker */
+
+/* A question to every worker (ASK), waiting for their parts. */
+typedef struct bquery {
+    uint64_t qid;    /* 0: free */
+    uint32_t origin; /* link id of the asker; NO_LINK once it is gone */
+    uint64_t req;    /* the asker's request id */
+    int kind;
+    uint32_t pending; /* parts still to come */
+    uint32_t nwait;
+    uint8_t *wait; /* per link id: its part is due */
+    srv_buf acc;   /* parts so far (concatenated kinds) */
+    uint64_t sum;  /* summed kinds */
+} bquery;
+
+#define NO_LINK UINT32_MAX
+#define QUERIES_MIN 8
+
+/* A write transaction's ordered records (TXN), waiting for its outcome
+ * (COMMITTED) and for every earlier transaction's (see the top). */
+typedef struct bbatch {
+    uint64_t txn;
+    uint32_t link;
+    int committed;
+    srv_buf body;
+} bbatch;
+
+#define BATCHES_MIN 16
+#define DB_FLAGS_SHIFT 32
+#define NOTIFY_KEYSPACE 1 /* the record's flags (srv_notify.h) */
+#define NOTIFY_KEYEVENT 2
+#define CHANNEL_HEAD_MAX 40
+static bbatch *batches; /* by txn id */
+static size_t nbatches, capbatches;
+static uint64_t txn_safe; /* newest txn of a TXN frame read before a cut */
+static srv_buf evbuf;     /* an event's channel and message */
+static bquery *queries;
+static size_t nqueries;
+static uint64_t next_qid;
+/* a WAIT's keys, parsed (grown as needed) */
+static const char **wkeys;
+static size_t *wlens;
+static size_t wcap;
+
+static void queries_drop_link(uint32_t id);
+static void batches_drop_link(uint32_t id);
+static uint64_t route(int kind, const char *body, size_t chlen, size_t len);
 
 static void on_term(int sig) { stop = 1; }
 
@@ -326,6 +375,9 @@ static void link_close(blink *l)
 {
     srv_log(SRV_LOG_VERBOSE, 0, "worker#%d disconnected", l->worker);
     drop_counts(l->id);
+    srv_bwait_drop_link(waiters, l->id);
+    queries_drop_link(l->id);
+    batches_drop_link(l->id);
     epoll_ctl(ep, EPOLL_CTL_DEL, l->fd, NULL);
     close(l->fd);
     srv_buf_free(&l->in);
@@ -436,21 +488,25 @@ static void target(const bentry *b, uint32_t *ntargets)
     }
 }
 
-static void route_publish(blink *l, const srv_bframe *f)
+/*
+ * A message on channel `ch` of `kind`: one DELIVER frame (body: the
+ * channel then the message) to each link with a subscriber on it or on
+ * a pattern matching it. Returns the receivers (Redis's count).
+ */
+static uint64_t route(int kind, const char *body, size_t chlen, size_t len)
 {
-    const char *ch = f->body;
-    size_t chlen = (size_t)f->arg;
+    const char *ch = body;
     uint64_t receivers = 0;
     uint32_t ntargets = 0;
     srv_dict_entry *de;
 
     epoch++;
-    if ((de = srv_dict_find(&names[f->kind], ch, chlen,
+    if ((de = srv_dict_find(&names[kind], ch, chlen,
                             srv_dict_hash(ch, chlen)))) {
         receivers += ((bentry *)de->val)->total;
         target(de->val, &ntargets);
     }
-    if (f->kind == SRV_BP_CHANNEL) {
+    if (kind == SRV_BP_CHANNEL) {
         srv_dict_iter it;
         srv_dict_iter_init(&it, &names[SRV_BP_PATTERN]);
         while ((de = srv_dict_iter_next(&it)))
@@ -460,8 +516,15 @@ static void route_publish(blink *l, const srv_bframe *f)
             }
     }
     for (uint32_t i = 0; i < ntargets; i++)
-        put(targets[i], SRV_BP_DELIVER, f->kind, f->arg, f->body,
-            (size_t)f->len, NULL, 0);
+        put(targets[i], SRV_BP_DELIVER, kind, chlen, body, len, NULL, 0);
+    return receivers;
+}
+
+static void route_publish(blink *l, const srv_bframe *f)
+{
+    uint64_t receivers = route(f->kind, f->body, (size_t)f->arg,
+                               (size_t)f->len);
+
     put(l, SRV_BP_PUBCOUNT, 0, receivers, NULL, 0, NULL, 0);
 }
 
@@ -516,6 +579,351 @@ nomem:
     l->dead = 1;
 }
 
+/* ---- blocked clients ---- */
+
+static void grant(void *ctx, uint32_t link, uint64_t token, const char *key,
+                  size_t len)
+{
+    if (links[link])
+        put(links[link], SRV_BP_GRANT, 0, token, key, len, NULL, 0);
+}
+
+static void bad_frame(blink *l, const char *what)
+{
+    srv_log(SRV_LOG_WARNING, 0, "bad %s frame from worker#%d", what, l->worker);
+    l->dead = 1;
+}
+
+/* ---- questions to every worker ---- */
+
+static uint64_t get_le64(const char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | (unsigned char)p[i];
+    return v;
+}
+
+/* Every part is in: answer the asker (if it is still there). */
+static void query_finish(bquery *q)
+{
+    if (q->origin != NO_LINK && links[q->origin]) {
+        if (q->kind == SRV_BP_Q_LIST) {
+            put(links[q->origin], SRV_BP_REPLY, q->kind, q->req, q->acc.data,
+                q->acc.len, NULL, 0);
+        } else {
+            unsigned char b[8];
+            uint64_t v = q->sum;
+            for (int i = 0; i < 8; i++, v >>= 8)
+                b[i] = (unsigned char)v;
+            put(links[q->origin], SRV_BP_REPLY, q->kind, q->req, b, sizeof b,
+                NULL, 0);
+        }
+    }
+    q->qid = 0;
+    free(q->wait);
+    q->wait = NULL;
+    srv_buf_free(&q->acc);
+}
+
+/* Link `id`'s part of q (NULL: it is gone, an empty part). */
+static void query_part(bquery *q, uint32_t id, const char *p, size_t n)
+{
+    if (id >= q->nwait || !q->wait[id])
+        return;
+    q->wait[id] = 0;
+    if (p && q->kind == SRV_BP_Q_LIST) {
+        if (srv_buf_append(&q->acc, p, n))
+            srv_log(SRV_LOG_WARNING, ENOMEM, "a CLIENT LIST answer");
+    } else if (p && n >= 8) {
+        q->sum += get_le64(p);
+    }
+    if (--q->pending == 0)
+        query_finish(q);
+}
+
+static void ask(blink *l, const srv_bframe *f)
+{
+    bquery *q = NULL;
+
+    for (size_t i = 0; i < nqueries; i++)
+        if (!queries[i].qid)
+            q = &queries[i];
+    if (!q) {
+        bquery *n = realloc(queries, (nqueries + QUERIES_MIN) * sizeof *n);
+        if (!n) {
+            srv_log(SRV_LOG_WARNING, ENOMEM, "a question to the workers");
+            l->dead = 1; /* its worker answers the asker itself */
+            return;
+        }
+        memset(n + nqueries, 0, QUERIES_MIN * sizeof *n);
+        queries = n;
+        q = &queries[nqueries];
+        nqueries += QUERIES_MIN;
+    }
+    memset(q, 0, sizeof *q);
+    if (!(q->wait = calloc(links_cap, 1))) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a question to the workers");
+        l->dead = 1;
+        return;
+    }
+    q->qid = ++next_qid;
+    q->origin = l->id;
+    q->req = f->arg;
+    q->kind = f->kind;
+    q->nwait = links_cap;
+    for (uint32_t id = 0; id < links_cap; id++) {
+        blink *t = links[id];
+        if (!t || t->dead || t->worker < 0)
+            continue;
+        q->wait[id] = 1;
+        q->pending++;
+        put(t, SRV_BP_QUERY, f->kind, q->qid, f->body, (size_t)f->len, NULL, 0);
+    }
+    if (q->pending == 0)
+        query_finish(q);
+}
+
+static void answer(blink *l, const srv_bframe *f)
+{
+    for (size_t i = 0; i < nqueries; i++)
+        if (queries[i].qid == f->arg) {
+            query_part(&queries[i], l->id, f->body, (size_t)f->len);
+            return;
+        }
+}
+
+/* A link goes: its parts are empty, its questions have nobody to tell. */
+static void queries_drop_link(uint32_t id)
+{
+    for (size_t i = 0; i < nqueries; i++) {
+        bquery *q = &queries[i];
+        if (!q->qid)
+            continue;
+        if (q->origin == id)
+            q->origin = NO_LINK;
+        query_part(q, id, NULL, 0);
+    }
+}
+
+/* ---- keyspace events in commit order ---- */
+
+/* The link's oldest batch of `txn` still waiting for its outcome (a link
+ * tells outcomes in order; ids may repeat, see apply_ahead). */
+static bbatch *batch_find(uint32_t link, uint64_t txn, size_t *at)
+{
+    for (size_t i = 0; i < nbatches; i++)
+        if (batches[i].link == link && batches[i].txn == txn &&
+            !batches[i].committed) {
+            if (at)
+                *at = i;
+            return &batches[i];
+        }
+    return NULL;
+}
+
+static void batch_remove(size_t i)
+{
+    srv_buf_free(&batches[i].body);
+    memmove(batches + i, batches + i + 1, (nbatches - i - 1) * sizeof *batches);
+    nbatches--;
+}
+
+/* A TXN frame, applied ahead: staged in txn order (once). */
+static void stage_txn(blink *l, const srv_bframe *f)
+{
+    size_t i;
+
+    if (nbatches == capbatches) {
+        size_t cap = capbatches ? capbatches * 2 : BATCHES_MIN;
+        bbatch *b = realloc(batches, cap * sizeof *b);
+        if (!b) {
+            srv_log(SRV_LOG_WARNING, ENOMEM, "keyspace events lost");
+            return;
+        }
+        batches = b;
+        capbatches = cap;
+    }
+    for (i = nbatches; i > 0 && batches[i - 1].txn > f->arg; i--)
+        ;
+    memmove(batches + i + 1, batches + i, (nbatches - i) * sizeof *batches);
+    memset(&batches[i], 0, sizeof batches[i]);
+    batches[i].txn = f->arg;
+    batches[i].link = l->id;
+    nbatches++;
+    if (srv_buf_append(&batches[i].body, f->body, (size_t)f->len)) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "keyspace events lost");
+        batch_remove(i);
+    }
+}
+
+/* One event as its two messages (each when asked for). */
+static void publish_event(unsigned db, unsigned flags, const char *event,
+                          size_t elen, const char *key, size_t klen)
+{
+    char head[CHANNEL_HEAD_MAX];
+    int n;
+
+    if (flags & NOTIFY_KEYSPACE) {
+        n = snprintf(head, sizeof head, "__keyspace@%u__:", db);
+        evbuf.len = 0;
+        if (srv_buf_append(&evbuf, head, (size_t)n) ||
+            srv_buf_append(&evbuf, key, klen) ||
+            srv_buf_append(&evbuf, event, elen))
+            return;
+        route(SRV_BP_CHANNEL, evbuf.data, (size_t)n + klen, evbuf.len);
+    }
+    if (flags & NOTIFY_KEYEVENT) {
+        n = snprintf(head, sizeof head, "__keyevent@%u__:", db);
+        evbuf.len = 0;
+        if (srv_buf_append(&evbuf, head, (size_t)n) ||
+            srv_buf_append(&evbuf, event, elen) ||
+            srv_buf_append(&evbuf, key, klen))
+            return;
+        route(SRV_BP_CHANNEL, evbuf.data, (size_t)n + elen, evbuf.len);
+    }
+}
+
+static void deliver_batch(const bbatch *b)
+{
+    srv_bframe f = { .body = b->body.data, .len = b->body.len };
+    srv_bcursor cur;
+    uint64_t v;
+    const char *event, *key;
+    size_t elen, klen;
+
+    srv_bproto_cursor(&cur, &f);
+    while (cur.p < cur.end && srv_bproto_get_u64(&cur, &v) == 0 &&
+           srv_bproto_get_field(&cur, &event, &elen) == 0 &&
+           srv_bproto_get_field(&cur, &key, &klen) == 0)
+        publish_event((unsigned)(v & UINT32_MAX),
+                      (unsigned)(v >> DB_FLAGS_SHIFT), event, elen, key, klen);
+}
+
+/*
+ * Deliver, in txn order, the committed batches no earlier transaction
+ * can still come before: those up to txn_safe (every TXN frame of an
+ * earlier transaction was written before the one that set txn_safe, so
+ * it has been read and staged), stopping at one whose outcome is still
+ * to come.
+ */
+static void deliver_ready(void)
+{
+    while (nbatches && batches[0].txn <= txn_safe && batches[0].committed) {
+        deliver_batch(&batches[0]);
+        batch_remove(0);
+    }
+}
+
+static void batches_drop_link(uint32_t id)
+{
+    for (size_t i = 0; i < nbatches;)
+        if (batches[i].link == id)
+            batch_remove(i);
+        else
+            i++;
+}
+
+/* Register a WAIT: u64 db, then its keys as fields. */
+static void apply_wait(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db;
+    size_t n = 0;
+    int rc;
+
+    srv_bproto_cursor(&cur, f);
+    if (srv_bproto_get_u64(&cur, &db) || db > UINT32_MAX) {
+        bad_frame(l, "WAIT");
+        return;
+    }
+    while (cur.p < cur.end) {
+        if (n == wcap) {
+            size_t cap = wcap ? wcap * 2 : LINKS_MIN;
+            const char **k = realloc(wkeys, cap * sizeof *k);
+            if (k)
+                wkeys = k;
+            size_t *ln = k ? realloc(wlens, cap * sizeof *ln) : NULL;
+            if (!ln) {
+                srv_log(SRV_LOG_WARNING, ENOMEM, "a blocked client");
+                l->dead = 1;
+                return;
+            }
+            wlens = ln;
+            wcap = cap;
+        }
+        if (srv_bproto_get_field(&cur, &wkeys[n], &wlens[n])) {
+            bad_frame(l, "WAIT");
+            return;
+        }
+        n++;
+    }
+    rc = srv_bwait_add(waiters, l->id, f->arg, (unsigned)db, (int)n, wkeys,
+                       wlens);
+    if (rc == ENOMEM) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a blocked client");
+        l->dead = 1; /* its worker registers everyone again */
+    } else if (rc == EINVAL) {
+        bad_frame(l, "WAIT");
+    }
+    /* EEXIST: applied ahead in an earlier round already */
+}
+
+/* SERVED: u64 db, u64 left, u64 txn, field key. */
+static void served(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db, left, txn;
+    const char *key;
+    size_t len;
+
+    srv_bproto_cursor(&cur, f);
+    if (srv_bproto_get_u64(&cur, &db) || srv_bproto_get_u64(&cur, &left) ||
+        srv_bproto_get_u64(&cur, &txn) ||
+        srv_bproto_get_field(&cur, &key, &len) || cur.p != cur.end ||
+        db > UINT32_MAX) {
+        bad_frame(l, "SERVED");
+        return;
+    }
+    srv_bwait_served(waiters, l->id, f->arg, f->kind == SRV_BP_DONE,
+                     (unsigned)db, key, len, left, txn);
+}
+
+/* COMMITTED: what came into being, as (u64 db, u64 n, field key); n 0
+ * with no name is a whole database. */
+static void committed(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db, n;
+    const char *key;
+    size_t len;
+
+    bbatch *b;
+    size_t at;
+
+    if ((b = batch_find(l->id, f->arg, &at))) {
+        if (f->kind == SRV_BP_DONE)
+            b->committed = 1;
+        else
+            batch_remove(at); /* it did not happen */
+    }
+    if (f->kind != SRV_BP_DONE)
+        return;
+    srv_bproto_cursor(&cur, f);
+    while (cur.p < cur.end) {
+        if (srv_bproto_get_u64(&cur, &db) || srv_bproto_get_u64(&cur, &n) ||
+            srv_bproto_get_field(&cur, &key, &len) || db > UINT32_MAX) {
+            bad_frame(l, "COMMITTED");
+            return;
+        }
+        if (n == 0 && len == 0)
+            srv_bwait_db_ready(waiters, (unsigned)db, f->arg);
+        else
+            srv_bwait_ready(waiters, (unsigned)db, key, len, n, f->arg);
+    }
+}
+
 static void handle_frame(blink *l, const srv_bframe *f)
 {
     switch (f->type) {
@@ -532,6 +940,16 @@ static void handle_frame(blink *l, const srv_bframe *f)
         put(l, SRV_BP_R_NUMPAT, 0, names[SRV_BP_PATTERN].count, NULL, 0, NULL,
             0);
         break;
+    case SRV_BP_WAIT: break; /* applied ahead (apply_ahead) */
+    case SRV_BP_TXN:         /* staged ahead; read before the cut: */
+        if (f->arg > txn_safe)
+            txn_safe = f->arg;
+        break;
+    case SRV_BP_UNWAIT: srv_bwait_remove(waiters, l->id, f->arg); break;
+    case SRV_BP_SERVED: served(l, f); break;
+    case SRV_BP_COMMITTED: committed(l, f); break;
+    case SRV_BP_ASK: ask(l, f); break;
+    case SRV_BP_ANSWER: answer(l, f); break;
     default:
         srv_log(SRV_LOG_WARNING, 0, "worker#%d sent a broker's frame (%d)",
                 l->worker, f->type);
@@ -539,20 +957,29 @@ static void handle_frame(blink *l, const srv_bframe *f)
     }
 }
 
-/* The link's COUNT frames, all of them, applied ahead of the other
- * frames (in order: the newest count of each name wins). */
-static void apply_counts(blink *l)
+/* The link's COUNT and WAIT frames, all of them, applied ahead of the
+ * other frames (in order: the newest count of each name wins; a WAIT
+ * applied in an earlier round is known already). */
+static void apply_ahead(blink *l)
 {
-    size_t off = 0, size;
+    size_t off = l->ahead, size;
     srv_bframe f;
 
-    while (off < l->in.len &&
+    /* Each frame once: what an earlier round applied is skipped (a TXN's
+     * id alone does not name it: LMDB gives the id of a transaction that
+     * wrote nothing, or failed, to the next one too). */
+    while (!l->dead && off < l->in.len &&
            srv_bproto_decode(l->in.data + off, l->in.len - off, max_body(), &f,
                              &size) == 0) {
         if (f.type == SRV_BP_COUNT)
             set_count(f.kind, f.body, (size_t)f.len, l->id, f.arg);
+        else if (f.type == SRV_BP_WAIT)
+            apply_wait(l, &f);
+        else if (f.type == SRV_BP_TXN)
+            stage_txn(l, &f);
         off += size;
     }
+    l->ahead = off;
 }
 
 /* The complete frames before the cut, in order; consume them. */
@@ -586,6 +1013,7 @@ static void handle_frames(blink *l)
                           &size) == SRV_BP_MORE)
         l->need = size;
     srv_buf_consume(&l->in, off);
+    l->ahead = l->ahead > off ? l->ahead - off : 0;
     if (l->in.len == 0) {
         l->need = 0;
         srv_buf_trim(&l->in, BUF_KEEP);
@@ -685,20 +1113,24 @@ static int round_once(void)
     }
     for (uint32_t id = 0; id < links_cap; id++)
         if (links[id] && !links[id]->dead)
-            apply_counts(links[id]);
+            apply_ahead(links[id]);
     for (uint32_t id = 0; id < links_cap; id++)
         if (links[id])
             handle_frames(links[id]);
     for (uint32_t id = 0; id < links_cap; id++) {
         blink *l = links[id];
-        if (!l)
-            continue;
         /* At EOF, close once every frame it sent was before a cut. */
-        if (l->eof && !l->fresh)
+        if (l && l->eof && !l->fresh)
             l->dead = 1;
-        if (!l->dead && l->out_sent < l->out.len)
+        if (l && l->dead)
+            link_close(l); /* a pending batch of it blocks no more */
+    }
+    deliver_ready();
+    for (uint32_t id = 0; id < links_cap; id++) {
+        blink *l = links[id];
+        if (l && l->out_sent < l->out.len)
             link_flush(l);
-        if (l->dead)
+        if (l && l->dead)
             link_close(l);
     }
     return more;
@@ -709,7 +1141,8 @@ int srv_broker_main(void)
     sigset_t waitmask;
     int rounds, busy = 0;
 
-    if (setup(&waitmask) || grow_links())
+    if (setup(&waitmask) || grow_links() ||
+        !(waiters = srv_bwait_create(grant, NULL)))
         return 1;
     srv_log(SRV_LOG_VERBOSE, 0, "serving pub/sub");
     while (!stop) {
@@ -749,5 +1182,16 @@ int srv_broker_main(void)
             link_close(links[id]);
     for (int k = 0; k < SRV_BP_NKINDS; k++)
         srv_dict_clear(&names[k], entry_free);
+    srv_bwait_destroy(&waiters);
+    while (nbatches)
+        batch_remove(nbatches - 1);
+    free(batches);
+    srv_buf_free(&evbuf);
+    for (size_t i = 0; i < nqueries; i++)
+        if (queries[i].qid)
+            query_finish(&queries[i]);
+    free(queries);
+    free(wkeys);
+    free(wlens);
     return 0;
 }

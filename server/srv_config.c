@@ -8,6 +8,7 @@
 #include "server/srv_cfgshm.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_notify.h"
 #include "server/srv_resp.h"
 #include "server/srv_util.h"
 #include "shm/shm_error.h"
@@ -136,6 +137,48 @@ static int parse_bytes(const char *s, unsigned long long *out)
             return 1;
         }
     return 0;
+}
+
+/* The index of `word` (any case) among the '|'-separated `choices`, or
+ * -1. */
+static long long choice_index(const char *choices, const char *word)
+{
+    size_t wlen = strlen(word);
+    long long i = 0;
+
+    for (const char *p = choices; *p; i++) {
+        size_t n = strcspn(p, "|");
+        if (n == wlen && strncasecmp(p, word, n) == 0)
+            return i;
+        p += n + (p[n] == '|');
+    }
+    return -1;
+}
+
+/* The i-th of the '|'-separated `choices` into out. */
+static void choice_name(const char *choices, long long i, char *out,
+                        size_t size)
+{
+    const char *p = choices;
+
+    for (; i > 0 && *p; i--)
+        p += strcspn(p, "|") + (p[strcspn(p, "|")] == '|');
+    snprintf(out, size, "%.*s", (int)strcspn(p, "|"), p);
+}
+
+/* Redis's reason for a word not among a SRV_CFG_CHOICE's `choices`. */
+static int reason_choice(char *r, size_t n, const char *choices)
+{
+    size_t k = (size_t)snprintf(r, n,
+                                "argument(s) must be one of the "
+                                "following: ");
+    for (const char *p = choices; *p && k < n;) {
+        size_t w = strcspn(p, "|");
+        k += (size_t)snprintf(r + k, n - k, "%s%.*s", p == choices ? "" : ", ",
+                              (int)w, p);
+        p += w + (p[w] == '|');
+    }
+    return -1;
 }
 
 static int reason_range(char *r, size_t n, const directive *d)
@@ -318,6 +361,20 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
             }
         return reason_table(r, rlen, t);
     }
+    case SRV_CFG_CHOICE:
+        if ((v = choice_index(d->def, args[0])) < 0)
+            return reason_choice(r, rlen, d->def);
+        *num = v;
+        return 0;
+    case SRV_CFG_NOTIFY:
+        if (srv_notify_parse(args[0], &v)) {
+            snprintf(r, rlen,
+                     "Invalid event class character. Use "
+                     "'Ag$lshzxeKEtmdn'.");
+            return -1;
+        }
+        *num = v;
+        return 0;
     case SRV_CFG_YESNO:
     case SRV_CFG_APPENDONLY:
         if (strcasecmp(args[0], "yes") && strcasecmp(args[0], "no")) {
@@ -380,6 +437,8 @@ void srv_config_defaults(srv_config *cfg)
         const char *def = d->def;
         if ((d->flags & SRV_CFG_ALIAS) || find(d->name) != d)
             continue;
+        if (d->kind == SRV_CFG_CHOICE)
+            continue; /* the first choice: 0 */
         if (is_text(d->kind) && *def == '\0' && d->kind != SRV_CFG_SPECIAL)
             continue;
         if (d->kind == SRV_CFG_SPECIAL || (d->flags & SRV_CFG_MULTIARG)) {
@@ -593,6 +652,8 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
         else
             snprintf(out, size, "%lld", v);
         break;
+    case SRV_CFG_CHOICE: choice_name(d->def, v, out, size); break;
+    case SRV_CFG_NOTIFY: srv_notify_format(v, out, size); break;
     default: snprintf(out, size, "%lld", v); break;
     }
 }

@@ -42,6 +42,9 @@ enum srv_cfg_kind {
                           * yes gives */
     SRV_CFG_SPECIAL,     /* text checked by a parser of srv_config_redis.c
                           * named by `min` (enum srv_cfg_special) */
+    SRV_CFG_CHOICE,      /* one word of the default's "first|second|...",
+                          * kept as its index (the first is the default) */
+    SRV_CFG_NOTIFY,      /* keyspace event letters (srv_notify.h) */
 };
 
 enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
@@ -101,13 +104,75 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
       0x7fffffffffffffffll, 0)                                                 \
     X("compress-level", compress_level, SRV_CFG_INT, "1", -7, 19, 0)           \
     /* ==== issue 11 ==== */                                                   \
+    X("notify-keyspace-events", notify_keyspace_events, SRV_CFG_NOTIFY, "", 0, \
+      0, SRV_CFG_RUNTIME)                                                      \
     /* ==== issue 12 ==== */                                                   \
+    X("busy-reply-threshold", busy_reply_threshold, SRV_CFG_INT, "5000", 0,    \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
+    X("lua-time-limit", busy_reply_threshold, SRV_CFG_INT, "5000", 0,          \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                   \
+    X("lua-memory-limit", lua_memory_limit, SRV_CFG_BYTES, "128mb", 0,         \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
     /* ==== issue 13 ==== */                                                   \
     /* ==== issue 14 ==== */                                                   \
+    /* issue 14 (i14a): HyperLogLog and the encodings OBJECT reports */        \
+    X("hll-sparse-max-bytes", hll_sparse_max_bytes, SRV_CFG_BYTES, "3000", 0,  \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
+    X("hash-max-listpack-entries", hash_max_listpack_entries, SRV_CFG_INT,     \
+      "512", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                         \
+    X("hash-max-ziplist-entries", hash_max_listpack_entries, SRV_CFG_INT,      \
+      "512", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)         \
+    X("hash-max-listpack-value", hash_max_listpack_value, SRV_CFG_BYTES, "64", \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                \
+    X("hash-max-ziplist-value", hash_max_listpack_value, SRV_CFG_BYTES, "64",  \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                \
+    X("zset-max-listpack-entries", zset_max_listpack_entries, SRV_CFG_INT,     \
+      "128", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                         \
+    X("zset-max-ziplist-entries", zset_max_listpack_entries, SRV_CFG_INT,      \
+      "128", 0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)         \
+    X("zset-max-listpack-value", zset_max_listpack_value, SRV_CFG_BYTES, "64", \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                \
+    X("zset-max-ziplist-value", zset_max_listpack_value, SRV_CFG_BYTES, "64",  \
+      0, 0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                \
+    X("set-max-intset-entries", set_max_intset_entries, SRV_CFG_INT, "512", 0, \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
+    X("list-max-listpack-size", list_max_listpack_size, SRV_CFG_INT, "-2",     \
+      -2147483648ll, 2147483647, SRV_CFG_RUNTIME)                              \
+    X("list-max-ziplist-size", list_max_listpack_size, SRV_CFG_INT, "-2",      \
+      -2147483648ll, 2147483647, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)              \
     /* ==== issue 15 ==== */                                                   \
     SRV_CONFIG_OPS_DIRECTIVES(X)                                               \
     SRV_CONFIG_REDIS_DIRECTIVES(X, X)                                          \
     /* ==== issue 16 ==== */                                                   \
+    X("aclfile", aclfile, SRV_CFG_STRING, "", 0, 0, 0)                         \
+    X("acllog-max-len", acllog_max_len, SRV_CFG_INT, "128", 0,                 \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
+    X("acl-pubsub-default", acl_pubsub_default, SRV_CFG_ENUM, "resetchannels", \
+      SRV_ENUM_ACL_PUBSUB, 0, SRV_CFG_RUNTIME)                                 \
+    X("protected-mode", protected_mode, SRV_CFG_YESNO, "yes", 0, 0,            \
+      SRV_CFG_RUNTIME)                                                         \
+    X("tls-port", tls_port, SRV_CFG_INT, "0", 0, 65535, 0)                     \
+    X("tls-cert-file", tls_cert_file, SRV_CFG_STRING, "", 0, 0, 0)             \
+    X("tls-key-file", tls_key_file, SRV_CFG_STRING, "", 0, 0, 0)               \
+    X("tls-key-file-pass", tls_key_file_pass, SRV_CFG_STRING, "", 0, 0, 0)     \
+    X("tls-dh-params-file", tls_dh_params_file, SRV_CFG_STRING, "", 0, 0, 0)   \
+    X("tls-ca-cert-file", tls_ca_cert_file, SRV_CFG_STRING, "", 0, 0, 0)       \
+    X("tls-ca-cert-dir", tls_ca_cert_dir, SRV_CFG_STRING, "", 0, 0, 0)         \
+    X("tls-auth-clients", tls_auth_clients, SRV_CFG_CHOICE, "yes|no|optional", \
+      0, 0, 0)                                                                 \
+    X("tls-protocols", tls_protocols, SRV_CFG_WORDS, "", 0, 0, 0)              \
+    X("tls-ciphers", tls_ciphers, SRV_CFG_STRING, "", 0, 0, 0)                 \
+    X("tls-ciphersuites", tls_ciphersuites, SRV_CFG_STRING, "", 0, 0, 0)       \
+    X("tls-prefer-server-ciphers", tls_prefer_server_ciphers, SRV_CFG_YESNO,   \
+      "no", 0, 0, 0)                                                           \
+    X("tls-session-caching", tls_session_caching, SRV_CFG_YESNO, "yes", 0, 0,  \
+      0)                                                                       \
+    X("tls-session-cache-size", tls_session_cache_size, SRV_CFG_INT, "20480",  \
+      0, 2147483647, 0)                                                        \
+    X("tls-session-cache-timeout", tls_session_cache_timeout, SRV_CFG_INT,     \
+      "300", 0, 2147483647, 0)                                                 \
+    X("tls-replication", tls_replication, SRV_CFG_YESNO, "no", 0, 0, 0)        \
+    X("tls-cluster", tls_cluster, SRV_CFG_YESNO, "no", 0, 0, 0)                \
     /* ==== issue 17 ==== */                                                   \
     /* ==== end of the directives ==== */
 
@@ -142,13 +207,45 @@ typedef struct srv_config {
     long long compress_threshold;
     long long compress_level;
     /* ==== issue 11 ==== */
+    long long notify_keyspace_events; /* SRV_NOTIFY_* flags */
     /* ==== issue 12 ==== */
+    long long busy_reply_threshold; /* ms a script runs before BUSY */
+    long long lua_memory_limit;     /* bytes a script may grow Lua by */
     /* ==== issue 13 ==== */
     /* ==== issue 14 ==== */
+    /* issue 14 (i14a) */
+    long long hll_sparse_max_bytes;
+    long long hash_max_listpack_entries;
+    long long hash_max_listpack_value;
+    long long zset_max_listpack_entries;
+    long long zset_max_listpack_value;
+    long long set_max_intset_entries;
+    long long list_max_listpack_size;
     /* ==== issue 15 ==== */
     SRV_CONFIG_OPS_FIELDS
     SRV_CONFIG_REDIS_FIELDS
     /* ==== issue 16 ==== */
+    char aclfile[SRV_PATH_MAX];
+    long long acllog_max_len;
+    long long acl_pubsub_default; /* 0 resetchannels, 1 allchannels */
+    long long protected_mode;
+    long long tls_port;
+    char tls_cert_file[SRV_PATH_MAX];
+    char tls_key_file[SRV_PATH_MAX];
+    char tls_key_file_pass[SRV_PATH_MAX];
+    char tls_dh_params_file[SRV_PATH_MAX];
+    char tls_ca_cert_file[SRV_PATH_MAX];
+    char tls_ca_cert_dir[SRV_PATH_MAX];
+    long long tls_auth_clients; /* 0 yes, 1 no, 2 optional */
+    char tls_protocols[SRV_PATH_MAX];
+    char tls_ciphers[SRV_PATH_MAX];
+    char tls_ciphersuites[SRV_PATH_MAX];
+    long long tls_prefer_server_ciphers;
+    long long tls_session_caching;
+    long long tls_session_cache_size;
+    long long tls_session_cache_timeout;
+    long long tls_replication;
+    long long tls_cluster;
     /* ==== issue 17 ==== */
     char config_file[SRV_PATH_MAX]; /* absolute path, "" if none */
 } srv_config;

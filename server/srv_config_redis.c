@@ -91,13 +91,6 @@ static const srv_cfg_enum_value propagation_error[] = {
     { NULL, 0 },
 };
 
-static const srv_cfg_enum_value tls_auth[] = {
-    { "no", 0 },
-    { "yes", 1 },
-    { "optional", 2 },
-    { NULL, 0 },
-};
-
 static const srv_cfg_enum_value *const enum_tables[] = {
     [SRV_ENUM_SUPERVISED] = supervised,
     [SRV_ENUM_FACILITY] = facility,
@@ -108,7 +101,6 @@ static const srv_cfg_enum_value *const enum_tables[] = {
     [SRV_ENUM_SANITIZE] = sanitize,
     [SRV_ENUM_PROTECTED] = protected_action,
     [SRV_ENUM_ENDPOINT] = endpoint,
-    [SRV_ENUM_TLS_AUTH] = tls_auth,
     [SRV_ENUM_PROPAGATION_ERROR] = propagation_error,
 };
 
@@ -319,46 +311,6 @@ static int parse_oomv(const char *const *w, int n, char *out, char *err,
     return 0;
 }
 
-/* ---- notify-keyspace-events ---- */
-
-/* The classes A stands for, then the ones it does not, in the order
- * Redis prints them. */
-static const char notify_all[] = "g$lshzxetdn";
-static const char notify_other[] = "KEm";
-
-static int parse_notify(const char *s, char *out, char *err, size_t errlen)
-{
-    unsigned flags = 0; /* bit per position in notify_all, then other */
-    size_t nall = strlen(notify_all), n = 0;
-
-    for (; *s; s++) {
-        const char *p;
-        if (*s == 'A')
-            flags |= (1u << nall) - 1;
-        else if ((p = strchr(notify_all, *s)))
-            flags |= 1u << (p - notify_all);
-        else if ((p = strchr(notify_other, *s)))
-            flags |= 1u << (nall + (size_t)(p - notify_other));
-        else {
-            snprintf(err, errlen,
-                     "Invalid event class character. Use "
-                     "'Ag$lshzxeKEtmdn'.");
-            return -1;
-        }
-    }
-    if ((flags & ((1u << nall) - 1)) == (1u << nall) - 1)
-        out[n++] = 'A';
-    else
-        for (size_t i = 0; i < nall; i++)
-            if (flags & (1u << i))
-                out[n++] = notify_all[i];
-    for (size_t i = 0; i < strlen(notify_other); i++)
-        if (flags & (1u << (nall + i)))
-            out[n++] = notify_other[i];
-    out[n] = '\0';
-    return 0;
-}
-
 /* ---- latency-tracking-info-percentiles ---- */
 
 static int parse_percentiles(const char *const *w, int n, char *out, char *err,
@@ -475,12 +427,6 @@ int srv_config_special_parse(int id, const char *const *words, int nwords,
     case SRV_SPECIAL_COBL:
         return parse_cobl(words, nwords, cur, out, err, errlen);
     case SRV_SPECIAL_OOMV: return parse_oomv(words, nwords, out, err, errlen);
-    case SRV_SPECIAL_NOTIFY:
-        if (nwords != 1) {
-            snprintf(err, errlen, "wrong number of arguments");
-            return -1;
-        }
-        return parse_notify(words[0], out, err, errlen);
     case SRV_SPECIAL_PERCENTILES:
         return parse_percentiles(words, nwords, out, err, errlen);
     case SRV_SPECIAL_SHUTDOWN:
@@ -529,15 +475,6 @@ int srv_config_redis_check(const char *name, const char *value, char *err,
                  "Active defragmentation cannot be enabled: it requires a "
                  "Redis server compiled with a modified Jemalloc like the "
                  "one shipped by default with the Redis source distribution");
-        return -1;
-    }
-    if ((!strcasecmp(name, "tls-port") && strcmp(value, "0") != 0) ||
-        ((!strcasecmp(name, "tls-replication") ||
-          !strcasecmp(name, "tls-cluster")) &&
-         !strcmp(value, "yes"))) {
-        /* larder has no TLS listener: as Redis without certificates. */
-        snprintf(err, errlen,
-                 "Unable to update TLS configuration. Check server logs.");
         return -1;
     }
     if (!strcasecmp(name, "cluster-announce-hostname")) {

@@ -39,7 +39,6 @@ enum srv_cfg_enum {
     SRV_ENUM_SANITIZE,
     SRV_ENUM_PROTECTED,
     SRV_ENUM_ENDPOINT,
-    SRV_ENUM_TLS_AUTH,
     SRV_ENUM_PROPAGATION_ERROR,
     SRV_NENUMS
 };
@@ -57,7 +56,6 @@ enum srv_cfg_special {
     SRV_SPECIAL_SAVE,        /* "seconds changes ..." pairs, or "" */
     SRV_SPECIAL_COBL,        /* client-output-buffer-limit classes */
     SRV_SPECIAL_OOMV,        /* oom-score-adj-values: three integers */
-    SRV_SPECIAL_NOTIFY,      /* notify-keyspace-events classes */
     SRV_SPECIAL_PERCENTILES, /* latency-tracking-info-percentiles */
     SRV_SPECIAL_SHUTDOWN,    /* shutdown-on-sigint / -sigterm flags */
     SRV_SPECIAL_REPLICAOF,   /* "host port", "no one" or "" */
@@ -160,7 +158,6 @@ enum srv_cfg_special {
     SRV_CFG_B_(X, "rdbchecksum", rdbchecksum, "yes", 0)                        \
     SRV_CFG_B_(X, "io-threads-do-reads", io_threads_do_reads, "no", 0)         \
     SRV_CFG_B_(X, "always-show-logo", always_show_logo, "no", 0)               \
-    SRV_CFG_B_(X, "protected-mode", protected_mode, "yes", SRV_CFG_R_)         \
     SRV_CFG_B_(X, "rdbcompression", rdbcompression, "yes", SRV_CFG_R_)         \
     SRV_CFG_B_(X, "rdb-del-sync-files", rdb_del_sync_files, "no", SRV_CFG_R_)  \
     SRV_CFG_B_(X, "activerehashing", activerehashing, "yes", SRV_CFG_R_)       \
@@ -230,13 +227,6 @@ enum srv_cfg_special {
                SRV_CFG_R_)                                                     \
     SRV_CFG_B_(X, "replica-ignore-disk-write-errors",                          \
                replica_ignore_disk_write_errors, "no", SRV_CFG_R_)             \
-    SRV_CFG_B_(X, "tls-cluster", tls_cluster, "no", SRV_CFG_R_)                \
-    SRV_CFG_B_(X, "tls-replication", tls_replication, "no", SRV_CFG_R_)        \
-    SRV_CFG_B_(X, "tls-prefer-server-ciphers", tls_prefer_server_ciphers,      \
-               "no", SRV_CFG_R_)                                               \
-    SRV_CFG_B_(X, "tls-session-caching", tls_session_caching, "yes",           \
-               SRV_CFG_R_)                                                     \
-    SRV_CFG_T_(X, "aclfile", aclfile, "", 0)                                   \
     SRV_CFG_T_(X, "replica-announce-ip", replica_announce_ip, "", SRV_CFG_R_)  \
     SRV_CFG_T_(A, "slave-announce-ip", replica_announce_ip, "",                \
                SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
@@ -256,28 +246,17 @@ enum srv_cfg_special {
     SRV_CFG_T_(X, "proc-title-template", proc_title_template,                  \
                "{title} {listen-addr} {server-mode}", SRV_CFG_R_)              \
     SRV_CFG_T_(X, "bind-source-addr", bind_source_addr, "", SRV_CFG_R_)        \
-    SRV_CFG_T_(X, "tls-cert-file", tls_cert_file, "", SRV_CFG_R_)              \
-    SRV_CFG_T_(X, "tls-key-file", tls_key_file, "", SRV_CFG_R_)                \
-    SRV_CFG_T_(X, "tls-key-file-pass", tls_key_file_pass, "", SRV_CFG_R_)      \
     SRV_CFG_T_(X, "tls-client-cert-file", tls_client_cert_file, "",            \
                SRV_CFG_R_)                                                     \
     SRV_CFG_T_(X, "tls-client-key-file", tls_client_key_file, "", SRV_CFG_R_)  \
     SRV_CFG_T_(X, "tls-client-key-file-pass", tls_client_key_file_pass, "",    \
                SRV_CFG_R_)                                                     \
-    SRV_CFG_T_(X, "tls-dh-params-file", tls_dh_params_file, "", SRV_CFG_R_)    \
-    SRV_CFG_T_(X, "tls-ca-cert-file", tls_ca_cert_file, "", SRV_CFG_R_)        \
-    SRV_CFG_T_(X, "tls-ca-cert-dir", tls_ca_cert_dir, "", SRV_CFG_R_)          \
-    SRV_CFG_T_(X, "tls-protocols", tls_protocols, "", SRV_CFG_R_)              \
-    SRV_CFG_T_(X, "tls-ciphers", tls_ciphers, "", SRV_CFG_R_)                  \
-    SRV_CFG_T_(X, "tls-ciphersuites", tls_ciphersuites, "", SRV_CFG_R_)        \
     SRV_CFG_X_(X, "repl-diskless-load", repl_diskless_load, SRV_CFG_ENUM,      \
                "disabled", SRV_ENUM_REPL_DISKLESS_LOAD, 0, SRV_CFG_R_)         \
     SRV_CFG_X_(X, "maxmemory-policy", maxmemory_policy, SRV_CFG_ENUM,          \
                "noeviction", SRV_ENUM_MAXMEMORY_POLICY, 0, SRV_CFG_R_)         \
     SRV_CFG_X_(X, "oom-score-adj", oom_score_adj, SRV_CFG_ENUM, "no",          \
                SRV_ENUM_OOM_SCORE_ADJ, 0, SRV_CFG_R_)                          \
-    SRV_CFG_X_(X, "acl-pubsub-default", acl_pubsub_default, SRV_CFG_ENUM,      \
-               "resetchannels", SRV_ENUM_ACL_PUBSUB, 0, SRV_CFG_R_)            \
     SRV_CFG_X_(X, "sanitize-dump-payload", sanitize_dump_payload,              \
                SRV_CFG_ENUM, "no", SRV_ENUM_SANITIZE, 0, SRV_CFG_R_)           \
     SRV_CFG_X_(X, "enable-protected-configs", enable_protected_configs,        \
@@ -290,8 +269,6 @@ enum srv_cfg_special {
     SRV_CFG_X_(X, "propagation-error-behavior", propagation_error_behavior,    \
                SRV_CFG_ENUM, "ignore", SRV_ENUM_PROPAGATION_ERROR, 0,          \
                SRV_CFG_R_)                                                     \
-    SRV_CFG_X_(X, "tls-auth-clients", tls_auth_clients, SRV_CFG_ENUM, "yes",   \
-               SRV_ENUM_TLS_AUTH, 0, SRV_CFG_R_)                               \
     SRV_CFG_I_(X, "io-threads", io_threads, "1", 1, 128, 0)                    \
     SRV_CFG_I_(X, "auto-aof-rewrite-percentage", auto_aof_rewrite_percentage,  \
                "100", 0, SRV_CFG_INT_MAX, SRV_CFG_R_)                          \
@@ -301,10 +278,6 @@ enum srv_cfg_special {
     SRV_CFG_I_(A, "cluster-slave-validity-factor",                             \
                cluster_replica_validity_factor, "10", 0, SRV_CFG_INT_MAX,      \
                SRV_CFG_R_ | SRV_CFG_ALIAS)                                     \
-    SRV_CFG_I_(X, "list-max-listpack-size", list_max_listpack_size, "-2",      \
-               SRV_CFG_INT_MIN, SRV_CFG_INT_MAX, SRV_CFG_R_)                   \
-    SRV_CFG_I_(A, "list-max-ziplist-size", list_max_listpack_size, "-2",       \
-               SRV_CFG_INT_MIN, SRV_CFG_INT_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)   \
     SRV_CFG_I_(X, "cluster-migration-barrier", cluster_migration_barrier, "1", \
                0, SRV_CFG_INT_MAX, SRV_CFG_R_)                                 \
     SRV_CFG_I_(X, "active-defrag-cycle-min", active_defrag_cycle_min, "1", 1,  \
@@ -364,35 +337,14 @@ enum srv_cfg_special {
     SRV_CFG_I_(X, "active-defrag-max-scan-fields",                             \
                active_defrag_max_scan_fields, "1000", 1, SRV_CFG_LLONG_MAX,    \
                SRV_CFG_R_)                                                     \
-    SRV_CFG_I_(X, "acllog-max-len", acllog_max_len, "128", 0,                  \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_I_(X, "busy-reply-threshold", busy_reply_threshold, "5000", 0,     \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_I_(A, "lua-time-limit", busy_reply_threshold, "5000", 0,           \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                  \
     SRV_CFG_I_(X, "cluster-node-timeout", cluster_node_timeout, "15000", 0,    \
                SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
     SRV_CFG_I_(X, "stream-node-max-entries", stream_node_max_entries, "100",   \
                0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                               \
     SRV_CFG_I_(X, "tracking-table-max-keys", tracking_table_max_keys,          \
                "1000000", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                    \
-    SRV_CFG_I_(X, "hash-max-listpack-entries", hash_max_listpack_entries,      \
-               "512", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                        \
-    SRV_CFG_I_(A, "hash-max-ziplist-entries", hash_max_listpack_entries,       \
-               "512", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)        \
-    SRV_CFG_I_(X, "set-max-intset-entries", set_max_intset_entries, "512", 0,  \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_I_(X, "zset-max-listpack-entries", zset_max_listpack_entries,      \
-               "128", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                        \
-    SRV_CFG_I_(A, "zset-max-ziplist-entries", zset_max_listpack_entries,       \
-               "128", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)        \
     SRV_CFG_I_(X, "repl-backlog-ttl", repl_backlog_ttl, "3600", 0,             \
                SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_I_(X, "tls-port", tls_port, "0", 0, 65535, SRV_CFG_R_)             \
-    SRV_CFG_I_(X, "tls-session-cache-size", tls_session_cache_size, "20480",   \
-               0, SRV_CFG_INT_MAX, SRV_CFG_R_)                                 \
-    SRV_CFG_I_(X, "tls-session-cache-timeout", tls_session_cache_timeout,      \
-               "300", 0, SRV_CFG_INT_MAX, SRV_CFG_R_)                          \
     SRV_CFG_I_(X, "socket-mark-id", socket_mark_id, "0", 0, SRV_CFG_UINT_MAX,  \
                0)                                                              \
     SRV_CFG_M_(X, "repl-backlog-size", repl_backlog_size, "1048576", 1,        \
@@ -401,17 +353,7 @@ enum srv_cfg_special {
                SRV_CFG_UBYTES, "0", 0, 0, SRV_CFG_R_)                          \
     SRV_CFG_M_(X, "active-defrag-ignore-bytes", active_defrag_ignore_bytes,    \
                "104857600", 1, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                  \
-    SRV_CFG_M_(X, "hash-max-listpack-value", hash_max_listpack_value, "64", 0, \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_M_(A, "hash-max-ziplist-value", hash_max_listpack_value, "64", 0,  \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                  \
     SRV_CFG_M_(X, "stream-node-max-bytes", stream_node_max_bytes, "4096", 0,   \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_M_(X, "zset-max-listpack-value", zset_max_listpack_value, "64", 0, \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
-    SRV_CFG_M_(A, "zset-max-ziplist-value", zset_max_listpack_value, "64", 0,  \
-               SRV_CFG_LLONG_MAX, SRV_CFG_R_ | SRV_CFG_ALIAS)                  \
-    SRV_CFG_M_(X, "hll-sparse-max-bytes", hll_sparse_max_bytes, "3000", 0,     \
                SRV_CFG_LLONG_MAX, SRV_CFG_R_)                                  \
     SRV_CFG_X_(X, "maxmemory-clients", maxmemory_clients, SRV_CFG_BYTES_PCT,   \
                "0", -100, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                       \
@@ -425,8 +367,6 @@ enum srv_cfg_special {
     SRV_CFG_X_(X, "oom-score-adj-values", oom_score_adj_values,                \
                SRV_CFG_SPECIAL, "0 200 800", SRV_SPECIAL_OOMV, 0,              \
                SRV_CFG_R_ | SRV_CFG_MULTIARG)                                  \
-    SRV_CFG_X_(X, "notify-keyspace-events", notify_keyspace_events,            \
-               SRV_CFG_SPECIAL, "", SRV_SPECIAL_NOTIFY, 0, SRV_CFG_R_)         \
     SRV_CFG_X_(X, "shutdown-on-sigint", shutdown_on_sigint, SRV_CFG_SPECIAL,   \
                "default", SRV_SPECIAL_SHUTDOWN, 0,                             \
                SRV_CFG_R_ | SRV_CFG_MULTIARG)                                  \
@@ -467,7 +407,7 @@ const srv_cfg_enum_value *srv_config_enum_table(int id);
  */
 /*
  * Checks of single Redis parameters beyond their kind's (what Redis's own
- * refuses: activedefrag yes without its allocator, tls-port without TLS,
+ * refuses: activedefrag yes without its allocator,
  * a proc-title-template with unknown variables). 0, or -1 with the reason
  * in err.
  */

@@ -95,6 +95,7 @@ srv_conn *srv_conn_create(srv_worker *w, int fd, int is_unix)
     c->fd = fd;
     c->worker = w;
     c->resp = 2;
+    c->multi_queued = -1;
     c->flags = is_unix ? SRV_CONN_UNIX : 0;
     c->authed = srv_her.cfg->requirepass[0] == '\0';
     c->id = atomic_fetch_add(&srv_her.stats->next_client_id, 1);
@@ -141,6 +142,8 @@ void srv_conn_close(srv_conn *c)
     w->nclients--;
     event_free(c->ev_read);
     event_free(c->ev_write);
+    if (c->tr)
+        c->tr->close(c);
     close(c->fd);
     srv_buf_free(&c->in);
     srv_buf_free(&c->out);
@@ -163,8 +166,10 @@ int srv_conn_flush(srv_conn *c)
         c->hold_ver = 0;
     }
     while (c->out_sent < c->out.len) {
-        ssize_t n = write(c->fd, c->out.data + c->out_sent,
-                          c->out.len - c->out_sent);
+        ssize_t n = c->tr ? c->tr->write(c, c->out.data + c->out_sent,
+                                         c->out.len - c->out_sent)
+                          : write(c->fd, c->out.data + c->out_sent,
+                                  c->out.len - c->out_sent);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -191,6 +196,16 @@ int srv_conn_flush(srv_conn *c)
         }
         return 0;
     }
+    if (c->tr_want & SRV_TR_WRITE_WANTS_READ) {
+        /* The transport must read first: the read event drives it. */
+        if (c->writing) {
+            event_del(c->ev_write);
+            c->writing = 0;
+        }
+        if (!event_pending(c->ev_read, EV_READ, NULL))
+            event_add(c->ev_read, NULL);
+        return 0;
+    }
     if (!c->writing) {
         event_add(c->ev_write, NULL);
         c->writing = 1;
@@ -200,7 +215,36 @@ int srv_conn_flush(srv_conn *c)
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
 {
-    srv_conn_flush(arg);
+    srv_conn *c = arg;
+
+    if (c->tr_want & SRV_TR_READ_WANTS_WRITE) {
+        c->tr_want &= ~SRV_TR_READ_WANTS_WRITE;
+        if (c->out_sent == c->out.len && c->writing) {
+            event_del(c->ev_write);
+            c->writing = 0;
+        }
+        srv_conn_on_read(fd, EV_READ, c);
+        return;
+    }
+    srv_conn_flush(c);
+}
+
+int srv_conn_set_transport(srv_conn *c, const srv_transport *tr)
+{
+    c->tr = tr;
+    if (tr->open(c)) {
+        c->tr = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void srv_conn_want_write(srv_conn *c)
+{
+    if (!c->writing) {
+        event_add(c->ev_write, NULL);
+        c->writing = 1;
+    }
 }
 
 /*
@@ -299,6 +343,44 @@ void srv_conn_run_input(srv_conn *c)
     }
 }
 
+void srv_conn_serve_busy(srv_conn *c, srv_busy_answer_fn *answer, void *arg,
+                         const char *busy)
+{
+    ssize_t n;
+
+    if (c->in_group || c->blocked || c->in_done ||
+        (c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) ||
+        srv_buf_reserve(&c->in, READ_CHUNK))
+        return;
+    n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    if (n > 0) {
+        c->in.len += (size_t)n;
+        SRV_STAT_ADD(c->worker->stats, net_input_bytes, n);
+    }
+    /* An end of file or error is the loop's to see, after the command. */
+    while (c->in_done < c->in.len) {
+        size_t pos = c->in_done;
+        int rc = srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
+        if (rc != SRV_PARSE_DONE) {
+            if (rc != SRV_PARSE_MORE) /* the loop meets it again */
+                srv_resp_parser_reset(&c->parser);
+            break;
+        }
+        if (c->parser.argc > 0) {
+            c->argc = c->parser.argc;
+            c->argv = c->parser.argv;
+            c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
+            if (!answer(c, arg))
+                srv_reply_error(c, busy);
+        }
+        c->in_done = pos + c->parser.consumed;
+        srv_resp_parser_reset(&c->parser);
+    }
+    srv_buf_consume(&c->in, c->in_done);
+    c->in_done = 0;
+    srv_conn_flush(c);
+}
+
 void srv_conn_on_read(int fd, short what, void *arg)
 {
     srv_conn *c = arg;
@@ -313,7 +395,17 @@ void srv_conn_on_read(int fd, short what, void *arg)
         srv_conn_close(c);
         return;
     }
-    n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    if (c->tr) {
+        if (c->tr_want & SRV_TR_WRITE_WANTS_READ) {
+            c->tr_want &= ~SRV_TR_WRITE_WANTS_READ;
+            /* (in the group, its turn flushes after the commit) */
+            if (!c->in_group && srv_conn_flush(c))
+                return; /* closed */
+        }
+        n = c->tr->read(c, c->in.data + c->in.len, c->in.cap - c->in.len);
+    } else {
+        n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    }
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
@@ -343,4 +435,6 @@ void srv_conn_on_read(int fd, short what, void *arg)
     srv_conn_run_input(c);
     if (c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))
         event_del(c->ev_read);
+    else if (c->tr && c->tr->pending(c))
+        event_active(c->ev_read, EV_READ, 0); /* the socket won't say so */
 }

@@ -11,6 +11,7 @@
 #define SRV_CONN_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "server/srv_buf.h"
 #include "server/srv_hooks.h"
@@ -29,6 +30,42 @@ struct srv_command;
 #define SRV_CONN_UNIX 0x04u
 #define SRV_CONN_SUBSCRIBED 0x08u /* has pub/sub subscriptions */
 #define SRV_CONN_IN_EXEC 0x10u    /* EXEC is running its queue */
+#define SRV_CONN_NO_EVICT 0x20u   /* CLIENT NO-EVICT on */
+#define SRV_CONN_NO_TOUCH 0x40u   /* CLIENT NO-TOUCH on */
+/* A script is running its commands: one clock, nothing blocks. */
+#define SRV_CONN_IN_SCRIPT 0x80u
+/* Inside EXEC or a script: the command runs in the open transaction and
+ * its reply cannot wait (blocking, cross-worker queries answer at once). */
+#define SRV_CONN_IN_TXN (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)
+
+/* What a transport waits for (srv_conn.tr_want). */
+#define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
+#define SRV_TR_WRITE_WANTS_READ 0x2u /* its write needs it readable */
+
+struct srv_conn;
+
+/*
+ * A transport other than the plain socket (TLS, srv_tls.h): the
+ * connection layer reads and writes through it when a connection has one
+ * (and straight on the socket when not: the plain path pays one test).
+ */
+typedef struct srv_transport {
+    const char *name;
+    /* c was just accepted: set up c->tr_state. 0, or -1 (c is closed by
+     * the caller) */
+    int (*open)(struct srv_conn *c);
+    /* as read(2) and write(2): -1 with errno EAGAIN when it must wait
+     * (having set c->tr_want and armed the write event if it waits for
+     * the other direction), 0 from read at the end, -1 with another
+     * errno on failure */
+    ssize_t (*read)(struct srv_conn *c, void *buf, size_t n);
+    ssize_t (*write)(struct srv_conn *c, const void *buf, size_t n);
+    /* bytes already read off the socket and not yet returned: read is
+     * called again without waiting for the socket */
+    size_t (*pending)(const struct srv_conn *c);
+    /* c is being closed: release c->tr_state */
+    void (*close)(struct srv_conn *c);
+} srv_transport;
 
 typedef struct srv_conn {
     int fd;
@@ -37,7 +74,10 @@ typedef struct srv_conn {
     struct srv_worker *worker;
     struct event *ev_read;
     struct event *ev_write;
-    int writing; /* ev_write is armed */
+    int writing;             /* ev_write is armed */
+    const srv_transport *tr; /* NULL: the plain socket */
+    void *tr_state;          /* the transport's */
+    unsigned tr_want;        /* SRV_TR_*: what the transport waits for */
     srv_buf in;
     srv_buf out;
     size_t out_sent; /* bytes of `out` already written */
@@ -52,6 +92,7 @@ typedef struct srv_conn {
     size_t replay_until; /* input offset where the replay ends */
     int64_t hold_ver;    /* sync always: output waits until this
                           * transaction id is durable (0: none) */
+    int multi_queued;    /* MULTI: commands queued; -1 outside */
     int blocked;         /* waits for the broker (PUBLISH's count):
                           * its next commands do not run yet */
     /* the command being executed */
@@ -83,6 +124,16 @@ typedef struct srv_conn {
  */
 srv_conn *srv_conn_create(struct srv_worker *w, int fd, int is_unix);
 
+/*
+ * Read and write c through `tr` from now on (right after srv_conn_create,
+ * before anything was read). 0, or -1 when the transport could not set up
+ * (c is left to the caller to close).
+ */
+int srv_conn_set_transport(srv_conn *c, const srv_transport *tr);
+
+/* Arm c's write event (a transport whose read waits for it). */
+void srv_conn_want_write(srv_conn *c);
+
 /* Close and free c now (its unsent output is dropped; its features'
  * close hooks run). */
 void srv_conn_close(srv_conn *c);
@@ -97,6 +148,23 @@ int srv_conn_flush(srv_conn *c);
 /* Parse and run every complete command in c's input (the group's
  * run_input). */
 void srv_conn_run_input(srv_conn *c);
+
+/*
+ * What a busy worker answers for a command it cannot run now: reply to c
+ * and return 1, or return 0 for the caller's default reply. c->cmd,
+ * c->argc and c->argv hold the command (c->cmd NULL: unknown).
+ */
+typedef int srv_busy_answer_fn(srv_conn *c, void *arg);
+
+/*
+ * The worker's thread is held by one long command (a script past
+ * busy-reply-threshold) and c has nothing uncommitted: read what c's
+ * socket holds and answer each complete command without running it, by
+ * answer(c, arg) or else the error `busy`; write the replies now. c may
+ * be closed on return (a write failed).
+ */
+void srv_conn_serve_busy(srv_conn *c, srv_busy_answer_fn *answer, void *arg,
+                         const char *busy);
 
 /* The read event's work for c (also used to drain c at shutdown). */
 void srv_conn_on_read(int fd, short what, void *c);

@@ -43,6 +43,22 @@ void srv_group_fini(srv_group *g)
     g->nconns = g->cap = 0;
 }
 
+void srv_group_on_wtxn_end(srv_group *g, void (*fn)(void *arg), void *arg)
+{
+    g->wtxn_end = fn;
+    g->wtxn_end_arg = arg;
+}
+
+/* The write transaction is over: tell who asked (once). */
+static void wtxn_ended(srv_group *g)
+{
+    void (*fn)(void *) = g->wtxn_end;
+
+    g->wtxn_end = NULL;
+    if (fn)
+        fn(g->wtxn_end_arg);
+}
+
 void srv_group_schedule(srv_group *g)
 {
     if (g->ev_commit)
@@ -129,9 +145,12 @@ int srv_group_commit(srv_group *g)
     }
     if (g->wtxn && g->failed) {
         st_txn_abort(&g->wtxn);
+        wtxn_ended(g);
     } else if (g->wtxn) {
         int64_t v = (int64_t)st_txn_version(g->wtxn);
-        if ((rc = st_txn_commit(&g->wtxn)) == 0) {
+        rc = st_txn_commit(&g->wtxn);
+        wtxn_ended(g);
+        if (rc == 0) {
             SRV_STAT_ADD(g->stats, commits, 1);
             /* Only a committed id may hold replies: a failed one is never
              * made durable (it is reused by the next transaction). */
@@ -195,10 +214,13 @@ int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
             /* Other commands' writes went down with the transaction. */
             g->failed = 1;
             st_txn_abort(&g->wtxn);
+            wtxn_ended(g);
             return 1;
         }
-        if (g->wtxn)
+        if (g->wtxn) {
             st_txn_abort(&g->wtxn); /* nothing else was in it */
+            wtxn_ended(g);
+        }
         g->writes = 0;
     }
     if (c->single) {
@@ -261,8 +283,10 @@ struct st_txn *srv_group_write_txn(srv_group *g, int *rc)
         return g->wtxn;
     if (g->rtxn)
         st_txn_commit(&g->rtxn); /* release the older snapshot */
-    if ((*rc = st_txn_begin(g->env, 1, &g->wtxn)))
+    if ((*rc = st_txn_begin(g->env, 1, &g->wtxn))) {
+        wtxn_ended(g);
         return NULL;
+    }
     return g->wtxn;
 }
 

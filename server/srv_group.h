@@ -60,6 +60,9 @@ typedef struct srv_group {
     int64_t hold_ver;        /* newest txn id the group's replies show */
     struct event *ev_commit; /* low priority: runs after all reads */
     srv_group_input_fn *run_input;
+    /* told once when the write transaction ends (srv_group_on_wtxn_end) */
+    void (*wtxn_end)(void *arg);
+    void *wtxn_end_arg;
 } srv_group;
 
 /*
@@ -142,6 +145,14 @@ struct st_txn *srv_group_write_txn(srv_group *g, int *rc);
  * these texts.
  */
 void srv_group_reply_error(srv_conn *c, int rc);
+
+/*
+ * Call fn(arg) once, when the group's write transaction (open, or about
+ * to begin) ends: committed, aborted, or failing to begin. For what lets
+ * a write transaction begin and must know when it is over (the command
+ * layer's write gate across workers).
+ */
+void srv_group_on_wtxn_end(srv_group *g, void (*fn)(void *arg), void *arg);
 
 /* A write of the running command failed: the transaction is lost. */
 void srv_group_poison(srv_group *g);

@@ -93,6 +93,8 @@ int srv_log_open(const char *path)
     return 0;
 }
 
+int srv_log_fd(void) { return log_fd; }
+
 void srv_log_set_level(int level)
 {
     atomic_store_explicit(&log_level, level, memory_order_relaxed);

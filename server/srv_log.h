@@ -24,6 +24,10 @@ const char *srv_log_level_name(int level);
 /* Open `path` for appending ("" or NULL: standard error). 0 or errno. */
 int srv_log_open(const char *path);
 
+/* The descriptor log lines go to (a child that closes the descriptors it
+ * inherited keeps this one). */
+int srv_log_fd(void);
+
 /* This process's level: lines below it are not written. Any thread; the
  * process applies CONFIG SET's loglevel through srv_config_refresh. */
 void srv_log_set_level(int level);

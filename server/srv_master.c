@@ -19,25 +19,30 @@
  */
 #include "server/srv_master.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_script.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_admin.h"
 #include "server/srv_broker.h"
 #include "server/srv_cfgops.h"
 #include "server/srv_cmdstats.h"
-#include "server/srv_daemon.h"
-#include "server/srv_latency.h"
-#include "server/srv_slowlog.h"
 #include "server/srv_config.h"
-#include "server/srv_reaper.h"
-#include "server/srv_syncer.h"
 #include "server/srv_conn.h"
+#include "server/srv_daemon.h"
 #include "server/srv_heritage.h"
+#include "server/srv_latency.h"
 #include "server/srv_log.h"
+#include "server/srv_rdbtool.h"
+#include "server/srv_reaper.h"
 #include "server/srv_role.h"
-#include "server/srv_stats.h"
-#include "server/srv_util.h"
 #include "server/srv_services.h"
+#include "server/srv_slowlog.h"
+#include "server/srv_stats.h"
+#include "server/srv_syncer.h"
+#include "server/srv_tls.h"
+#include "server/srv_util.h"
 #include "server/srv_worker.h"
 #include "shm/shm_cache.h"
+#include "shm/shm_clock.h"
 #include "shm/shm_error.h"
 #include "storage/st_env.h"
 #include "storage/st_err.h"
@@ -69,26 +74,25 @@
 #define NS_PER_MS 1000000
 #define MS_PER_S 1000
 
-
 static volatile sig_atomic_t got_term, got_chld, got_hup;
 static int shutdown_now; /* the admin socket's SHUTDOWN NOW */
 
 typedef struct child {
-    srv_proc proc;              /* role, index, pid (0: not running), slot */
-    int64_t started_ms;         /* monotonic */
+    srv_proc proc;      /* role, index, pid (0: not running), slot */
+    int64_t started_ms; /* monotonic */
     int64_t started_wall_ms;
-    int64_t respawn_at_ms;      /* monotonic; when to fork again */
+    int64_t respawn_at_ms; /* monotonic; when to fork again */
     int64_t backoff_ms;
     int64_t respawns;
     int retiring;               /* WORKERS removed it: told to stop */
     int64_t retire_deadline_ms; /* monotonic; then SIGKILL */
     char last_exit[SRV_ADMIN_CAUSE_MAX];
-    int64_t last_exit_ms;       /* wall clock */
+    int64_t last_exit_ms; /* wall clock */
 } child;
 
-static child *children;         /* by stats slot: workers, then the duties */
+static child *children; /* by stats slot: workers, then the duties */
 static int nchildren;
-static int target_workers;      /* the pool's size now asked for */
+static int target_workers; /* the pool's size now asked for */
 
 /* What the command line said, for a reload (file, then these). */
 static int saved_argc;
@@ -106,13 +110,18 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
-            "       larder-server -v | --version\n"
-            "       larder-server -h | --help\n\n"
-            "Examples:\n"
-            "       larder-server --port 7777 --dir /var/lib/larder\n"
-            "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
+    fprintf(
+        out,
+        "Usage: larder-server [/path/to/larder.conf] [--directive value ...]\n"
+        "       larder-server [config] [--directive value ...] --import-rdb "
+        "FILE\n"
+        "       larder-server [config] [--directive value ...] --export-rdb "
+        "FILE\n"
+        "       larder-server -v | --version\n"
+        "       larder-server -h | --help\n\n"
+        "Examples:\n"
+        "       larder-server --port 7777 --dir /var/lib/larder\n"
+        "       larder-server /etc/larder/larder.conf --loglevel verbose\n");
 }
 
 static void die(const char *fmt, const char *arg)
@@ -184,7 +193,8 @@ static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
                       int reuseport)
 {
     int one = 1;
-    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
 
     if (fd < 0)
         return -1;
@@ -203,58 +213,79 @@ static int tcp_socket(const struct sockaddr_storage *ss, socklen_t len,
     return fd;
 }
 
-/* The bind addresses, parsed once: a worker the pool grows by gets its
- * sockets from them. */
-static struct sockaddr_storage bind_ss[SRV_MAX_BINDS];
-static socklen_t bind_len[SRV_MAX_BINDS];
+/*
+ * The bind addresses of one port (port, tls-port), parsed once: a worker
+ * the pool grows by gets its sockets from them. `fds` and `count` are the
+ * heritage's workers_max * count table of that port and its addresses
+ * per worker.
+ */
+typedef struct listen_set {
+    struct sockaddr_storage ss[SRV_MAX_BINDS];
+    socklen_t len[SRV_MAX_BINDS];
+    int **fds;
+    int *count;
+} listen_set;
 
-/* Worker w's sockets, one per bind address (the master, before it forks
- * w). 0, or -1 with errno (none left open). */
-static int open_worker_listeners(int w)
-{
-    for (int i = 0; i < srv_her.ntcp; i++) {
-        int *fd = &srv_her.tcp_fds[w * srv_her.ntcp + i];
-        if (*fd >= 0)
-            continue;
-        if ((*fd = tcp_socket(&bind_ss[i], bind_len[i], 1)) < 0) {
-            int e = errno;
-            for (int j = 0; j < i; j++) {
-                close(srv_her.tcp_fds[w * srv_her.ntcp + j]);
-                srv_her.tcp_fds[w * srv_her.ntcp + j] = -1;
-            }
-            errno = e;
-            return -1;
-        }
-    }
-    return 0;
-}
+static listen_set tcp_set = { .fds = &srv_her.tcp_fds, .count = &srv_her.ntcp };
+static listen_set tls_set = { .fds = &srv_her.tls_fds, .count = &srv_her.ntls };
+static listen_set *const listen_sets[] = { &tcp_set, &tls_set };
+#define NLISTEN_SETS (sizeof listen_sets / sizeof listen_sets[0])
 
-/* Close this process's copies of worker w's sockets. */
-static void close_worker_listeners(int w)
+/* Close this process's copies of worker w's sockets of set *ls. */
+static void close_set_listeners(const listen_set *ls, int w)
 {
-    for (int i = 0; i < srv_her.ntcp; i++) {
-        int *fd = &srv_her.tcp_fds[w * srv_her.ntcp + i];
+    for (int i = 0; i < *ls->count; i++) {
+        int *fd = &(*ls->fds)[w * *ls->count + i];
         if (*fd >= 0)
             close(*fd);
         *fd = -1;
     }
 }
 
+/* Close this process's copies of worker w's sockets (TCP and TLS). */
+static void close_worker_listeners(int w)
+{
+    for (size_t k = 0; k < NLISTEN_SETS; k++)
+        close_set_listeners(listen_sets[k], w);
+}
+
+/* Worker w's sockets, one per bind address of each port (the master,
+ * before it forks w). 0, or -1 with errno (none left open). */
+static int open_worker_listeners(int w)
+{
+    for (size_t k = 0; k < NLISTEN_SETS; k++) {
+        const listen_set *ls = listen_sets[k];
+        for (int i = 0; i < *ls->count; i++) {
+            int *fd = &(*ls->fds)[w * *ls->count + i];
+            if (*fd >= 0)
+                continue;
+            if ((*fd = tcp_socket(&ls->ss[i], ls->len[i], 1)) < 0) {
+                int e = errno;
+                close_worker_listeners(w);
+                errno = e;
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /*
- * One SO_REUSEPORT group of listeners per bind address, a socket for each
- * worker: the kernel spreads connections over the workers evenly with no
- * thundering herd. A plain bind first proves nobody else holds the port
- * (a reuseport group would silently share it with another of our uid).
- * Room is made for workers-max workers; sockets for the workers at start.
+ * One SO_REUSEPORT group of listeners per bind address of `port`, a
+ * socket for each worker: the kernel spreads connections over the workers
+ * evenly with no thundering herd. A plain bind first proves nobody else
+ * holds the port (a reuseport group would silently share it with another
+ * of our uid). Room is made in *ls for workers-max workers; the sockets
+ * of the workers at start are opened by open_start_listeners.
  */
-static void open_tcp_listeners(void)
+static void open_tcp_listeners(long long port, listen_set *ls)
 {
     char binds[SRV_PATH_MAX], *save = NULL;
     const char *addrs[SRV_MAX_BINDS];
     int n = 0, max = srv_her.workers_max;
 
-    if (srv_her.cfg->port == 0)
-        return;                         /* as Redis: port 0 = no TCP */
+    if (port == 0)
+        return; /* as Redis: port 0 = no TCP */
     snprintf(binds, sizeof binds, "%s", srv_her.cfg->bind);
     for (char *tok = strtok_r(binds, " ", &save); tok && n < SRV_MAX_BINDS;
          tok = strtok_r(NULL, " ", &save))
@@ -264,27 +295,46 @@ static void open_tcp_listeners(void)
         socklen_t len;
         int optional = addrs[i][0] == '-';
         const char *addr = addrs[i] + optional;
-        if (parse_addr(addr, (int)srv_her.cfg->port, &ss, &len))
+        if (parse_addr(addr, (int)port, &ss, &len))
             die("bind: '%s' is not an IP address", addr);
         int probe = tcp_socket(&ss, len, 0);
         if (probe < 0) {
             if (optional)
                 continue;
             fprintf(stderr, "larder-server: can't listen on %s:%lld: %s\n",
-                    addr, srv_her.cfg->port, strerror(errno));
+                    addr, port, strerror(errno));
             exit(1);
         }
         close(probe);
-        bind_ss[srv_her.ntcp] = ss;
-        bind_len[srv_her.ntcp] = len;
-        srv_her.ntcp++;
+        ls->ss[*ls->count] = ss;
+        ls->len[*ls->count] = len;
+        (*ls->count)++;
     }
-    srv_her.tcp_fds = malloc((size_t)(max * (srv_her.ntcp ? srv_her.ntcp : 1)) *
-                             sizeof(int));
-    if (!srv_her.tcp_fds)
+    *ls->fds = malloc((size_t)(max * (*ls->count ? *ls->count : 1)) *
+                      sizeof(int));
+    if (!*ls->fds)
         die("%s", "out of memory");
-    for (int i = 0; i < max * srv_her.ntcp; i++)
-        srv_her.tcp_fds[i] = -1;
+    for (int i = 0; i < max * *ls->count; i++)
+        (*ls->fds)[i] = -1;
+}
+
+/* The tls-port listeners and the TLS context, before any fork (issue 16). */
+static void open_tls_listeners(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    if (srv_tls_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("Failed to configure TLS: %s", err);
+    }
+    open_tcp_listeners(srv_her.cfg->tls_port, &tls_set);
+    if (srv_her.ntls)
+        srv_log(SRV_LOG_NOTICE, 0, "TLS on port %lld", srv_her.cfg->tls_port);
+}
+
+/* The sockets of the workers at start, on every port. */
+static void open_start_listeners(void)
+{
     for (int w = 0; w < srv_her.nworkers; w++)
         if (open_worker_listeners(w)) {
             fprintf(stderr, "larder-server: can't listen on port %lld: %s\n",
@@ -327,12 +377,22 @@ static void open_unix_listener(void)
 /* Create or check the environment, then close it before any fork. */
 static void check_storage(void)
 {
-    st_env *env;
-    int rc = srv_heritage_env_open(0, &env);
+    int rc = srv_heritage_boot();
 
     if (rc) {
         fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
                 srv_her.cfg->dir, st_strerror(rc));
+        exit(1);
+    }
+    st_env *env;
+    if ((rc = srv_heritage_env_open(0, &env))) {
+        fprintf(stderr, "larder-server: can't open the database in '%s': %s\n",
+                srv_her.cfg->dir, st_strerror(rc));
+        exit(1);
+    }
+    if ((rc = srv_script_master_init(env, (unsigned)srv_her.workers_max))) {
+        fprintf(stderr, "larder-server: can't set scripting up: %s\n",
+                rc > 0 ? strerror(rc) : st_strerror(rc));
         exit(1);
     }
     st_env_close(&env);
@@ -355,6 +415,30 @@ static void create_cache(void)
     if ((rc = shm_cache_create(&o, &srv_her.cache)))
         die("can't create the cache (cache-mb, cache-stripes): %s",
             shm_strerror(rc));
+}
+
+/* The users (aclfile or requirepass) in their shared region, before any
+ * fork (issue 16). */
+static void load_acl(void)
+{
+    char err[SRV_PATH_MAX + SRV_CONFIG_ERR_SIZE];
+
+    srv_cmd_init();
+    if (srv_aclconn_boot(err, sizeof err)) {
+        srv_log(SRV_LOG_WARNING, 0, "%s", err);
+        die("%s", err);
+    }
+}
+
+/* The keys' access clock, mapped before any fork like the cache. */
+static void create_clock(void)
+{
+    int rc = shm_clock_create(SHM_CLOCK_DEFAULT_SLOTS,
+                              (uint32_t)(srv_util_mstime() / MS_PER_S),
+                              &srv_her.clock);
+
+    if (rc)
+        die("can't create the access clock: %s", shm_strerror(rc));
 }
 
 /* One record per child, indexed by its stats slot. */
@@ -407,14 +491,14 @@ static int child_main(const srv_proc *p)
 /*
  * In a child: close what is not its to hold. A listening socket stays
  * open while any process has it, and the kernel keeps queueing
- * connections on it: so each worker keeps only its own TCP sockets (and
- * the shared Unix one), every other child none, and the admin socket is
- * the master's alone. Then a worker the pool drops takes its sockets
- * with it.
+ * connections on it: so each worker keeps only its own TCP and TLS
+ * sockets (and the shared Unix one), every other child none, and the
+ * admin socket is the master's alone. Then a worker the pool drops takes
+ * its sockets with it.
  */
 static void drop_inherited(const srv_proc *p)
 {
-    for (int w = 0; w < srv_her.workers_max && srv_her.tcp_fds; w++)
+    for (int w = 0; w < srv_her.workers_max; w++)
         if (!(p->role == SRV_ROLE_WORKER && w == p->index))
             close_worker_listeners(w);
     if (p->role != SRV_ROLE_WORKER && srv_her.unix_fd >= 0) {
@@ -451,6 +535,11 @@ static void become_child(const srv_proc *p)
                 shm_strerror(rc));
         _exit(1);
     }
+    if ((rc = srv_aclconn_attach())) {
+        srv_log(SRV_LOG_WARNING, 0, "the shared ACL region is unusable: %s",
+                shm_strerror(rc));
+        _exit(1);
+    }
     _exit(child_main(p));
 }
 
@@ -460,13 +549,13 @@ static void spawn_child(child *c)
     pid_t pid;
 
     srv_proc_name(&c->proc, name, sizeof name);
-    if (c->proc.role == SRV_ROLE_WORKER && srv_her.ntcp &&
+    if (c->proc.role == SRV_ROLE_WORKER && srv_her.ntcp + srv_her.ntls &&
         open_worker_listeners(c->proc.index)) {
         srv_log(SRV_LOG_WARNING, errno, "can't listen for %s", name);
         c->respawn_at_ms = srv_util_monotonic_ms() + RESPAWN_MAX_MS;
         return;
     }
-    srv_config_refresh();               /* the child starts from our copy */
+    srv_config_refresh(); /* the child starts from our copy */
     if ((pid = fork()) < 0) {
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
         c->respawn_at_ms = srv_util_monotonic_ms() + RESPAWN_MAX_MS;
@@ -502,8 +591,9 @@ static void reap_children(void)
             srv_config_track(&w->proc);
             srv_admin_describe_exit(status, w->last_exit, sizeof w->last_exit);
             w->last_exit_ms = srv_util_mstime();
-            srv_stats_slot *slot =
-                srv_stats_slot_of(srv_her.stats, w->proc.role, w->proc.index);
+            srv_stats_slot *slot = srv_stats_slot_of(srv_her.stats,
+                                                     w->proc.role,
+                                                     w->proc.index);
             /* Its connections are gone: take them off the client count. */
             atomic_fetch_sub(&srv_her.stats->clients,
                              atomic_exchange(&slot->connected, 0));
@@ -519,7 +609,8 @@ static void reap_children(void)
             srv_log(SRV_LOG_WARNING, 0, "%s[%d] %s", name, (int)pid,
                     w->last_exit);
             if (now - w->started_ms < YOUNG_DEATH_MS)
-                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : RESPAWN_MIN_MS;
+                w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2
+                                              : RESPAWN_MIN_MS;
             else
                 w->backoff_ms = 0;
             if (w->backoff_ms > RESPAWN_MAX_MS)
@@ -596,7 +687,8 @@ static void stop_group(int workers, const sigset_t *waitmask,
 static void stop_children(const sigset_t *waitmask)
 {
     int64_t now = srv_util_monotonic_ms();
-    int64_t timeout = shutdown_now ? 0 : srv_her.cfg->shutdown_timeout * MS_PER_S;
+    int64_t timeout = shutdown_now ? 0
+                                   : srv_her.cfg->shutdown_timeout * MS_PER_S;
     int64_t reserve = timeout / 4 < DUTY_STOP_MS ? timeout / 4 : DUTY_STOP_MS;
     pid_t backup = srv_admin_backup_pid();
 
@@ -657,13 +749,15 @@ static int admin_set_workers(int n, char *err, size_t errlen)
     int was = target_workers;
 
     if (n < 1 || n > srv_her.workers_max) {
-        snprintf(err, errlen, "the pool has room for 1 to %d workers", srv_her.workers_max);
+        snprintf(err, errlen, "the pool has room for 1 to %d workers",
+                 srv_her.workers_max);
         return -1;
     }
     target_workers = n;
     atomic_store(&srv_her.stats->workers, n);
     for (int i = n; i < was; i++) {
-        child *c = &children[srv_role_slot(SRV_ROLE_WORKER, i, srv_her.workers_max)];
+        child *c =
+            &children[srv_role_slot(SRV_ROLE_WORKER, i, srv_her.workers_max)];
         close_worker_listeners(i);
         if (!c->proc.pid)
             continue;
@@ -673,7 +767,8 @@ static int admin_set_workers(int n, char *err, size_t errlen)
         kill(c->proc.pid, SIGTERM);
     }
     for (int i = was; i < n; i++) {
-        child *c = &children[srv_role_slot(SRV_ROLE_WORKER, i, srv_her.workers_max)];
+        child *c =
+            &children[srv_role_slot(SRV_ROLE_WORKER, i, srv_her.workers_max)];
         c->backoff_ms = 0;
         c->respawn_at_ms = 0;
         if (!c->proc.pid && !c->retiring)
@@ -709,8 +804,9 @@ static int admin_reload(char *applied, char *restart, size_t size, char *err,
     int rc;
 
     if (!srv_her.cfg->config_file[0]) {
-        snprintf(err, errlen, "ERR The server is running without a config "
-                              "file");
+        snprintf(err, errlen,
+                 "ERR The server is running without a config "
+                 "file");
         return -1;
     }
     srv_daemon_notify(srv_her.cfg, "RELOADING=1\nSTATUS=Reloading the "
@@ -744,8 +840,7 @@ static void admin_shutdown(int now)
 }
 
 static const srv_admin_ops admin_ops = {
-    admin_procs, admin_workers, admin_set_workers, admin_reload,
-    admin_shutdown,
+    admin_procs, admin_workers, admin_set_workers, admin_reload, admin_shutdown,
 };
 
 /* The admin socket's path: admin-socket, relative to dir unless absolute;
@@ -762,8 +857,10 @@ static void open_admin(void)
     int rc = srv_admin_open(path, &admin_ops, err, sizeof err);
     if (rc == ENAMETOOLONG)
         /* A deep dir: serve without it rather than not at all. */
-        srv_log(SRV_LOG_WARNING, 0, "%s; no admin socket (set admin-socket "
-                                    "to a shorter absolute path)", err);
+        srv_log(SRV_LOG_WARNING, 0,
+                "%s; no admin socket (set admin-socket "
+                "to a shorter absolute path)",
+                err);
     else if (rc)
         die("%s", err);
 }
@@ -788,7 +885,8 @@ static void create_eventfds(void)
     if (srv_her.sync_efd < 0 || !srv_her.worker_efd)
         die("eventfd() failed: %s", strerror(errno));
     for (int i = 0; i < srv_her.workers_max; i++)
-        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        if ((srv_her.worker_efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) <
+            0)
             die("eventfd() failed: %s", strerror(errno));
 }
 
@@ -805,7 +903,7 @@ static void install_signals(sigset_t *waitmask)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);   /* inherited: only the reaper handles it */
+    signal(SIGUSR1, SIG_IGN); /* inherited: only the reaper handles it */
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
     sigaddset(&block, SIGTERM);
@@ -847,8 +945,7 @@ static void supervise(const sigset_t *waitmask)
         if (got_hup) {
             got_hup = 0;
             if (srv_her.cfg->config_file[0])
-                admin_reload(applied, restart, sizeof applied, err,
-                             sizeof err);
+                admin_reload(applied, restart, sizeof applied, err, sizeof err);
             else if ((errno = srv_log_open(srv_her.cfg->logfile)))
                 srv_log(SRV_LOG_WARNING, errno, "reopening the log failed");
             else
@@ -869,7 +966,8 @@ int srv_master_main(int argc, char **argv)
     char status[SRV_CONFIG_ERR_SIZE];
     int rc;
 
-    if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
+    if (argc == 2 &&
+        (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
         printf("larder-server v=%s redis_version=%s\n", SRV_VERSION,
                SRV_REDIS_VERSION);
         return 0;
@@ -878,7 +976,13 @@ int srv_master_main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    const char *rdb_file;
+    int rdb_mode = srv_rdbtool_take_args(&argc, argv, &rdb_file);
+    if (rdb_mode < 0)
+        die("%s", rdb_file);
     srv_her.cfg = load_config(argc, argv);
+    if (rdb_mode != SRV_RDBTOOL_NONE)
+        return srv_rdbtool_run(rdb_mode, rdb_file);
     if (srv_her.cfg->daemonize && srv_daemon_detach())
         die("can't daemonize: %s", strerror(errno));
     srv_her.master_pid = getpid();
@@ -895,12 +999,16 @@ int srv_master_main(int argc, char **argv)
         die("can't open logfile: %s", strerror(rc));
     open_syslog();
     check_storage();
-    open_tcp_listeners();
+    open_tcp_listeners(srv_her.cfg->port, &tcp_set);
+    open_tls_listeners();
+    open_start_listeners();
     open_unix_listener();
-    if (srv_her.ntcp == 0 && srv_her.unix_fd < 0)
+    if (srv_her.ntcp == 0 && srv_her.ntls == 0 && srv_her.unix_fd < 0)
         die("%s", "nothing to listen on: set port or unixsocket");
     open_admin();
     create_cache();
+    load_acl();
+    create_clock();
     plan_children();
     if (!(srv_her.stats = srv_stats_create((unsigned)srv_her.workers_max)))
         die("mmap() of the stats region failed: %s", strerror(errno));
@@ -926,8 +1034,8 @@ int srv_master_main(int argc, char **argv)
             srv_her.unix_fd >= 0 ? srv_her.cfg->unixsocket : "",
             srv_her.nworkers, srv_her.workers_max, srv_her.cfg->dir);
     srv_log(SRV_LOG_NOTICE, 0, "Ready to accept connections");
-    snprintf(status, sizeof status,
-             "Ready to accept connections (%d workers)", srv_her.nworkers);
+    snprintf(status, sizeof status, "Ready to accept connections (%d workers)",
+             srv_her.nworkers);
     srv_daemon_ready(srv_her.cfg, status);
     supervise(&waitmask);
     srv_daemon_notify(srv_her.cfg, "STOPPING=1\nSTATUS=Shutting down");

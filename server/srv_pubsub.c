@@ -8,19 +8,16 @@
  * name. Whenever a name's local count changes the broker is sent the new
  * count (absolute, so a resend is harmless).
  *
- * The link: one Unix stream connection to the broker. States: DOWN (no
- * connection; a timer retries with back-off), HELLO (connected, HELLO and
- * every local count sent, waiting for the broker's WELCOME), UP. Only UP
- * sends PUBLISH and PUBSUB queries to the broker; in the other states the
+ * The broker is reached through the worker's link (srv_link.h), of which
+ * pub/sub is a feature: on each new connection it sends every local count
+ * again. Only an UP link carries PUBLISH and PUBSUB queries; otherwise the
  * worker answers from what it has (its own subscribers), so nothing waits
  * for a broker that is being respawned.
  *
  * Requests to the broker are answered in order on the stream, so the
- * waiting ones form a FIFO queue. Frames from the broker are read by an
- * event of the group's priority and handled in the group's hook, after
- * the group's commit: then no connection holds output of an uncommitted
- * command, so a message or an answer appended to a connection can be
- * marked committed and is never discarded by a later rewind of the group.
+ * waiting ones form a FIFO queue. The link hands the broker's frames over
+ * after the group's commit, so a message or an answer appended to a
+ * connection is never discarded by a later rewind of the group.
  *
  * Delivery costs no allocation per message: the frame is parsed in place
  * in the link's input buffer and each subscriber's push is appended to its
@@ -29,42 +26,29 @@
 #include "server/srv_pubsub.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_bproto.h"
-#include "server/srv_broker.h"
 #include "server/srv_dict.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_hooks.h"
+#include "server/srv_link.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 
 #include <errno.h>
-#include <event2/event.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define READ_CHUNK (64 * 1024)
-#define READ_MAX_PER_EVENT (1024 * 1024)
 #define BUF_KEEP (64 * 1024)
 #define SUBS_MIN 4
 #define QUEUE_MIN 16
 #define RESUME_MIN 16
-#define RETRY_MIN_MS 10
-#define RETRY_MAX_MS 1000
-#define START_WAIT_MS 1000
-#define US_PER_MS 1000
-#define MS_PER_S 1000
 /* A push's fixed bytes: its array header, "pmessage", three CRLFs. */
 #define PUSH_FIXED_MAX 32
 #define PUSH_BULK_HEADS 4
-
-enum link_state { LINK_DOWN, LINK_HELLO, LINK_UP };
-
-static const char *const link_state_names[] = { "down", "hello", "up" };
 
 /* A name with subscribers on this worker. */
 typedef struct ps_entry {
@@ -92,29 +76,14 @@ typedef struct ps_pending {
 } ps_pending;
 
 static struct {
-    srv_worker *w;
     srv_dict local[SRV_PS_KINDS];
-    /* the link */
-    int fd;
-    int state;
-    int lost; /* EOF, error or bad frame: reset it */
-    int stopped;
-    struct event *ev_read, *ev_write, *ev_retry;
-    int writing;
-    srv_buf in;
-    size_t need;
-    srv_buf out;
-    size_t out_sent;
-    int64_t backoff_ms;
     /* requests sent, oldest first: a ring */
     ps_pending *q;
     size_t qhead, qlen, qcap;
     /* connections this dispatch unblocked */
     srv_conn **resume;
     size_t nresume, resume_cap;
-} ps = { .fd = -1 };
-
-static void link_connect(void);
+} ps;
 
 /* ---- replies ---- */
 
@@ -240,6 +209,12 @@ static long long deliver_local(int kind, const char *ch, size_t chlen,
     return n;
 }
 
+long long srv_pubsub_deliver(const char *ch, size_t chlen, const char *msg,
+                             size_t mlen)
+{
+    return deliver_local(SRV_PS_CHANNEL, ch, chlen, msg, mlen);
+}
+
 static unsigned local_count(int kind, const char *name, size_t len)
 {
     srv_dict_entry *de = srv_dict_find(&ps.local[kind], name, len,
@@ -277,114 +252,10 @@ static void answer_local(srv_conn *c, int query, int kind, int nargs,
     }
 }
 
-/* ---- the link: output ---- */
-
-static void activate_group(void)
-{
-    if (ps.w)
-        srv_group_schedule(&ps.w->group);
-}
-
-static void link_lost(void)
-{
-    ps.lost = 1;
-    activate_group(); /* the hook resets the link */
-}
-
-/* Queue a frame for the broker (sent at the end of the group's hook). */
-static int link_put(int type, int kind, uint64_t arg, const void *p1, size_t n1,
-                    const void *p2, size_t n2)
-{
-    if (ps.state == LINK_DOWN || ps.lost)
-        return -1;
-    if (srv_bproto_put(&ps.out, type, kind, arg, p1, n1, p2, n2)) {
-        srv_log(SRV_LOG_WARNING, ENOMEM, "pub/sub frame for the broker");
-        link_lost();
-        return -1;
-    }
-    return 0;
-}
-
-static void link_flush(void)
-{
-    if (ps.fd < 0 || ps.lost)
-        return;
-    while (ps.out_sent < ps.out.len) {
-        ssize_t n = write(ps.fd, ps.out.data + ps.out_sent,
-                          ps.out.len - ps.out_sent);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            if (errno != EPIPE && errno != ECONNRESET)
-                srv_log(SRV_LOG_WARNING, errno, "write() to the broker");
-            link_lost();
-            return;
-        }
-        ps.out_sent += (size_t)n;
-    }
-    if (ps.out_sent == ps.out.len) {
-        ps.out.len = ps.out_sent = 0;
-        srv_buf_trim(&ps.out, BUF_KEEP);
-        if (ps.writing) {
-            event_del(ps.ev_write);
-            ps.writing = 0;
-        }
-    } else if (!ps.writing) {
-        event_add(ps.ev_write, NULL);
-        ps.writing = 1;
-    }
-}
-
-static void on_link_write(evutil_socket_t fd, short what, void *arg)
-{
-    link_flush();
-}
-
 /* Tell the broker this worker's count for one name. */
 static void link_count(int kind, const srv_dict_entry *de, unsigned n)
 {
-    link_put(SRV_BP_COUNT, kind, n, de->key, de->klen, NULL, 0);
-}
-
-/* ---- the link: input ---- */
-
-/* Read what the broker sent; the frames are handled by the group's hook. */
-static void on_link_read(evutil_socket_t fd, short what, void *arg)
-{
-    size_t got = 0;
-
-    while (got < READ_MAX_PER_EVENT) {
-        size_t want = READ_CHUNK;
-        ssize_t n;
-        if (ps.need > ps.in.len && ps.need - ps.in.len > want)
-            want = ps.need - ps.in.len;
-        if (srv_buf_reserve(&ps.in, want)) {
-            srv_log(SRV_LOG_WARNING, ENOMEM, "input from the broker");
-            link_lost();
-            break;
-        }
-        n = read(ps.fd, ps.in.data + ps.in.len, ps.in.cap - ps.in.len);
-        if (n > 0) {
-            size_t room = ps.in.cap - ps.in.len;
-            ps.in.len += (size_t)n;
-            got += (size_t)n;
-            if ((size_t)n < room)
-                break; /* drained: no EAGAIN round trip */
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
-        if (n < 0 && errno != ECONNRESET)
-            srv_log(SRV_LOG_WARNING, errno, "read() from the broker");
-        event_del(ps.ev_read);
-        link_lost();
-        break;
-    }
-    activate_group();
+    srv_link_put(SRV_BP_COUNT, kind, n, de->key, de->klen, NULL, 0);
 }
 
 /* ---- the queue of requests ---- */
@@ -459,103 +330,23 @@ static void answer_lost(ps_pending *p)
     free(p->args);
 }
 
-/* ---- the link: states ---- */
+/* ---- the link ---- */
 
-static void schedule_retry(void)
-{
-    struct timeval tv = { (time_t)(ps.backoff_ms / MS_PER_S),
-                          (suseconds_t)(ps.backoff_ms % MS_PER_S * US_PER_MS) };
-
-    if (ps.stopped || !ps.ev_retry)
-        return;
-    evtimer_add(ps.ev_retry, &tv);
-    ps.backoff_ms = ps.backoff_ms ? ps.backoff_ms * 2 : RETRY_MIN_MS;
-    if (ps.backoff_ms > RETRY_MAX_MS)
-        ps.backoff_ms = RETRY_MAX_MS;
-}
-
-static void link_close(void)
-{
-    if (ps.ev_read) {
-        event_free(ps.ev_read);
-        ps.ev_read = NULL;
-    }
-    if (ps.ev_write) {
-        event_free(ps.ev_write);
-        ps.ev_write = NULL;
-    }
-    if (ps.fd >= 0)
-        close(ps.fd);
-    ps.fd = -1;
-    ps.writing = 0;
-    ps.in.len = ps.out.len = ps.out_sent = ps.need = 0;
-    srv_buf_trim(&ps.in, BUF_KEEP);
-    srv_buf_trim(&ps.out, BUF_KEEP);
-}
-
-/* The connection broke (or the broker misbehaved): answer everything that
- * waits for it, and connect again (at once the first time: the master
- * keeps the listening socket, so a respawning broker finds us queued). */
+/* The link went down: answer everything that waits for the broker. */
 static void link_down(void)
 {
     ps_pending p;
 
-    if (ps.state == LINK_UP)
+    if (ps.qlen)
         srv_log(SRV_LOG_WARNING, 0,
-                "lost the pub/sub broker; %zu requests "
-                "answered without it, reconnecting",
-                ps.qlen);
-    link_close();
-    ps.state = LINK_DOWN;
-    ps.lost = 0;
+                "%zu pub/sub requests answered without the broker", ps.qlen);
     while (queue_pop(&p) == 0)
         answer_lost(&p);
-    schedule_retry();
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
+/* A new connection: the broker learns every local count again. */
+static void link_resend(void)
 {
-    link_connect();
-    if (ps.state == LINK_DOWN)
-        schedule_retry();
-}
-
-/* Connect, say HELLO and send every local count: the broker's view of
- * this worker is rebuilt from scratch on each connection. */
-static void link_connect(void)
-{
-    int fd;
-
-    if (ps.stopped || ps.fd >= 0)
-        return;
-    if ((fd = srv_broker_connect()) < 0) {
-        srv_log(SRV_LOG_VERBOSE, errno, "connecting to the pub/sub broker");
-        return;
-    }
-    ps.fd = fd;
-    ps.ev_read = event_new(ps.w->base, fd, EV_READ | EV_PERSIST, on_link_read,
-                           NULL);
-    ps.ev_write = event_new(ps.w->base, fd, EV_WRITE | EV_PERSIST,
-                            on_link_write, NULL);
-    /*
-     * The link is read at the group's priority, not the clients': libevent
-     * runs only the most urgent priority that has events in a loop turn,
-     * and the broker's frames (messages published on other workers) can
-     * arrive without pause, which would hold back the group (and with it
-     * the delivery of those very messages) until a quiet moment or the
-     * tick. Measured: delivery p99 ~100 ms (the 1/hz tick) before, with
-     * 4 publishers and 4 subscribers on 2 workers.
-     */
-    if (!ps.ev_read || !ps.ev_write ||
-        event_priority_set(ps.ev_read,
-                           event_get_priority(ps.w->group.ev_commit)) ||
-        event_priority_set(ps.ev_write, 0) || event_add(ps.ev_read, NULL)) {
-        srv_log(SRV_LOG_WARNING, ENOMEM, "broker link events");
-        link_close();
-        return;
-    }
-    ps.state = LINK_HELLO;
-    link_put(SRV_BP_HELLO, 0, (uint64_t)ps.w->index, NULL, 0, NULL, 0);
     for (int k = 0; k < SRV_PS_KINDS; k++) {
         srv_dict_iter it;
         srv_dict_entry *de;
@@ -563,7 +354,6 @@ static void link_connect(void)
         while ((de = srv_dict_iter_next(&it)))
             link_count(k, de, ((ps_entry *)de->val)->n);
     }
-    link_flush();
 }
 
 /* ---- frames from the broker ---- */
@@ -667,14 +457,6 @@ static int handle_answer(const srv_bframe *f)
 static int handle_frame(const srv_bframe *f)
 {
     switch (f->type) {
-    case SRV_BP_WELCOME:
-        if (ps.state != LINK_HELLO)
-            return -1;
-        ps.state = LINK_UP;
-        ps.backoff_ms = 0;
-        srv_log(SRV_LOG_VERBOSE, 0, "pub/sub broker[%llu] connected",
-                (unsigned long long)f->arg);
-        return 0;
     case SRV_BP_DELIVER:
         deliver_local(f->kind, f->body, (size_t)f->arg, f->body + f->arg,
                       (size_t)(f->len - f->arg));
@@ -682,119 +464,49 @@ static int handle_frame(const srv_bframe *f)
     case SRV_BP_PUBCOUNT:
     case SRV_BP_R_NUMSUB:
     case SRV_BP_R_CHANNELS:
-    case SRV_BP_R_NUMPAT: return ps.state == LINK_UP ? handle_answer(f) : -1;
+    case SRV_BP_R_NUMPAT: return handle_answer(f);
     default: return -1;
     }
 }
 
-/* Handle the complete frames in the input buffer. */
-static void link_frames(void)
+/* After the link's frames: the blocked clients that got their answers
+ * run their next commands; the messages and answers are all in place
+ * first. */
+static int link_settled(srv_worker *w)
 {
-    size_t off = 0, size;
-    srv_bframe f;
-    int rc;
+    size_t n = ps.nresume;
 
-    while (!ps.stopped && off < ps.in.len) {
-        rc = srv_bproto_decode(ps.in.data + off, ps.in.len - off,
-                               srv_bproto_max_body(
-                                   srv_her.cfg->proto_max_bulk_len),
-                               &f, &size);
-        if (rc == SRV_BP_MORE) {
-            ps.need = size;
-            break;
-        }
-        if (rc || handle_frame(&f)) {
-            srv_log(SRV_LOG_WARNING, 0,
-                    "bad frame from the pub/sub broker "
-                    "(%s, link %s)",
-                    rc ? srv_bproto_strerror(rc) : "unexpected frame",
-                    link_state_names[ps.state]);
-            ps.lost = 1;
-            off = ps.in.len;
-            break;
-        }
-        off += size;
-    }
-    srv_buf_consume(&ps.in, off);
-    if (ps.in.len == 0) {
-        ps.need = 0;
-        srv_buf_trim(&ps.in, BUF_KEEP);
-    }
-}
-
-/* The service's `settled` hook: see srv_pubsub.h. */
-static int service_settled(srv_worker *w)
-{
-    size_t n;
-
-    if (ps.stopped || !ps.w)
-        return 0;
-    link_frames();
-    if (ps.lost)
-        link_down();
-    /* Now the blocked clients that got their answers run their next
-     * commands; the messages and answers above are all in place first. */
     for (size_t i = 0; i < ps.nresume; i++)
         srv_group_wake(&w->group, ps.resume[i], 1);
-    n = ps.nresume;
     ps.nresume = 0;
-    link_flush();
-    if (ps.lost)
-        activate_group(); /* reset it on the next turn */
     return n > 0;
 }
 
+static const int link_types[] = { SRV_BP_DELIVER,  SRV_BP_PUBCOUNT,
+                                  SRV_BP_R_NUMSUB, SRV_BP_R_CHANNELS,
+                                  SRV_BP_R_NUMPAT, 0 };
+
+static const srv_link_feature link_feature = {
+    .name = "pubsub",
+    .types = link_types,
+    .resend = link_resend,
+    .frame = handle_frame,
+    .down = link_down,
+    .settled = link_settled,
+};
+
 static void service_start(srv_worker *w)
 {
-    int64_t deadline = srv_util_monotonic_ms() + START_WAIT_MS;
-
-    ps.w = w;
-    ps.stopped = 0;
-    ps.ev_retry = event_new(w->base, -1, 0, on_retry, NULL);
-    if (!ps.ev_retry || event_priority_set(ps.ev_retry, 0)) {
-        srv_log(SRV_LOG_WARNING, ENOMEM, "pub/sub retry timer");
-        return;
-    }
-    link_connect();
-    if (ps.fd < 0) {
-        schedule_retry();
-        return;
-    }
-    /* Wait (bounded) for the broker to welcome us before serving. */
-    while (ps.state == LINK_HELLO && !ps.lost) {
-        int64_t left = deadline - srv_util_monotonic_ms();
-        struct pollfd p = { ps.fd, POLLIN, 0 };
-        if (left <= 0)
-            break;
-        link_flush();
-        if (poll(&p, 1, (int)left) > 0) {
-            on_link_read(ps.fd, EV_READ, NULL);
-            link_frames();
-        }
-    }
-    if (ps.lost)
-        link_down();
-    if (ps.state != LINK_UP)
-        srv_log(SRV_LOG_VERBOSE, 0,
-                "serving before the pub/sub broker "
-                "answered");
+    if (srv_link_register(&link_feature))
+        srv_log(SRV_LOG_WARNING, 0, "pub/sub could not join the link");
 }
 
 static void service_stop(srv_worker *w)
 {
     ps_pending p;
 
-    ps.stopped = 1;
-    link_close();
-    ps.state = LINK_DOWN;
     while (queue_pop(&p) == 0)
         free(p.args);
-    if (ps.ev_retry) {
-        event_free(ps.ev_retry);
-        ps.ev_retry = NULL;
-    }
-    srv_buf_free(&ps.in);
-    srv_buf_free(&ps.out);
     srv_buf_free(&prefix);
     free(ps.q);
     ps.q = NULL;
@@ -972,6 +684,23 @@ size_t srv_pubsub_count(const srv_conn *c, int kind)
     return pc ? pc->n[kind] : 0;
 }
 
+void srv_pubsub_each_subscription(const srv_conn *c,
+                                  int (*fn)(void *arg, const char *name,
+                                            size_t len, int pattern),
+                                  void *arg)
+{
+    const struct srv_pubsub_client *pc = state_of(c);
+    srv_dict_iter it;
+    srv_dict_entry *e;
+
+    for (int k = 0; pc && k < SRV_PS_KINDS; k++) {
+        srv_dict_iter_init(&it, &pc->names[k]);
+        while ((e = srv_dict_iter_next(&it)))
+            if (fn(arg, e->key, e->klen, k == SRV_PS_PATTERN))
+                return;
+    }
+}
+
 /* RESET: drop all of c's subscriptions. */
 static void on_reset(srv_conn *c, void *state)
 {
@@ -1001,7 +730,6 @@ const srv_service srv_pubsub_service = {
     .name = "pubsub",
     .start = service_start,
     .stop = service_stop,
-    .settled = service_settled,
 };
 
 /* ---- publishing and queries ---- */
@@ -1012,9 +740,9 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
     ps_pending *p;
 
     /* The state is attached first: its close hook forgets the request. */
-    if (ps.state == LINK_UP && client_of(c) && (p = queue_push())) {
-        if (link_put(SRV_BP_PUBLISH, kind, ch->len, ch->ptr, ch->len, msg->ptr,
-                     msg->len) == 0) {
+    if (srv_link_up() && client_of(c) && (p = queue_push())) {
+        if (srv_link_put(SRV_BP_PUBLISH, kind, ch->len, ch->ptr, ch->len,
+                         msg->ptr, msg->len) == 0) {
             p->c = c;
             /* Inside EXEC the transaction goes on and its reply keeps a
              * place for the count; otherwise c waits for it. */
@@ -1061,24 +789,18 @@ static int put_query(int query, int kind, int nargs, const srv_slice *args)
     if (body > (uint64_t)srv_her.cfg->proto_max_bulk_len)
         return -1;
     if (query == SRV_PS_Q_NUMPAT)
-        return link_put(SRV_BP_NUMPAT, 0, 0, NULL, 0, NULL, 0);
+        return srv_link_put(SRV_BP_NUMPAT, 0, 0, NULL, 0, NULL, 0);
     if (query == SRV_PS_Q_CHANNELS)
-        return link_put(SRV_BP_CHANNELS, kind, nargs > 0,
-                        nargs ? args[0].ptr : NULL, nargs ? args[0].len : 0,
-                        NULL, 0);
-    if ((off = srv_bproto_begin(&ps.out, SRV_BP_NUMSUB, kind, 0)) == (size_t)-1)
-        goto nomem;
+        return srv_link_put(SRV_BP_CHANNELS, kind, nargs > 0,
+                            nargs ? args[0].ptr : NULL, nargs ? args[0].len : 0,
+                            NULL, 0);
+    if ((off = srv_link_begin(SRV_BP_NUMSUB, kind, 0)) == (size_t)-1)
+        return -1;
     for (int i = 0; i < nargs; i++)
-        if (srv_bproto_put_field(&ps.out, args[i].ptr, args[i].len)) {
-            ps.out.len = off;
-            goto nomem;
-        }
-    srv_bproto_end(&ps.out, off);
+        if (srv_link_field(off, args[i].ptr, args[i].len))
+            return -1;
+    srv_link_end(off);
     return 0;
-nomem:
-    srv_log(SRV_LOG_WARNING, ENOMEM, "pub/sub query for the broker");
-    link_lost();
-    return -1;
 }
 
 void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
@@ -1089,9 +811,8 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
 
     /* Inside EXEC a query answers from this worker's subscribers: the
      * transaction's reply cannot wait for the broker in the middle. */
-    if (ps.state == LINK_UP && !ps.lost && !(c->flags & SRV_CONN_IN_EXEC) &&
-        client_of(c) && (nargs == 0 || (copy = copy_args(nargs, args))) &&
-        (p = queue_push())) {
+    if (srv_link_up() && !(c->flags & SRV_CONN_IN_TXN) && client_of(c) &&
+        (nargs == 0 || (copy = copy_args(nargs, args))) && (p = queue_push())) {
         if (put_query(query, kind, nargs, args) == 0) {
             p->c = c;
             p->query = query;

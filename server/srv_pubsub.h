@@ -29,14 +29,11 @@
 #define SRV_PS_KINDS 3
 
 /*
- * The worker service (srv_worker.h). start: connect to the broker and
- * wait a bounded time for its welcome, so the first PUBLISH already
- * reaches every worker (without the service, as in the embedded worker,
- * pub/sub works worker-local). settled, after each group commit: handle
- * the broker's frames (deliver messages, append answers, unblock their
- * connections, notice a lost broker), run the input of the connections it
- * unblocked, send what is queued for the broker; 1 if commands ran.
- * stop: close the link (no reconnect).
+ * The worker service (srv_worker.h). start: join the link (without the
+ * link, as in the embedded worker, pub/sub works worker-local); the link
+ * then hands it the broker's frames after each group commit (deliver
+ * messages, append answers, unblock their connections) and it runs the
+ * input of the connections it unblocked. stop: forget what waits.
  */
 extern const srv_service srv_pubsub_service;
 
@@ -62,6 +59,17 @@ size_t srv_pubsub_unsubscribe_all(srv_conn *c, int kind,
 /* c's subscriptions of one kind. */
 size_t srv_pubsub_count(const srv_conn *c, int kind);
 
+/*
+ * Call fn(arg, name, len, pattern) for each of c's subscriptions (pattern:
+ * 1 for a PSUBSCRIBE pattern), until fn returns nonzero. The name lives
+ * until fn returns; fn must not change c's subscriptions. (ACL: does c's
+ * user still allow what it listens to?)
+ */
+void srv_pubsub_each_subscription(const srv_conn *c,
+                                  int (*fn)(void *arg, const char *name,
+                                            size_t len, int pattern),
+                                  void *arg);
+
 /* A client's state is attached to it as hooks (srv_hooks.h): RESET drops
  * its subscriptions; close also forgets its pending broker requests. */
 
@@ -86,6 +94,14 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
  */
 void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
                       const srv_slice *args);
+
+/*
+ * Deliver `msg` on channel `ch` to this worker's subscribers (its channel
+ * and the patterns that match it) as a PUBLISH would, without the broker
+ * (keyspace events while it is away). Returns how many received it.
+ */
+long long srv_pubsub_deliver(const char *ch, size_t chlen, const char *msg,
+                             size_t mlen);
 
 /* The header of a push (RESP3 '>') or, in RESP2, an array of n. */
 void srv_pubsub_reply_push(srv_conn *c, long long n);

@@ -12,6 +12,8 @@
 #include "server/srv_child.h"
 #include "server/srv_config.h"
 #include "server/srv_heritage.h"
+#include "server/srv_keys.h"
+#include "server/srv_link.h"
 #include "server/srv_log.h"
 #include "server/srv_role.h"
 #include "server/srv_stats.h"
@@ -90,6 +92,9 @@ int srv_reaper_main(void)
 
     if (srv_child_start(slot) || srv_child_env_open(&env))
         return 1;
+    /* Its expiries are "expired" keyspace events: sent to the broker. */
+    srv_link_open_plain(SRV_LINK_NOT_A_WORKER);
+    srv_keys_observe(env);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_child_died;
@@ -108,6 +113,7 @@ int srv_reaper_main(void)
         int rc, dead;
 
         srv_config_refresh();
+        srv_link_pump();
         n = expire_tick(env, tick_ms / REAPER_BUDGET_SHARE);
         if (n) {
             SRV_STAT_ADD(slot, expired_keys, (int64_t)n);
@@ -133,6 +139,8 @@ int srv_reaper_main(void)
     }
     if (threaded)
         pthread_join(syncer, NULL);
+    srv_keys_unobserve(env);
+    srv_link_close_plain();
     st_env_close(&env);
     return 0;
 }

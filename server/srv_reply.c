@@ -96,6 +96,15 @@ void srv_reply_bulk(srv_conn *c, const void *p, size_t n)
     srv_reply_raw(c, "\r\n", 2);
 }
 
+void srv_reply_bulk_head(srv_conn *c, size_t n)
+{
+    if (srv_buf_reserve(&c->out, n + HEADER_MAX + 2)) {
+        c->flags |= SRV_CONN_CLOSE_ASAP;
+        return;
+    }
+    header(c, '$', (long long)n);
+}
+
 void srv_reply_bulk_cstr(srv_conn *c, const char *s)
 {
     srv_reply_bulk(c, s, strlen(s));

@@ -21,6 +21,10 @@ void srv_reply_errorf(srv_conn *c, const char *fmt, ...)
 void srv_reply_int(srv_conn *c, long long v);
 void srv_reply_bulk(srv_conn *c, const void *p, size_t n);
 void srv_reply_bulk_cstr(srv_conn *c, const char *s);
+/* The head of a bulk string of n bytes, room reserved for all of it: the
+ * caller appends the n bytes (srv_reply_raw) and then "\r\n". For bodies
+ * that arrive in pieces (a chunked string). */
+void srv_reply_bulk_head(srv_conn *c, size_t n);
 void srv_reply_bulk_ll(srv_conn *c, long long v);
 /* Null bulk ($-1) / null array (*-1); RESP3: _ for both. */
 void srv_reply_null(srv_conn *c);

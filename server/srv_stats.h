@@ -31,10 +31,11 @@ typedef struct srv_stats_slot {
     _Atomic int64_t keyspace_misses;
     _Atomic int64_t commits;
     _Atomic int64_t respawns;
-    _Atomic int64_t ops_per_sec; /* gauge, sampled by the worker */
-    _Atomic int64_t ticks;       /* reaper */
-    _Atomic int64_t busy_us;     /* reaper: time spent in ticks */
-    _Atomic int64_t syncs;       /* syncer */
+    _Atomic int64_t ops_per_sec;     /* gauge, sampled by the worker */
+    _Atomic int64_t ticks;           /* reaper */
+    _Atomic int64_t busy_us;         /* reaper: time spent in ticks */
+    _Atomic int64_t syncs;           /* syncer */
+    _Atomic int64_t blocked_clients; /* gauge: in blocking commands */
 } __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
 
 typedef struct srv_stats {

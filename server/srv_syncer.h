@@ -17,9 +17,10 @@ int srv_syncer_main(void);
 void srv_syncer_poke(void);
 
 /*
- * The syncer's loop on `env`, counting into `slot`: flush when poked or
- * on the 1 s beat, publish the durable id, wake the workers; returns at
- * srv_child_stop after a last flush.
+ * The syncer's loop on `env`, counting into `slot`: make the newest
+ * snapshot durable (storage/st_durable.h) when poked or on the 1 s beat,
+ * publish the durable id, wake the workers; returns at srv_child_stop
+ * after a last flush, leaving the durable snapshot pinned.
  */
 void srv_syncer_loop(st_env *env, srv_stats_slot *slot);
 

@@ -38,6 +38,7 @@
 typedef struct srv_listener {
     srv_worker *w;
     int is_unix;
+    const srv_transport *tr; /* NULL: plain */
 } srv_listener;
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
@@ -63,11 +64,33 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
             close(fd);
             continue;
         }
-        if (!srv_conn_create(w, fd, l->is_unix)) {
+        srv_conn *c = srv_conn_create(w, fd, l->is_unix);
+        if (c && l->tr && srv_conn_set_transport(c, l->tr)) {
+            srv_conn_close(c); /* closes fd, counts the client off */
+            srv_log(SRV_LOG_WARNING, ENOMEM, "connection setup failed");
+            continue;
+        }
+        if (!c) {
             srv_log(SRV_LOG_WARNING, ENOMEM, "connection setup failed");
             atomic_fetch_sub(&srv_her.stats->clients, 1);
             close(fd);
+            continue;
         }
+        for (const srv_service *const *sv = w->services; sv && *sv; sv++)
+            if ((*sv)->accepted && (*sv)->accepted(w, c))
+                break; /* refused: c may be gone */
+    }
+}
+
+void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
+                           const char *busy)
+{
+    for (int i = 0; i < w->nlisten; i++)
+        on_accept(event_get_fd(w->listen_ev[i]), EV_READ,
+                  event_get_callback_arg(w->listen_ev[i]));
+    for (srv_conn *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        srv_conn_serve_busy(c, answer, arg, busy);
     }
 }
 
@@ -245,14 +268,15 @@ static void on_check_finish(evutil_socket_t fd, short what, void *arg)
 
 /* ---- main ---- */
 
-static int add_listener(srv_worker *w, int fd, int is_unix)
+static int add_listener(srv_worker *w, int fd, int is_unix,
+                        const srv_transport *tr)
 {
     srv_listener *l = malloc(sizeof *l);
     struct event *ev;
 
     if (!l)
         return -1;
-    *l = (srv_listener){ w, is_unix };
+    *l = (srv_listener){ w, is_unix, tr };
     ev = srv_worker_io_event(w, fd, EV_READ | EV_PERSIST, on_accept, l);
     if (!ev || event_add(ev, NULL)) {
         free(l);
@@ -342,13 +366,19 @@ static int arm(srv_worker *w)
 {
     struct timeval check = { 0, CHECK_FINISH_MS * US_PER_MS };
 
-    w->listen_ev = calloc((size_t)srv_her.ntcp + 1, sizeof *w->listen_ev);
+    w->listen_ev = calloc((size_t)(srv_her.ntcp + srv_her.ntls) + 1,
+                          sizeof *w->listen_ev);
     if (!w->listen_ev)
         return -1;
     for (int i = 0; i < srv_her.ntcp; i++)
-        if (add_listener(w, srv_her.tcp_fds[w->index * srv_her.ntcp + i], 0))
+        if (add_listener(w, srv_her.tcp_fds[w->index * srv_her.ntcp + i], 0,
+                         NULL))
             return -1;
-    if (srv_her.unix_fd >= 0 && add_listener(w, srv_her.unix_fd, 1))
+    for (int i = 0; i < srv_her.ntls; i++)
+        if (add_listener(w, srv_her.tls_fds[w->index * srv_her.ntls + i], 0,
+                         srv_her.tls))
+            return -1;
+    if (srv_her.unix_fd >= 0 && add_listener(w, srv_her.unix_fd, 1, NULL))
         return -1;
     w->ev_tick = srv_worker_io_event(w, -1, EV_PERSIST, on_tick, w);
     w->ev_term = srv_worker_io_event(w, SIGTERM, EV_SIGNAL | EV_PERSIST,

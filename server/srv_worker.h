@@ -35,6 +35,9 @@ typedef struct srv_service {
     /* after each group commit: deliver what arrived, resume clients;
      * return 1 if commands ran (the group must settle again), else 0 */
     int (*settled)(struct srv_worker *w);
+    /* a connection was accepted: set its starting state, or refuse it
+     * (reply, close after it) and return 1; else 0 */
+    int (*accepted)(struct srv_worker *w, srv_conn *c);
 } srv_service;
 
 typedef struct srv_worker {
@@ -77,6 +80,16 @@ static inline struct event *srv_worker_io_event(srv_worker *w,
     }
     return ev;
 }
+
+/*
+ * While one long command holds the worker's thread (a script past
+ * busy-reply-threshold; call it from inside, now and then): accept the
+ * pending connections and answer, without running them, the commands of
+ * every connection with nothing uncommitted (srv_conn_serve_busy). No
+ * handler runs, no transaction is touched, the loop does not turn.
+ */
+void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
+                           const char *busy);
 
 /*
  * Run worker `index` of the master's pool until told to stop, with the

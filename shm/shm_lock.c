@@ -1,6 +1,7 @@
 /* shm_lock.c — robust process-shared stripe locks (see shm_lock.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "shm/shm_error.h"
 #include "shm/shm_lock.h"
@@ -35,16 +36,14 @@ static void count_locked(uint64_t *ctr)
                      __ATOMIC_RELAXED);
 }
 
-int shm_lock_acquire(shm_lock_sh *l, shm_lock_repair_fn *repair, void *arg)
-{
-    int waited = 0;
-    int rc;
+#define NS_PER_MS 1000000L
+#define NS_PER_S 1000000000L
 
-    rc = pthread_mutex_trylock(&l->mtx);
-    if (rc == EBUSY) {
-        waited = 1;
-        rc = pthread_mutex_lock(&l->mtx);
-    }
+/* What a lock attempt returned (rc), made 0 or an error: the one place
+ * that handles EOWNERDEAD. */
+static int settle(shm_lock_sh *l, int rc, int waited,
+                  shm_lock_repair_fn *repair, void *arg)
+{
     if (rc == EOWNERDEAD) {
         /* The holder died inside its critical section: whatever it
          * protected is suspect. Repair first, then declare the mutex
@@ -65,6 +64,38 @@ int shm_lock_acquire(shm_lock_sh *l, shm_lock_repair_fn *repair, void *arg)
     if (waited)
         count_locked(&l->waits);
     return 0;
+}
+
+int shm_lock_acquire(shm_lock_sh *l, shm_lock_repair_fn *repair, void *arg)
+{
+    int waited = 0;
+    int rc = pthread_mutex_trylock(&l->mtx);
+
+    if (rc == EBUSY) {
+        waited = 1;
+        rc = pthread_mutex_lock(&l->mtx);
+    }
+    return settle(l, rc, waited, repair, arg);
+}
+
+int shm_lock_acquire_timed(shm_lock_sh *l, shm_lock_repair_fn *repair,
+                           void *arg, int64_t timeout_ms)
+{
+    struct timespec at;
+    int waited = 0;
+    int rc = pthread_mutex_trylock(&l->mtx);
+
+    if (rc == EBUSY) {
+        waited = 1;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_nsec += (timeout_ms % 1000) * NS_PER_MS;
+        at.tv_sec += timeout_ms / 1000 + at.tv_nsec / NS_PER_S;
+        at.tv_nsec %= NS_PER_S;
+        rc = pthread_mutex_timedlock(&l->mtx, &at);
+        if (rc == ETIMEDOUT)
+            return rc;
+    }
+    return settle(l, rc, waited, repair, arg);
 }
 
 void shm_lock_release(shm_lock_sh *l) { pthread_mutex_unlock(&l->mtx); }

@@ -36,6 +36,11 @@ int shm_lock_init(shm_lock_sh *l);
  * Returns 0 (locked), SHM_ENOTRECOVERABLE, or a pthread errno (not locked). */
 int shm_lock_acquire(shm_lock_sh *l, shm_lock_repair_fn *repair, void *arg);
 
+/* shm_lock_acquire() giving up after `timeout_ms` (ms, > 0): 0 (locked),
+ * ETIMEDOUT (not locked), or its other codes. */
+int shm_lock_acquire_timed(shm_lock_sh *l, shm_lock_repair_fn *repair,
+                           void *arg, int64_t timeout_ms);
+
 /* Unlock l; the caller holds it. */
 void shm_lock_release(shm_lock_sh *l);
 

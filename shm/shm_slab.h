@@ -22,8 +22,9 @@
 #define SHM_SLAB_GROWTH_DEN 4
 #define SHM_SLAB_EXACT_COUNT 16      /* classes of <= 16 per page: page/n */
 #define SHM_SLAB_NO_CLASS UINT16_MAX /* page sits in the free pool */
-#define SHM_SLAB_FREE_MARK UINT32_C(0x45455246) /* bytes 4..7 of a free chunk \
-                                                 */
+#define SHM_SLAB_FREE_MARK                             \
+    UINT32_C(0x45455246) /* bytes 4..7 of a free chunk \
+                          */
 
 /* A chunk's first 8 bytes belong to the slab while the chunk is free (link
  * and SHM_SLAB_FREE_MARK); an allocated chunk must never hold

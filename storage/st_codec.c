@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#define HASH_MUL_A 0x9e3779b97f4a7c15ull  /* 2^64 / golden ratio */
+#define HASH_MUL_A 0x9e3779b97f4a7c15ull /* 2^64 / golden ratio */
 #define HASH_MUL_B 0xd6e8feb86659fd93ull
 #define HASH_SEED_SCAN 0x6c61726465720001ull
 #define HASH_SEED_DIGEST 0x6c61726465720002ull
@@ -45,7 +45,7 @@ uint64_t st_codec_hash64(const void *data, size_t len, uint64_t seed)
         p += 16;
         len -= 16;
     }
-    uint8_t tail[16] = {0};
+    uint8_t tail[16] = { 0 };
     memcpy(tail, p, len);
     tail[15] = (uint8_t)len;
     a = rotl64(a ^ (load64_le(tail) * HASH_MUL_B), 29) * HASH_MUL_A;
@@ -72,7 +72,10 @@ void st_codec_put_be64(uint8_t *p, uint64_t v)
     }
 }
 
-uint16_t st_codec_get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+uint16_t st_codec_get_be16(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
 
 uint64_t st_codec_get_be64(const uint8_t *p)
 {
@@ -82,9 +85,12 @@ uint64_t st_codec_get_be64(const uint8_t *p)
     return v;
 }
 
-void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len)
+void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name,
+                          size_t len)
 {
     k->db = db;
+    k->stored_db = db;
+    k->bound = 0;
     k->name = name;
     k->len = len;
     k->hash = st_codec_scan_hash(name, len);
@@ -101,7 +107,7 @@ void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name, size_t le
     uint8_t *p = k->enc + ST_KEY_HEAD_BYTES;
     st_codec_put_be64(p, st_codec_hash64(name, len, HASH_SEED_DIGEST));
     p += ST_KEY_HASH_BYTES;
-    *p++ = 0;                                   /* probe */
+    *p++ = 0; /* probe */
     memcpy(p, name, ST_KEY_LONG_PREFIX);
     k->enc_len = ST_LMDB_MAXKEY;
 }
@@ -156,8 +162,8 @@ size_t st_codec_rec_size(const st_keyref *k, size_t payload_len)
 }
 
 uint8_t *st_codec_rec_encode_head(uint8_t *p, const st_keyref *k, int type,
-                            unsigned flags, uint64_t version,
-                            int64_t expire_at)
+                                  unsigned flags, uint64_t version,
+                                  int64_t expire_at)
 {
     uint32_t nlen = k->is_long ? (uint32_t)k->len : 0;
 

@@ -48,17 +48,25 @@ uint64_t st_codec_scan_hash(const void *name, size_t len);
  * The struct borrows `name`; it must outlive the struct's use.
  */
 typedef struct st_keyref {
-    unsigned db;
+    unsigned db;        /* the number the caller named */
+    unsigned stored_db; /* the stored database enc holds (st_dbmap.h) */
+    uint64_t bound;     /* st_dbmap's stamp of that choice; 0: none yet */
     const uint8_t *name;
     size_t len;
-    uint64_t hash;      /* scan hash; the cache remixes it (st_keyspace.c) */
-    int is_long;        /* digest form */
+    uint64_t hash; /* scan hash; the cache remixes it (st_keyspace.c) */
+    int is_long;   /* digest form */
     size_t enc_len;
     uint8_t enc[ST_LMDB_MAXKEY];
 } st_keyref;
 
-/* Fill `k` for `name` in database `db` (0 <= db <= ST_KEY_MAXDB). */
-void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name, size_t len);
+/* Fill `k` for `name` in database `db` (0 <= db <= ST_KEY_MAXDB). The
+ * keyspace maps `db` to its stored database on first use (st_dbmap.h). */
+void st_codec_keyref_init(st_keyref *k, unsigned db, const void *name,
+                          size_t len);
+
+/* k->bound of a key reference made from a stored LMDB key: its stored
+ * database is what the key says, whatever the map. */
+#define ST_KEYREF_STORED UINT64_MAX
 
 /* Big-endian helpers shared by the storage encodings. */
 void st_codec_put_be16(uint8_t *p, uint16_t v);
@@ -77,8 +85,13 @@ enum st_type {
 };
 
 /* Record flags. */
-#define ST_REC_LONGNAME 0x01u   /* the full name follows the header */
-#define ST_REC_ZSTD 0x02u       /* the string payload is zstd-compressed */
+#define ST_REC_LONGNAME 0x01u /* the full name follows the header */
+#define ST_REC_ZSTD 0x02u     /* the string payload is zstd-compressed */
+#define ST_REC_CHUNKED                                              \
+    0x04u                      /* the payload is a chunked string's \
+                                * descriptor (st_string.h) */
+#define ST_REC_ENC_RAW 0x08u   /* a string Redis would hold raw */
+#define ST_REC_ENC_NOINT 0x10u /* a string Redis would not hold as int */
 
 #define ST_REC_HEADER 24
 
@@ -93,10 +106,10 @@ typedef struct st_rec {
     int type;
     unsigned flags;
     uint64_t version;
-    int64_t expire_at;          /* ms since the epoch; 0 = no expiry */
-    const uint8_t *name;        /* full name when ST_REC_LONGNAME */
+    int64_t expire_at;   /* ms since the epoch; 0 = no expiry */
+    const uint8_t *name; /* full name when ST_REC_LONGNAME */
     size_t name_len;
-    const uint8_t *payload;     /* string bytes or the collection payload */
+    const uint8_t *payload; /* string bytes or the collection payload */
     size_t payload_len;
 } st_rec;
 
@@ -111,7 +124,7 @@ size_t st_codec_rec_size(const st_keyref *k, size_t payload_len);
  * st_codec_rec_size() bytes; returns where the payload goes.
  */
 uint8_t *st_codec_rec_encode_head(uint8_t *p, const st_keyref *k, int type,
-                            unsigned flags, uint64_t version,
-                            int64_t expire_at);
+                                  unsigned flags, uint64_t version,
+                                  int64_t expire_at);
 
 #endif

@@ -60,6 +60,7 @@ static int type_dbis(const st_env *e, int type, MDB_dbi out[2])
     case ST_TYPE_HASH: out[0] = e->dbi[ST_DBI_HASHES]; return 1;
     case ST_TYPE_SET: out[0] = e->dbi[ST_DBI_SETS]; return 1;
     case ST_TYPE_LIST: out[0] = e->dbi[ST_DBI_LISTS]; return 1;
+    case ST_TYPE_STRING: out[0] = e->dbi[ST_DBI_CHUNKS]; return 1;
     case ST_TYPE_ZSET:
         out[0] = e->dbi[ST_DBI_ZMEMBERS];
         out[1] = e->dbi[ST_DBI_ZSCORES];
@@ -68,43 +69,45 @@ static int type_dbis(const st_env *e, int type, MDB_dbi out[2])
     }
 }
 
-int st_coll_detach(st_txn *t, const st_rec *r)
+int st_coll_detach_id(st_txn *t, uint64_t id, int type)
 {
-    uint8_t key[ST_COLL_ID_BYTES], type = (uint8_t)r->type;
-    MDB_val k = { sizeof key, key }, v = { GARBAGE_VALUE_BYTES, &type };
-    st_coll c;
+    uint8_t key[ST_COLL_ID_BYTES], tb = (uint8_t)type;
+    MDB_val k = { sizeof key, key }, v = { GARBAGE_VALUE_BYTES, &tb };
 
-    st_coll_decode(r, &c);
-    st_codec_put_be64(key, c.id);
+    st_codec_put_be64(key, id);
     return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
 }
 
-int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
+int st_coll_detach(st_txn *t, const st_rec *r)
+{
+    st_coll c;
+
+    st_coll_decode(r, &c);
+    return st_coll_detach_id(t, c.id, r->type);
+}
+
+int st_coll_copy_elems(st_txn *t, int type, uint64_t src_id, uint64_t dst_id)
 {
     MDB_dbi dbis[2];
-    int n = type_dbis(t->env, src->type, dbis);
-    st_coll c;
+    int n = type_dbis(t->env, type, dbis);
     int rc;
 
-    st_coll_decode(src, &c);
-    *out = c;
-    if ((rc = st_coll_new_id(t, &out->id)))
-        return rc;
     for (int i = 0; i < n; i++) {
         uint8_t at[ST_LMDB_MAXKEY], nkey[ST_LMDB_MAXKEY];
         MDB_cursor *cur;
         MDB_val k = { ST_COLL_ID_BYTES, at }, v;
-        st_codec_put_be64(at, c.id);
+        st_codec_put_be64(at, src_id);
         if ((rc = mdb_cursor_open(t->txn, dbis[i], &cur)))
             return st_err_map(rc);
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
              rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-            if (k.mv_size < ST_COLL_ID_BYTES || st_codec_get_be64(k.mv_data) != c.id)
+            if (k.mv_size < ST_COLL_ID_BYTES ||
+                st_codec_get_be64(k.mv_data) != src_id)
                 break;
             size_t klen = k.mv_size;
             memcpy(at, k.mv_data, klen);
             memcpy(nkey, k.mv_data, klen);
-            st_codec_put_be64(nkey, out->id);
+            st_codec_put_be64(nkey, dst_id);
             MDB_val nk = { klen, nkey };
             /* The new id is the largest yet: its keys append. */
             rc = mdb_put(t->txn, dbis[i], &nk, &v, MDB_APPEND);
@@ -125,10 +128,22 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
     return 0;
 }
 
+int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
+{
+    st_coll c;
+    int rc;
+
+    st_coll_decode(src, &c);
+    *out = c;
+    if ((rc = st_coll_new_id(t, &out->id)))
+        return rc;
+    return st_coll_copy_elems(t, src->type, c.id, out->id);
+}
+
 /* Delete up to *budget elements of collection `id` from `dbi`; *empty is
  * set when none remain. */
-static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
-                         size_t *budget, int *empty)
+static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id, size_t *budget,
+                         int *empty)
 {
     uint8_t prefix[ST_COLL_ID_BYTES];
     MDB_cursor *cur;
@@ -189,7 +204,7 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
         if (rc)
             break;
         if (!all_empty)
-            break;                      /* budget spent mid-collection */
+            break; /* budget spent mid-collection */
         if ((rc = mdb_cursor_del(cur, 0)))
             break;
     }
@@ -245,11 +260,13 @@ static int rec_write(st_txn *t, st_obj *o)
     if (rc)
         return st_err_map(rc);
     p = st_codec_rec_encode_head(v.mv_data, o->k, o->type, 0, st_txn_version(t),
-                           o->expire_at);
+                                 o->expire_at);
     st_coll_encode(p, &o->c);
     if (!o->exists) {
-        st_txn_count_keys(t, o->k->db, 1, o->expire_at ? 1 : 0);
+        st_txn_count_keys(t, o->k->stored_db, 1, o->expire_at ? 1 : 0);
         o->exists = 1;
+        st_internal_created(t->env, o->k->db, o->k->name, o->k->len, o->type,
+                            o->c.card, 1);
     }
     return 0;
 }

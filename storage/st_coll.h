@@ -15,16 +15,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/st_env.h"
 #include "storage/st_codec.h"
+#include "storage/st_env.h"
 
 #define ST_COLL_ID_BYTES 8
 
 typedef struct st_coll {
     uint64_t id;
-    uint64_t card;      /* elements; kept so the LEN and CARD commands are O(1) */
-    int64_t head;       /* lists: sequence of the first element */
-    int64_t tail;       /* lists: sequence after the last element */
+    uint64_t card; /* elements; kept so the LEN and CARD commands are O(1) */
+    int64_t head;  /* lists: sequence of the first element */
+    int64_t tail;  /* lists: sequence after the last element */
 } st_coll;
 
 /* Read / write the collection payload of a record (ST_COLL_PAYLOAD bytes). */
@@ -39,6 +39,14 @@ int st_coll_new_id(st_txn *t, uint64_t *id);
  * O(1), one put into the garbage database. Write transaction.
  */
 int st_coll_detach(st_txn *t, const st_rec *r);
+
+/* st_coll_detach by id: the elements of `type` (ST_TYPE_STRING: a
+ * chunked string's spans, st_string.h) under `id` go to the lazy freer. */
+int st_coll_detach_id(st_txn *t, uint64_t id, int type);
+
+/* Copy every element of `type` under `src_id` to `dst_id`, a fresh id
+ * (larger than any in use: its keys append). Write transaction. */
+int st_coll_copy_elems(st_txn *t, int type, uint64_t src_id, uint64_t dst_id);
 
 /*
  * Copy every element of the collection in `src` under a new id; *out gets
@@ -60,10 +68,10 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
  */
 typedef struct st_obj {
     st_keyref *k;
-    int type;           /* ST_TYPE_HASH, _SET, _LIST or _ZSET */
-    int exists;         /* a record is stored */
+    int type;   /* ST_TYPE_HASH, _SET, _LIST or _ZSET */
+    int exists; /* a record is stored */
     int64_t expire_at;
-    st_coll c;          /* id, cardinality, list bounds */
+    st_coll c; /* id, cardinality, list bounds */
 } st_obj;
 
 /*

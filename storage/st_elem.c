@@ -38,8 +38,7 @@ uint64_t st_elem_hash(const void *name, size_t len)
 }
 
 /* Build the element key of `name` in `buf` (ST_LMDB_MAXKEY bytes). */
-static size_t elem_key(uint8_t *buf, uint64_t id, const void *name,
-                       size_t len)
+static size_t elem_key(uint8_t *buf, uint64_t id, const void *name, size_t len)
 {
     st_codec_put_be64(buf, id);
     st_codec_put_be64(buf + ST_COLL_ID_BYTES, st_elem_hash(name, len));
@@ -48,15 +47,16 @@ static size_t elem_key(uint8_t *buf, uint64_t id, const void *name,
             memcpy(buf + ST_ELEM_HEAD, name, len);
         return ST_ELEM_HEAD + len;
     }
-    st_codec_put_be64(buf + ST_ELEM_HEAD, st_codec_hash64(name, len, ELEM_SEED_DIGEST));
+    st_codec_put_be64(buf + ST_ELEM_HEAD,
+                      st_codec_hash64(name, len, ELEM_SEED_DIGEST));
     memcpy(buf + ST_ELEM_HEAD + ST_KEY_HASH_BYTES, name, ST_ELEM_LONG_PREFIX);
     return ST_LMDB_MAXKEY;
 }
 
 /* Name and payload of the element at (key, val). */
 static void elem_decode(const MDB_val *key, const MDB_val *val,
-                        const uint8_t **name, size_t *nlen,
-                        const uint8_t **pay, size_t *plen)
+                        const uint8_t **name, size_t *nlen, const uint8_t **pay,
+                        size_t *plen)
 {
     if (key->mv_size == ST_LMDB_MAXKEY) {
         uint32_t n;
@@ -82,12 +82,12 @@ static int long_matches(const MDB_val *val, const void *name, size_t len)
         return 0;
     memcpy(&n, val->mv_data, sizeof n);
     return n == len && val->mv_size >= ELEM_NLEN_BYTES + n &&
-           memcmp((const uint8_t *)val->mv_data + ELEM_NLEN_BYTES, name,
-                  len) == 0;
+           memcmp((const uint8_t *)val->mv_data + ELEM_NLEN_BYTES, name, len) ==
+               0;
 }
 
-int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
-                size_t len, const uint8_t **val, size_t *vlen)
+int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name, size_t len,
+                const uint8_t **val, size_t *vlen)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
     MDB_val k, v;
@@ -106,8 +106,7 @@ int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
 }
 
 int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
-                size_t len, const void *val, size_t vlen, int nx,
-                int *created)
+                size_t len, const void *val, size_t vlen, int nx, int *created)
 {
     uint8_t buf[ST_LMDB_MAXKEY];
     MDB_val k, v;
@@ -188,8 +187,8 @@ static int seek(MDB_cursor *cur, uint64_t id, uint64_t h, MDB_val *k,
     k->mv_size = sizeof pos;
     k->mv_data = pos;
     rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
-    if (rc == 0 && (k->mv_size < ST_ELEM_HEAD ||
-                    st_codec_get_be64(k->mv_data) != id))
+    if (rc == 0 &&
+        (k->mv_size < ST_ELEM_HEAD || st_codec_get_be64(k->mv_data) != id))
         rc = MDB_NOTFOUND;
     return rc;
 }

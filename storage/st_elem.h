@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage/st_codec.h"
 #include "storage/st_coll.h"
 #include "storage/st_env.h"
-#include "storage/st_codec.h"
 
 #define ST_ELEM_HEAD (ST_COLL_ID_BYTES + ST_KEY_HASH_BYTES)
 /* Longest name kept inline in a hash-ordered element key. */
@@ -30,9 +30,9 @@
 
 /* The hash-ordered element databases. */
 enum st_elem_kind {
-    ST_ELEM_HASH,       /* field -> value */
-    ST_ELEM_SET,        /* member -> nothing */
-    ST_ELEM_ZMEMBER,    /* member -> score (native double) */
+    ST_ELEM_HASH,    /* field -> value */
+    ST_ELEM_SET,     /* member -> nothing */
+    ST_ELEM_ZMEMBER, /* member -> score (native double) */
 };
 
 /* Called per element by the iterators; `val` is the element's payload.
@@ -42,8 +42,8 @@ typedef int (*st_elem_fn)(void *ctx, const uint8_t *name, size_t nlen,
 
 /* Find element `name`: 0 with its payload (borrowed until the next write)
  * or ST_ENOTFOUND. */
-int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
-                size_t len, const uint8_t **val, size_t *vlen);
+int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name, size_t len,
+                const uint8_t **val, size_t *vlen);
 
 /*
  * Insert or replace element `name` of collection `c` with payload `val`.
@@ -53,8 +53,7 @@ int st_elem_get(st_txn *t, int kind, uint64_t id, const void *name,
  * updates it); the order statistics follow in the same transaction.
  */
 int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
-                size_t len, const void *val, size_t vlen, int nx,
-                int *created);
+                size_t len, const void *val, size_t vlen, int nx, int *created);
 
 /* Delete element `name` of `c` (c->card as for st_elem_put): 0 or
  * ST_ENOTFOUND. */

@@ -1,11 +1,14 @@
 /*
  * st_env.h - the LMDB environment of one process and its transactions.
  *
- * Each process (master at boot, every worker, later the reaper) opens its
- * own environment after fork; LMDB forbids using one across fork. A process
- * holds at most one read and one write transaction at a time, both kept in
- * the environment handle and reused, so beginning one allocates nothing.
- * The handle is single-threaded.
+ * Each process (master at boot, every worker, the reaper, the syncer) opens
+ * its own environment after fork; LMDB forbids using one across fork. A
+ * process holds at most one read and one write transaction at a time, both
+ * kept in the environment handle and reused, so beginning one allocates
+ * nothing. The handle is single-threaded. Commits of a server environment
+ * are MDB_NOSYNC; what makes them durable, and safe across a power cut, is
+ * storage/st_durable.h (the master boots the directory through it, the
+ * syncer flushes through it).
  */
 #ifndef ST_ENV_H
 #define ST_ENV_H
@@ -15,42 +18,55 @@
 
 /* 2: order-statistic count records in hashes, sets and zscores
  * (st_rank.h) replace version 1's one-level zset rank blocks. Pre-release:
- * a version 1 environment is refused, not migrated. */
-#define ST_SCHEMA_VERSION 2
+ * a version 1 environment is refused, not migrated.
+ * 3: long strings in spans (the chunks database, st_string.h); a version
+ * 2 environment is migrated on open (st_env.c's check_schema). */
+#define ST_SCHEMA_VERSION 3
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024
+/* Room for a boot id (st_durable_boot_id), NUL included. */
+#define ST_BOOT_ID_MAX 64
 
 typedef struct st_env st_env;
 typedef struct st_txn st_txn;
 struct shm_cache;
+struct shm_clock;
 
 typedef struct st_env_opts {
-    const char *dir;        /* directory holding data.mdb and lock.mdb */
-    uint64_t map_size;      /* bytes; the most the data file may grow to */
-    unsigned databases;     /* SELECT range: 0 .. databases-1 */
-    unsigned max_readers;   /* reader slots across all processes */
-    int nosync;             /* commits do not fsync; st_env_sync does */
-    int writemap;           /* write through the map (faster writes; a
-                             * full disk then faults instead of failing) */
-    struct shm_cache *cache;    /* shared cache in front of reads, or NULL */
-    size_t compress_threshold;  /* compress strings this long; 0 = never */
-    int compress_level;         /* zstd level */
+    const char *dir;           /* directory holding data.mdb and lock.mdb */
+    uint64_t map_size;         /* bytes; the most the data file may grow to */
+    unsigned databases;        /* SELECT range: 0 .. databases-1 */
+    unsigned max_readers;      /* reader slots across all processes */
+    int nosync;                /* commits do not fsync; st_env_sync does */
+    int writemap;              /* write through the map (faster writes; a
+                                * full disk then faults instead of failing) */
+    struct shm_cache *cache;   /* shared cache in front of reads, or NULL */
+    struct shm_clock *clock;   /* shared last-access clock, or NULL */
+    size_t compress_threshold; /* compress strings this long; 0 = never */
+    int compress_level;        /* zstd level */
+    const char *boot_id;       /* this boot's id: the directory is under
+                                * the durable-snapshot scheme
+                                * (st_durable.h): with nosync, the first
+                                * write waits for the syncer's pin, and
+                                * st_env_reader_check keeps a dead pin.
+                                * NULL or "": a plain environment */
 } st_env_opts;
 
 /*
  * Open (creating if absent) the environment in opts->dir, with every named
- * database of the schema, and check or stamp the schema version. Returns 0,
- * ST_ESCHEMA for a newer or unknown schema, ST_EKEYSIZE when this LMDB's
- * key limit is below ST_LMDB_MAXKEY, or an errno. *out owned by the caller
- * until st_env_close().
+ * database of the schema, and check, migrate or stamp the schema version.
+ * Returns 0, ST_ESCHEMA for a newer, unknown or too old schema, ST_EKEYSIZE
+ * when this LMDB's key limit is below ST_LMDB_MAXKEY, or an errno. *out owned
+ * by the caller until st_env_close().
  */
 int st_env_open(const st_env_opts *opts, st_env **out);
 
 /* Abort any open transaction, close the environment, NULL *env. */
 void st_env_close(st_env **env);
 
-/* Flush committed transactions to disk (fdatasync). Returns 0 or errno. */
+/* Flush committed transactions to disk (fdatasync). Returns 0 or errno.
+ * Not power-cut safe by itself under MDB_NOSYNC: see st_durable_flush. */
 int st_env_sync(st_env *env);
 
 /*
@@ -61,14 +77,18 @@ int st_env_sync(st_env *env);
  */
 int st_env_backup(st_env *env, const char *path);
 
-/* Clear reader slots of dead processes; *dead gets how many. */
+/*
+ * Clear reader slots of dead processes; *dead gets how many. Under the
+ * durable scheme nothing is cleared (0, *dead = 0) while the recorded
+ * pinner of the durable snapshot is dead: its slot is that pin.
+ */
 int st_env_reader_check(st_env *env, int *dead);
 
 typedef struct st_env_stat {
-    uint64_t map_size;      /* configured maximum bytes */
-    uint64_t used_bytes;    /* pages in use up to the high-water mark */
-    uint64_t file_bytes;    /* size of data.mdb on disk */
-    uint64_t last_txn;      /* id of the newest committed transaction */
+    uint64_t map_size;   /* configured maximum bytes */
+    uint64_t used_bytes; /* pages in use up to the high-water mark */
+    uint64_t file_bytes; /* size of data.mdb on disk */
+    uint64_t last_txn;   /* id of the newest committed transaction */
     unsigned readers_used;
     unsigned readers_max;
 } st_env_stat;
@@ -77,5 +97,36 @@ typedef struct st_env_stat {
 int st_env_stat_get(st_env *env, st_env_stat *out);
 
 unsigned st_env_databases(const st_env *env);
+
+/*
+ * What the environment tells its user about the writes of its write
+ * transactions, for what the user builds on them (wake-ups of waiting
+ * clients, keyspace events, cache invalidation of its clients). Every
+ * callback runs on the thread of the transaction, inside the storage
+ * call, and must not call storage; names are valid during the call only.
+ * Any function may be NULL.
+ */
+typedef struct st_env_observer {
+    void *ctx;
+    /* created is called for keys of these types only: bit 1 << ST_TYPE_* */
+    unsigned created_types;
+    /* a key came into being (`fresh`: it did not exist) or changed type,
+     * as `type` (st_codec.h), holding `n` elements (0: not known) */
+    void (*created)(void *ctx, unsigned db, const uint8_t *name, size_t len,
+                    int type, uint64_t n, int fresh);
+    /* a key is being deleted because its TTL passed (lazy or active
+     * expiry) */
+    void (*expired)(void *ctx, unsigned db, const uint8_t *name, size_t len);
+    /* the write transaction `txn` is about to commit; its writes are all
+     * done and it still holds the write lock */
+    void (*committing)(void *ctx, uint64_t txn);
+    /* ... and has committed (rc 0) or failed to (rc: the storage code) */
+    void (*committed)(void *ctx, uint64_t txn, int rc);
+    /* the write transaction `txn` was aborted: nothing of it happened */
+    void (*aborted)(void *ctx, uint64_t txn);
+} st_env_observer;
+
+/* Install `obs` (copied; NULL removes it). One observer per environment. */
+void st_env_observe(st_env *env, const st_env_observer *obs);
 
 #endif

@@ -2,8 +2,8 @@
  * st_err.c - the storage layer's error codes: their texts, and the mapping
  * of LMDB's return codes onto them.
  */
-#include "storage/st_internal.h"
 #include "storage/st_err.h"
+#include "storage/st_internal.h"
 
 #include <string.h>
 
@@ -23,6 +23,8 @@ const char *st_strerror(int err)
     case ST_EREADERS: return "no free LMDB reader slot";
     case ST_ELMDB: return "LMDB failure";
     case ST_EBUSY: return "transaction already open";
+    case ST_ENOPIN:
+        return "no durable snapshot pinned (is the syncer running?)";
     default: break;
     }
     return err > 0 ? strerror(err) : "unknown storage error";
@@ -34,7 +36,7 @@ const char *st_strerror(int err)
 int st_err_map(int rc)
 {
     if (rc < 0 && rc > ST_ERR_FLOOR)
-        return rc;                      /* already a storage code */
+        return rc; /* already a storage code */
     switch (rc) {
     case MDB_SUCCESS: return 0;
     case MDB_NOTFOUND: return ST_ENOTFOUND;

@@ -4,13 +4,17 @@
  * counters in step with every record.
  */
 #include "storage/st_keyspace.h"
+#include "shm/shm_cache.h"
+#include "shm/shm_clock.h"
 #include "storage/st_coll.h"
+#include "storage/st_dbmap.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_string.h"
 #include "storage/st_txn.h"
-#include "shm/shm_cache.h"
 
 #include <errno.h>
+#include <time.h>
 #include <zstd.h>
 
 #include <string.h>
@@ -22,8 +26,6 @@
 #define RANDOM_TRIES 16
 
 #define DBI(t, which) ((t)->env->dbi[which])
-/* Compression must save at least 1/ST_COMPRESS_MIN_GAIN of the value. */
-#define ST_COMPRESS_MIN_GAIN 8
 
 static int is_expired(const st_rec *r, int64_t now)
 {
@@ -82,9 +84,11 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
 {
     MDB_val key = { k->enc_len, k->enc };
     MDB_cursor *cur;
-    uint8_t used[PROBES] = {0};
+    uint8_t used[PROBES] = { 0 };
     int rc;
 
+    if ((rc = st_dbmap_bind(t, k)))
+        return rc;
     if (!k->is_long)
         return st_err_map(mdb_get(t->txn, DBI(t, ST_DBI_KEYS), &key, val));
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
@@ -124,7 +128,7 @@ static int raw_get(st_txn *t, st_keyref *k, MDB_val *val)
 #define CACHE_HASH_DB_MUL 0x9e3779b97f4a7c15ull
 #define CACHE_HASH_MUL_A 0xbf58476d1ce4e5b9ull
 #define CACHE_HASH_MUL_B 0x94d049bb133111ebull
-#define PREFETCH_BATCH 64       /* keys hashed per st_keyspace_prefetch call */
+#define PREFETCH_BATCH 64 /* keys hashed per st_keyspace_prefetch call */
 static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
 {
     uint64_t h = scan_hash ^ ((uint64_t)db * CACHE_HASH_DB_MUL);
@@ -137,9 +141,38 @@ static uint64_t cache_hash_of(uint64_t scan_hash, unsigned db)
     return h;
 }
 
+/* Keyed by the stored database: a SWAPDB changes no cache entry. */
 static uint64_t cache_hash(const st_keyref *k)
 {
-    return cache_hash_of(k->hash, k->db);
+    return cache_hash_of(k->hash, k->stored_db);
+}
+
+#define MS_PER_S 1000
+
+/* Record an access to `k` in the shared clock at `now` (ms; < 0: read
+ * the kernel's coarse clock, a vDSO call, for writes that have no time
+ * of their own). */
+static void touch(st_env *e, const st_keyref *k, int64_t now)
+{
+    struct timespec ts;
+
+    if (!e->clock)
+        return;
+    if (now < 0) {
+        clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+        now = (int64_t)ts.tv_sec * MS_PER_S;
+    }
+    shm_clock_touch(e->clock, cache_hash(k), (uint32_t)(now / MS_PER_S));
+}
+
+uint64_t st_keyspace_idle(st_env *env, const st_keyref *k, int64_t now)
+{
+    int64_t at, now_s = now / MS_PER_S;
+
+    if (!env->clock)
+        return 0;
+    at = shm_clock_get(env->clock, cache_hash(k));
+    return now_s > at ? (uint64_t)(now_s - at) : 0;
 }
 
 int st_keyspace_prefetch_useful(const st_env *env)
@@ -149,13 +182,14 @@ int st_keyspace_prefetch_useful(const st_env *env)
 
 /* Long names are never cached (see cacheable()): nothing to fetch. */
 void st_keyspace_prefetch(st_env *env, unsigned db, const void *const *names,
-                      const size_t *lens, size_t n)
+                          const size_t *lens, size_t n)
 {
     uint64_t h[PREFETCH_BATCH];
     size_t m = 0;
 
     if (!env->cache)
         return;
+    db = st_dbmap_hint(env, db);
     for (size_t i = 0; i < n && m < PREFETCH_BATCH; i++)
         if (lens[i] <= ST_KEY_INLINE_MAX)
             h[m++] = cache_hash_of(st_codec_scan_hash(names[i], lens[i]), db);
@@ -181,10 +215,18 @@ static void cache_invalidate(st_txn *t, const st_keyref *k)
 static void note_seen(st_env *e, const st_keyref *k)
 {
     if (e->nseen == ST_SEEN_MAX)
-        return;                     /* the active expiry gets the rest */
+        return; /* the active expiry gets the rest */
     e->seen[e->nseen].len = k->enc_len;
     memcpy(e->seen[e->nseen].enc, k->enc, k->enc_len);
     e->nseen++;
+}
+
+/* Hand what a record owns outside itself (a collection's elements, a
+ * chunked string's spans) to the lazy freer. */
+static int detach_owned(st_txn *t, const st_rec *r)
+{
+    return r->type == ST_TYPE_STRING ? st_string_detach(t, r)
+                                     : st_coll_detach(t, r);
 }
 
 /*
@@ -199,15 +241,14 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
     int64_t at = r->expire_at;
     int rc;
 
-    if (r->type != ST_TYPE_STRING && !keep_elems &&
-        (rc = st_coll_detach(t, r)))
+    if (!keep_elems && (rc = detach_owned(t, r)))
         return rc;
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
     cache_invalidate(t, k);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
         return rc;
-    st_txn_count_keys(t, k->db, -1, at ? -1 : 0);
+    st_txn_count_keys(t, k->stored_db, -1, at ? -1 : 0);
     return 0;
 }
 
@@ -218,7 +259,7 @@ static int del_found(st_txn *t, const st_keyref *k, const st_rec *r)
 
 /* Find `k` as stored (no cache, no decompression): internal lookups that
  * may rewrite the record use this form. */
-static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     MDB_val v;
     int rc = raw_get(t, k, &v);
@@ -233,13 +274,15 @@ static int lookup_raw(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
         note_seen(t->env, k);
         return ST_ENOTFOUND;
     }
+    if (t->env->obs.expired)
+        t->env->obs.expired(t->env->obs.ctx, k->db, k->name, k->len);
     rc = del_found(t, k, out);
     return rc ? rc : ST_ENOTFOUND;
 }
 
 /* Replace a compressed payload by its decompressed bytes (in the arena:
  * valid until the transaction ends, like LMDB's own pointers). */
-static int inflate(st_txn *t, st_rec *r)
+int st_keyspace_inflate(st_txn *t, st_rec *r)
 {
     unsigned long long n;
     uint8_t *dst;
@@ -274,13 +317,19 @@ static void cache_fill(st_txn *t, const st_keyref *k, uint64_t hash,
                        const st_rec *r)
 {
     shm_cache_entry_t e = {
-        .key = k->enc, .klen = k->enc_len, .hash = hash,
-        .val = r->payload, .vlen = r->payload_len,
-        .version = r->version, .expire_at = r->expire_at,
-        .type = (uint8_t)r->type, .flags = (uint8_t)r->flags,
+        .key = k->enc,
+        .klen = k->enc_len,
+        .hash = hash,
+        .val = r->payload,
+        .vlen = r->payload_len,
+        .version = r->version,
+        .expire_at = r->expire_at,
+        .type = (uint8_t)r->type,
+        .flags = (uint8_t)r->flags,
     };
 
-    if (r->type == ST_TYPE_STRING)
+    /* A chunked string's record is not its value: never cached. */
+    if (r->type == ST_TYPE_STRING && !(r->flags & ST_REC_CHUNKED))
         shm_cache_fill(t->env->cache, &e, mdb_txn_id(t->txn));
 }
 
@@ -305,13 +354,13 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
         size_t need = v.len;
         if (!(v.buf = st_txn_arena_alloc(t, need)))
             return 0;
-        t->arena->used -= need;         /* claimed below if it is a hit */
+        t->arena->used -= need; /* claimed below if it is a hit */
         v.cap = need;
         rc = shm_cache_get(e->cache, k->enc, k->enc_len, hash, now, &v);
     }
     if (rc || v.version > mdb_txn_id(t->txn))
         return 0;
-    out->payload = st_txn_arena_alloc(t, v.len);   /* claims the bytes in place */
+    out->payload = st_txn_arena_alloc(t, v.len); /* claims the bytes in place */
     out->type = v.type;
     out->flags = v.flags;
     out->version = v.version;
@@ -322,22 +371,33 @@ static int cache_get(st_txn *t, const st_keyref *k, uint64_t hash, int64_t now,
     return 1;
 }
 
-int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+int st_keyspace_peek(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
 {
     uint64_t hash;
     int rc;
 
+    if ((rc = st_dbmap_bind(t, k)))
+        return rc;
     if (!cacheable(t, k)) {
-        rc = lookup_raw(t, k, now, out);
-        return rc ? rc : inflate(t, out);
+        rc = st_keyspace_lookup_raw(t, k, now, out);
+        return rc ? rc : st_keyspace_inflate(t, out);
     }
     hash = cache_hash(k);
     if (cache_get(t, k, hash, now, out))
-        return inflate(t, out);
-    if ((rc = lookup_raw(t, k, now, out)))
+        return st_keyspace_inflate(t, out);
+    if ((rc = st_keyspace_lookup_raw(t, k, now, out)))
         return rc;
     cache_fill(t, k, hash, out);
-    return inflate(t, out);
+    return st_keyspace_inflate(t, out);
+}
+
+int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
+{
+    int rc = st_keyspace_peek(t, k, now, out);
+
+    if (rc == 0)
+        touch(t->env, k, now);
+    return rc;
 }
 
 /*
@@ -347,23 +407,23 @@ int st_keyspace_lookup(st_txn *t, st_keyref *k, int64_t now, st_rec *out)
  * with its own payload). The reserve is the last LMDB call so the pointer
  * stays valid for the caller.
  */
-static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
-                      int64_t expire_at, size_t payload_len, int same_value,
-                      uint8_t **dst)
+int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
+                        int64_t expire_at, size_t payload_len, int same_value,
+                        uint8_t **dst)
 {
     MDB_val key, v;
     st_rec old;
     int rc = raw_get(t, k, &v);
-    int existed = 0;
+    int existed = 0, old_type = ST_TYPE_NONE;
     int64_t old_at = 0;
 
     if (rc == 0) {
         if ((rc = st_codec_rec_decode(v.mv_data, v.mv_size, &old)))
             return rc;
         existed = 1;
+        old_type = old.type;
         old_at = old.expire_at;
-        if (old.type != ST_TYPE_STRING && !same_value &&
-            (rc = st_coll_detach(t, &old)))
+        if (!same_value && (rc = detach_owned(t, &old)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;
@@ -374,56 +434,41 @@ static int put_record(st_txn *t, st_keyref *k, int type, unsigned flags,
         if (expire_at && (rc = exp_put(t, k->enc, k->enc_len, expire_at)))
             return rc;
     }
-    st_txn_count_keys(t, k->db, existed ? 0 : 1,
-                  (expire_at ? 1 : 0) - (old_at ? 1 : 0));
+    st_txn_count_keys(t, k->stored_db, existed ? 0 : 1,
+                      (expire_at ? 1 : 0) - (old_at ? 1 : 0));
     cache_invalidate(t, k);
+    touch(t->env, k, -1);
     key.mv_size = k->enc_len;
     key.mv_data = k->enc;
     v.mv_size = st_codec_rec_size(k, payload_len);
     v.mv_data = NULL;
     if ((rc = mdb_put(t->txn, DBI(t, ST_DBI_KEYS), &key, &v, MDB_RESERVE)))
         return st_err_map(rc);
-    *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags, st_txn_version(t),
-                              expire_at);
+    *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags,
+                                    st_txn_version(t), expire_at);
+    if (old_type != type)
+        st_internal_created(t->env, k->db, k->name, k->len, type, 0, !existed);
     return 0;
 }
 
-int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len, int64_t expire_at,
-                      uint8_t **dst)
+int st_keyspace_string_reserve(st_txn *t, st_keyref *k, size_t len,
+                               int64_t expire_at, uint8_t **dst)
 {
-    return put_record(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
+    if (len > ST_STRING_INLINE_MAX)
+        return EINVAL;
+    return st_keyspace_put_rec(t, k, ST_TYPE_STRING, 0, expire_at, len, 0, dst);
 }
 
 int st_keyspace_string_set(st_txn *t, st_keyref *k, const void *val, size_t len,
-                  int64_t expire_at)
+                           int64_t expire_at)
 {
-    st_env *e = t->env;
-    uint8_t *dst, *z;
-    int rc;
-
-    /* Compress big values when it saves at least an eighth. */
-    if (e->compress_threshold && len >= e->compress_threshold &&
-        st_env_scratch(e, ZSTD_compressBound(len), &z) == 0) {
-        size_t n = ZSTD_compressCCtx(e->zc, z, e->scratch_cap, val, len,
-                                     e->compress_level);
-        if (!ZSTD_isError(n) && n <= len - len / ST_COMPRESS_MIN_GAIN) {
-            rc = put_record(t, k, ST_TYPE_STRING, ST_REC_ZSTD, expire_at, n, 0,
-                            &dst);
-            if (rc == 0)
-                memcpy(dst, z, n);
-            return rc;
-        }
-    }
-    rc = st_keyspace_string_reserve(t, k, len, expire_at, &dst);
-    if (rc == 0 && len)
-        memcpy(dst, val, len);
-    return rc;
+    return st_string_set(t, k, val, len, expire_at, ST_STRING_ENC_AUTO);
 }
 
 int st_keyspace_delete(st_txn *t, st_keyref *k, int64_t now)
 {
     st_rec r;
-    int rc = lookup_raw(t, k, now, &r);
+    int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     return rc ? rc : del_found(t, k, &r);
 }
@@ -444,17 +489,18 @@ static int rewrite(st_txn *t, st_keyref *k, const st_rec *r, int64_t at)
         return rc;
     if (n)
         memcpy(copy, r->payload, n);
-    if ((rc = put_record(t, k, type, flags, at, n, 1, &dst)))
+    if ((rc = st_keyspace_put_rec(t, k, type, flags, at, n, 1, &dst)))
         return rc;
     if (n)
         memcpy(dst, copy, n);
     return 0;
 }
 
-int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now, int64_t expire_at)
+int st_keyspace_expire_set(st_txn *t, st_keyref *k, int64_t now,
+                           int64_t expire_at)
 {
     st_rec r;
-    int rc = lookup_raw(t, k, now, &r);
+    int rc = st_keyspace_lookup_raw(t, k, now, &r);
 
     if (rc)
         return rc;
@@ -471,12 +517,14 @@ static int copy_record(st_txn *t, st_keyref *dst, const st_rec *r)
     uint8_t *dst_payload;
     int rc;
 
+    if (r->type == ST_TYPE_STRING && (r->flags & ST_REC_CHUNKED))
+        return st_string_copy_rec(t, dst, r);
     if (r->type == ST_TYPE_STRING)
         return rewrite(t, dst, r, r->expire_at);
     if ((rc = st_coll_copy(t, r, &c)))
         return rc;
-    if ((rc = put_record(t, dst, r->type, 0, r->expire_at, ST_COLL_PAYLOAD, 0,
-                         &dst_payload)))
+    if ((rc = st_keyspace_put_rec(t, dst, r->type, 0, r->expire_at,
+                                  ST_COLL_PAYLOAD, 0, &dst_payload)))
         return rc;
     st_coll_encode(dst_payload, &c);
     return 0;
@@ -488,16 +536,17 @@ static int same_key(const st_keyref *a, const st_keyref *b)
            memcmp(a->name, b->name, a->len) == 0;
 }
 
-int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, int nx)
+int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
+                       int nx)
 {
     st_rec r, d;
-    int rc = lookup_raw(t, src, now, &r);
+    int rc = st_keyspace_lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
     if (same_key(src, dst))
         return nx ? ST_EEXISTS : 0;
-    rc = lookup_raw(t, dst, now, &d);
+    rc = st_keyspace_lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (nx)
             return ST_EEXISTS;
@@ -507,31 +556,31 @@ int st_keyspace_rename(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now, i
         return rc;
     }
     /* dst's deletion may have moved src's pages: look it up again. */
-    if ((rc = lookup_raw(t, src, now, &r)))
+    if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
         return rc;
     /* The record moves as it is: a collection keeps its id and elements. */
     if ((rc = rewrite(t, dst, &r, r.expire_at)))
         return rc;
-    if ((rc = lookup_raw(t, src, now, &r)))
+    if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
         return rc;
     return del_record(t, src, &r, 1);
 }
 
 int st_keyspace_copy(st_txn *t, st_keyref *src, st_keyref *dst, int64_t now,
-            int replace)
+                     int replace)
 {
     st_rec r, d;
-    int rc = lookup_raw(t, src, now, &r);
+    int rc = st_keyspace_lookup_raw(t, src, now, &r);
 
     if (rc)
         return rc;
-    rc = lookup_raw(t, dst, now, &d);
+    rc = st_keyspace_lookup_raw(t, dst, now, &d);
     if (rc == 0) {
         if (!replace || same_key(src, dst))
             return ST_EEXISTS;
         if ((rc = del_found(t, dst, &d)))
             return rc;
-        if ((rc = lookup_raw(t, src, now, &r)))
+        if ((rc = st_keyspace_lookup_raw(t, src, now, &r)))
             return rc;
     } else if (rc != ST_ENOTFOUND) {
         return rc;
@@ -552,7 +601,26 @@ static void rec_name(const MDB_val *key, const st_rec *r, const uint8_t **name,
     }
 }
 
-static int key_db(const MDB_val *key) { return st_codec_get_be16(key->mv_data); }
+static int key_db(const MDB_val *key)
+{
+    return st_codec_get_be16(key->mv_data);
+}
+
+/* Tell the observer the key under `key` (record r) expires now. */
+static void note_expired(st_txn *t, const MDB_val *key, const st_rec *r)
+{
+    const uint8_t *name;
+    size_t len;
+    unsigned db;
+
+    if (!t->env->obs.expired)
+        return;
+    /* the number clients know the key's database by (st_dbmap.h) */
+    if (st_dbmap_number(t, (unsigned)key_db(key), &db))
+        db = (unsigned)key_db(key);
+    rec_name(key, r, &name, &len);
+    t->env->obs.expired(t->env->obs.ctx, db, name, len);
+}
 
 static uint64_t key_hash(const MDB_val *key)
 {
@@ -577,7 +645,7 @@ static int seek(MDB_cursor *cur, unsigned db, uint64_t h, MDB_val *key,
 }
 
 int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
-            int64_t now, st_key_fn fn, void *ctx, uint64_t *next)
+                     int64_t now, st_key_fn fn, void *ctx, uint64_t *next)
 {
     MDB_cursor *cur;
     MDB_val key, val;
@@ -587,7 +655,9 @@ int st_keyspace_scan(st_txn *t, unsigned db, uint64_t cursor, size_t count,
 
     *next = 0;
     if (count == 0)
-        count = 1;                      /* always progress */
+        count = 1; /* always progress */
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, cursor, &key, &val); rc == 0;
@@ -633,19 +703,21 @@ static int report_live(const MDB_val *key, const MDB_val *val, int64_t now,
 }
 
 int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
-                  st_key_fn fn, void *ctx)
+                           st_key_fn fn, void *ctx)
 {
     MDB_cursor *cur;
     MDB_val key, val;
     int rc, wrapped = 0;
 
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (int i = 0; i < RANDOM_TRIES; i++) {
         uint64_t h = (r & 0x7fffffffffffffffull) | 1u;
         rc = seek(cur, db, h, &key, &val);
         if (rc == MDB_NOTFOUND)
-            rc = seek(cur, db, 0, &key, &val);    /* wrap around */
+            rc = seek(cur, db, 0, &key, &val); /* wrap around */
         if (rc)
             break;
         if (report_live(&key, &val, now, fn, ctx, &rc) || rc) {
@@ -674,10 +746,12 @@ int st_keyspace_random_key(st_txn *t, unsigned db, uint64_t r, int64_t now,
     return rc == MDB_NOTFOUND || rc == 0 ? ST_ENOTFOUND : st_err_map(rc);
 }
 
-int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires)
+/* Keys and keys-with-TTL of stored database `db`. */
+static int stored_size(st_txn *t, unsigned db, uint64_t *keys,
+                       uint64_t *expires)
 {
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
-    int64_t c[2] = {0, 0};
+    int64_t c[2] = { 0, 0 };
     int rc = mdb_get(t->txn, DBI(t, ST_DBI_META), &k, &v);
 
     if (rc == 0 && v.mv_size >= (db + 1) * sizeof c)
@@ -691,6 +765,14 @@ int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys, uint64_t *expires
     *keys = c[0] > 0 ? (uint64_t)c[0] : 0;
     *expires = c[1] > 0 ? (uint64_t)c[1] : 0;
     return 0;
+}
+
+int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys,
+                       uint64_t *expires)
+{
+    int rc = st_dbmap_resolve(t, db, &db);
+
+    return rc ? rc : stored_size(t, db, keys, expires);
 }
 
 /* Empty every data database in one transaction (FLUSHALL). */
@@ -707,7 +789,7 @@ static int drop_all(st_txn *t)
         if (rc == MDB_NOTFOUND)
             rc = 0;
     }
-    for (unsigned db = 0; db < t->env->databases; db++)
+    for (unsigned db = 0; db < t->env->nstored; db++)
         t->dkeys[db] = t->dexpires[db] = 0;
     return st_err_map(rc);
 }
@@ -718,7 +800,8 @@ static void keyref_from_enc(st_keyref *k, const void *enc, size_t len)
 {
     memcpy(k->enc, enc, len);
     k->enc_len = len;
-    k->db = st_codec_get_be16(k->enc);
+    k->db = k->stored_db = st_codec_get_be16(k->enc);
+    k->bound = ST_KEYREF_STORED;
     k->hash = st_codec_get_be64(k->enc + ST_KEY_DB_BYTES);
     k->is_long = len == ST_LMDB_MAXKEY;
     k->name = NULL;
@@ -734,6 +817,8 @@ static int flush_chunk(st_txn *t, unsigned db, int *more)
     int rc;
 
     *more = 0;
+    if ((rc = st_dbmap_resolve(t, db, &db)))
+        return rc;
     if ((rc = mdb_cursor_open(t->txn, DBI(t, ST_DBI_KEYS), &cur)))
         return st_err_map(rc);
     for (rc = seek(cur, db, 0, &key, &val); rc == 0;
@@ -765,11 +850,12 @@ static int total_keys(st_txn *t, uint64_t *total)
     if (rc == MDB_NOTFOUND)
         rc = 0;
     else if (rc == 0)
-        for (size_t off = 0; off + 2 * sizeof c <= v.mv_size; off += 2 * sizeof c) {
+        for (size_t off = 0; off + 2 * sizeof c <= v.mv_size;
+             off += 2 * sizeof c) {
             memcpy(&c, (const uint8_t *)v.mv_data + off, sizeof c);
             *total += c > 0 ? (uint64_t)c : 0;
         }
-    for (unsigned d = 0; d < t->env->databases; d++)
+    for (unsigned d = 0; d < t->env->nstored; d++)
         *total += (uint64_t)t->dkeys[d];
     return st_err_map(rc);
 }
@@ -871,11 +957,12 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
         MDB_val ekc = *ek;
         return st_err_map(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
     }
+    note_expired(t, &key, &r);
     return del_found(t, &k, &r);
 }
 
 int st_keyspace_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
-                  uint64_t *version)
+                           uint64_t *version)
 {
     st_txn *t;
     MDB_cursor *cur;
@@ -884,7 +971,7 @@ int st_keyspace_expire_due(st_env *env, int64_t now, size_t max, size_t *done,
 
     *done = 0;
     if (max > ST_CHUNK_KEYS)
-        max = ST_CHUNK_KEYS;            /* no transaction grows unbounded */
+        max = ST_CHUNK_KEYS; /* no transaction grows unbounded */
     if ((rc = st_txn_begin(env, 1, &t)))
         return rc;
     *version = st_txn_version(t);
@@ -937,6 +1024,7 @@ int st_keyspace_reap_seen(st_env *env, int64_t now, size_t *done)
         if (!is_expired(&r, now))
             continue;
         keyref_from_enc(&k, env->seen[i].enc, env->seen[i].len);
+        note_expired(t, &key, &r);
         if ((rc = del_found(t, &k, &r)) == 0)
             (*done)++;
     }

@@ -109,8 +109,7 @@ int st_list_get(st_txn *t, const st_obj *o, uint64_t i, const uint8_t **val,
     return get_seq(t, o->c.id, o->c.head + (int64_t)i, val, len);
 }
 
-int st_list_set(st_txn *t, st_obj *o, uint64_t i, const void *val,
-                size_t len)
+int st_list_set(st_txn *t, st_obj *o, uint64_t i, const void *val, size_t len)
 {
     if (i >= o->c.card)
         return ST_ENOTFOUND;
@@ -276,7 +275,7 @@ int st_list_insert(st_txn *t, st_obj *o, int after, const void *pivot,
         return rc;
     if (p < 0)
         return ST_ENOTFOUND;
-    i = after ? p + 1 : p;          /* the new element's index */
+    i = after ? p + 1 : p; /* the new element's index */
     if (i < n / 2) {
         /* Slide [0, i) one step towards the head. */
         for (int64_t j = 0; j < i && !rc; j++)

@@ -37,8 +37,7 @@ int st_list_get(st_txn *t, const st_obj *o, uint64_t i, const uint8_t **val,
                 size_t *len);
 
 /* Replace element i. */
-int st_list_set(st_txn *t, st_obj *o, uint64_t i, const void *val,
-                size_t len);
+int st_list_set(st_txn *t, st_obj *o, uint64_t i, const void *val, size_t len);
 
 /*
  * Visit elements from index `start`, forward (towards the tail) or with

@@ -77,9 +77,9 @@
 #define MARK_BYTES 8
 #define LEVEL_AT (MARK_AT + MARK_BYTES)
 #define NODE_HEAD (LEVEL_AT + 1)
-#define ELEM_HEAD (MARK_AT + MARK_BYTES)    /* shortest element key */
+#define ELEM_HEAD (MARK_AT + MARK_BYTES) /* shortest element key */
 #define SUFFIX_MAX (ST_LMDB_MAXKEY - NODE_HEAD)
-#define LEVEL_ABOVE UINT8_MAX               /* sorts after every level */
+#define LEVEL_ABOVE UINT8_MAX /* sorts after every level */
 #define VAL_WORDS 2
 #define STACK_PICKS 64
 /* Sampled positions at most this far apart are reached by stepping. */
@@ -88,8 +88,8 @@
 typedef struct node {
     uint8_t key[ST_LMDB_MAXKEY];
     size_t len;
-    uint64_t elems;         /* elements below (not kept for the root) */
-    uint64_t kids;          /* children: elements for a leaf */
+    uint64_t elems; /* elements below (not kept for the root) */
+    uint64_t kids;  /* children: elements for a leaf */
 } node;
 
 #define SUFFIX(n) ((n)->key + NODE_HEAD)
@@ -98,9 +98,8 @@ typedef struct node {
 /* A big-endian u64 (inline: these checks run at every cursor step). */
 static inline uint64_t rd_be64(const uint8_t *p)
 {
-    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 |
-           (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
-           (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
+           (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
            (uint64_t)p[6] << 8 | (uint64_t)p[7];
 }
 
@@ -169,8 +168,8 @@ static void val_get(const MDB_val *v, uint64_t *elems, uint64_t *kids)
     *kids = x[1];
 }
 
-static void node_init(node *n, uint64_t id, unsigned level,
-                      const uint8_t *sf, size_t sl)
+static void node_init(node *n, uint64_t id, unsigned level, const uint8_t *sf,
+                      size_t sl)
 {
     n->len = key_of(n->key, id, level, sf, sl);
     n->elems = n->kids = 0;
@@ -252,8 +251,8 @@ static int node_find(const st_rank *r, MDB_cursor *cur, unsigned level,
     k.mv_size = out->len;
     k.mv_data = out->key;
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    if (rc == 0 && !(k.mv_size == out->len &&
-                     memcmp(k.mv_data, out->key, out->len) == 0))
+    if (rc == 0 &&
+        !(k.mv_size == out->len && memcmp(k.mv_data, out->key, out->len) == 0))
         rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
     else if (rc == MDB_NOTFOUND)
         rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
@@ -282,8 +281,8 @@ static uint64_t child_elems(const MDB_val *v, unsigned level)
     return elems;
 }
 
-static void child_suffix(const MDB_val *k, unsigned level,
-                         const uint8_t **s, size_t *l)
+static void child_suffix(const MDB_val *k, unsigned level, const uint8_t **s,
+                         size_t *l)
 {
     size_t head = level == 1 ? ST_COLL_ID_BYTES : NODE_HEAD;
 
@@ -331,9 +330,8 @@ static int usable(unsigned level, const MDB_val *p, const MDB_val *c)
  * it, *total all of them, `out` the key of a node starting there.
  */
 static int choose_split(const st_rank *r, MDB_cursor *cur, unsigned level,
-                        const uint8_t *sf, size_t sl, uint64_t n,
-                        uint64_t *at, uint64_t *left, uint64_t *total,
-                        node *out)
+                        const uint8_t *sf, size_t sl, uint64_t n, uint64_t *at,
+                        uint64_t *left, uint64_t *total, node *out)
 {
     MDB_val k, v, prev = { 0, NULL };
     uint64_t i, sum = 0;
@@ -358,7 +356,7 @@ static int choose_split(const st_rank *r, MDB_cursor *cur, unsigned level,
             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     if (rc == MDB_NOTFOUND)
-        return ST_ECORRUPT;         /* fewer children than counted */
+        return ST_ECORRUPT; /* fewer children than counted */
     *total = sum;
     return rc;
 }
@@ -377,7 +375,7 @@ static int split(const st_rank *r, MDB_cursor *cur, unsigned level,
                           &left, &total, &right);
 
     if (rc || at == 0)
-        return rc;                  /* at 0: no usable boundary */
+        return rc; /* at 0: no usable boundary */
     right.kids = n->kids - at;
     right.elems = total - left;
     n->kids = at;
@@ -395,8 +393,8 @@ static int split(const st_rank *r, MDB_cursor *cur, unsigned level,
     parent.kids++;
     if ((rc = node_put_current(cur, &parent)))
         return rc;
-    return parent.kids > ST_RANK_FANOUT
-               ? split(r, cur, level + 1, top, &parent) : 0;
+    return parent.kids > ST_RANK_FANOUT ? split(r, cur, level + 1, top, &parent)
+                                        : 0;
 }
 
 static int underflow(const st_rank *r, MDB_cursor *cur, unsigned level,
@@ -428,7 +426,8 @@ static int combine(const st_rank *r, MDB_cursor *cur, unsigned level,
         if ((rc = node_put(r, parent)))
             return rc;
         return level + 1 < *top && parent->kids < ST_RANK_MIN
-                   ? underflow(r, cur, level + 1, top, parent) : 0;
+                   ? underflow(r, cur, level + 1, top, parent)
+                   : 0;
     }
     rc = choose_split(r, cur, level, SUFFIX(a), SUFLEN(a), kids, &at, &left,
                       &total, &nb);
@@ -463,8 +462,9 @@ static int underflow(const st_rank *r, MDB_cursor *cur, unsigned level,
         if (level + 1 < *top) {
             /* The first child of another parent shares its key. */
             uint8_t pk[ST_LMDB_MAXKEY];
-            MDB_val q = { key_of(pk, r->id, level + 1, SUFFIX(&sib),
-                                 SUFLEN(&sib)), pk };
+            MDB_val q = {
+                key_of(pk, r->id, level + 1, SUFFIX(&sib), SUFLEN(&sib)), pk
+            };
             rc = mdb_get(r->txn, r->dbi, &q, &v);
             if (rc && rc != MDB_NOTFOUND)
                 return rc;
@@ -726,8 +726,8 @@ int st_rank_below(const st_rank *r, uint64_t card, const MDB_val *key,
  * the record just before that sibling's first child.
  */
 static int last_child(const st_rank *r, MDB_cursor *cur, unsigned level,
-                      const uint8_t *ns, size_t nl, int has_next,
-                      MDB_val *k, MDB_val *v)
+                      const uint8_t *ns, size_t nl, int has_next, MDB_val *k,
+                      MDB_val *v)
 {
     uint8_t key[ST_LMDB_MAXKEY];
     int rc;
@@ -838,8 +838,8 @@ static int seek_at(const st_rank *r, unsigned top, uint64_t card,
     }
 }
 
-int st_rank_seek(const st_rank *r, uint64_t card, MDB_cursor *cur,
-                 uint64_t pos, MDB_val *k, MDB_val *v)
+int st_rank_seek(const st_rank *r, uint64_t card, MDB_cursor *cur, uint64_t pos,
+                 MDB_val *k, MDB_val *v)
 {
     unsigned top;
     int rc;
@@ -925,9 +925,8 @@ static void draw_positions(uint64_t *s, uint64_t card, uint64_t *pos,
 }
 
 /* Visit sorted positions: a seek for each, or steps when it is near. */
-static int visit_positions(const st_rank *r, uint64_t card,
-                           const uint64_t *pos, uint64_t count,
-                           st_rank_fn fn, void *ctx)
+static int visit_positions(const st_rank *r, uint64_t card, const uint64_t *pos,
+                           uint64_t count, st_rank_fn fn, void *ctx)
 {
     MDB_cursor *cur;
     MDB_val k, v;
@@ -998,7 +997,7 @@ static int verify_level(const st_rank *r, uint64_t card, unsigned level,
     int crc = first_child(r, cc, level, NULL, 0, &ck, &cv);
 
     if (rc || k.mv_size != NODE_HEAD)
-        return ST_ECORRUPT;     /* the first node has the empty suffix */
+        return ST_ECORRUPT; /* the first node has the empty suffix */
     while (rc == 0 && is_node(&k, r->id, level)) {
         uint64_t kids = 0, elems = 0;
         int last;
@@ -1011,12 +1010,12 @@ static int verify_level(const st_rank *r, uint64_t card, unsigned level,
             const uint8_t *s;
             size_t l;
             child_suffix(&ck, level, &s, &l);
-            if (!last && cmp_bytes(s, l, (const uint8_t *)k.mv_data +
-                                   NODE_HEAD, k.mv_size - NODE_HEAD) >= 0)
+            if (!last && cmp_bytes(s, l, (const uint8_t *)k.mv_data + NODE_HEAD,
+                                   k.mv_size - NODE_HEAD) >= 0)
                 break;
             if (kids == 0 && level > 1 &&
                 cmp_bytes(s, l, SUFFIX(&n), SUFLEN(&n)) != 0)
-                return ST_ECORRUPT;     /* levels must nest */
+                return ST_ECORRUPT; /* levels must nest */
             kids++;
             elems += child_elems(&cv, level);
             crc = mdb_cursor_get(cc, &ck, &cv, MDB_NEXT);
@@ -1035,7 +1034,7 @@ static int verify_level(const st_rank *r, uint64_t card, unsigned level,
     if (rc && rc != MDB_NOTFOUND)
         return rc;
     if (crc == 0 && is_child(&ck, r->id, level))
-        return ST_ECORRUPT;             /* children past the last node */
+        return ST_ECORRUPT; /* children past the last node */
     return level == top && nodes != 1 ? ST_ECORRUPT : 0;
 }
 

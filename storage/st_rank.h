@@ -76,8 +76,8 @@ int st_rank_below(const st_rank *r, uint64_t card, const MDB_val *key,
  * position `pos`, with its key and value in *k, *v. MDB_NOTFOUND when
  * pos >= card.
  */
-int st_rank_seek(const st_rank *r, uint64_t card, MDB_cursor *cur,
-                 uint64_t pos, MDB_val *k, MDB_val *v);
+int st_rank_seek(const st_rank *r, uint64_t card, MDB_cursor *cur, uint64_t pos,
+                 MDB_val *k, MDB_val *v);
 
 /* Called per sampled element (LMDB memory, for the call only); non-zero
  * stops the sample. */

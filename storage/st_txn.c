@@ -4,9 +4,9 @@
  * values borrow from, and the per-database key counts folded into the
  * meta database at commit.
  */
-#include "storage/st_internal.h"
-#include "storage/st_err.h"
 #include "storage/st_txn.h"
+#include "storage/st_err.h"
+#include "storage/st_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +67,11 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
     if (t->active)
         return ST_EBUSY;
     if (write) {
+        /* A server environment's commits rely on the syncer's pin. */
+        if (env->gate != ST_GATE_OPEN && (rc = st_durable_gate(env)))
+            return rc;
+        if (env->pressure)
+            st_durable_pressure(env);
         rc = mdb_txn_begin(env->env, NULL, 0, &t->txn);
     } else if (env->rtxn_parked) {
         t->txn = env->rtxn_parked;
@@ -83,6 +88,7 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
         return st_err_map(rc);
     t->active = 1;
     t->counts_dirty = 0;
+    t->map_loaded = 0; /* this snapshot's map loads on first use */
     *out = t;
     return 0;
 }
@@ -96,7 +102,7 @@ static int apply_counts(st_txn *t)
 {
     st_env *e = t->env;
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS }, v;
-    size_t n = (size_t)e->databases * 2 * sizeof(int64_t), len = n;
+    size_t n = (size_t)e->nstored * 2 * sizeof(int64_t), len = n;
     int64_t *c;
     uint8_t *buf;
     int rc = mdb_get(t->txn, e->dbi[ST_DBI_META], &k, &v);
@@ -112,7 +118,7 @@ static int apply_counts(st_txn *t)
     memset(c, 0, len);
     if (found)
         memcpy(c, v.mv_data, v.mv_size);
-    for (unsigned db = 0; db < e->databases; db++) {
+    for (unsigned db = 0; db < e->nstored; db++) {
         c[db * 2] += t->dkeys[db];
         c[db * 2 + 1] += t->dexpires[db];
         t->dkeys[db] = t->dexpires[db] = 0;
@@ -125,7 +131,7 @@ static int apply_counts(st_txn *t)
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
 {
     if (!dkeys && !dexpires)
-        return;                 /* an overwrite: no meta page to rewrite */
+        return; /* an overwrite: no meta page to rewrite */
     t->dkeys[db] += dkeys;
     t->dexpires[db] += dexpires;
     t->counts_dirty = 1;
@@ -134,6 +140,8 @@ void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
 int st_txn_commit(st_txn **tp)
 {
     st_txn *t = *tp;
+    st_env_observer *obs = &t->env->obs;
+    uint64_t id;
     int rc = 0;
 
     *tp = NULL;
@@ -149,9 +157,14 @@ int st_txn_commit(st_txn **tp)
         st_txn_abort(&self);
         return rc;
     }
-    rc = mdb_txn_commit(t->txn);
+    id = mdb_txn_id(t->txn);
+    if (obs->committing)
+        obs->committing(obs->ctx, id);
+    rc = st_err_map(mdb_txn_commit(t->txn));
     t->active = 0;
-    return st_err_map(rc);
+    if (obs->committed)
+        obs->committed(obs->ctx, id, rc);
+    return rc;
 }
 
 void st_txn_abort(st_txn **tp)
@@ -164,9 +177,12 @@ void st_txn_abort(st_txn **tp)
         mdb_txn_reset(t->txn);
         t->env->rtxn_parked = t->txn;
     } else {
+        uint64_t id = mdb_txn_id(t->txn);
         mdb_txn_abort(t->txn);
-        for (unsigned db = 0; db < t->env->databases; db++)
+        for (unsigned db = 0; db < t->env->nstored; db++)
             t->dkeys[db] = t->dexpires[db] = 0;
+        if (t->env->obs.aborted)
+            t->env->obs.aborted(t->env->obs.ctx, id);
     }
     t->active = 0;
 }

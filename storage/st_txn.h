@@ -13,9 +13,13 @@
 
 /*
  * Begin the process's read (write = 0) or write (write = 1) transaction.
- * A write transaction waits for other processes' writers. *out points into
- * the environment; it stays valid until commit or abort. ST_EBUSY if the
- * same kind is already open.
+ * A write transaction waits for other processes' writers, and in a server
+ * environment (st_env_opts.boot_id with nosync) for the durable snapshot's
+ * pin: at the process's first write until the syncer has recorded it
+ * (ST_ENOPIN after ST_DURABLE_GATE_MS), and briefly whenever data.mdb has
+ * outgrown the pinned snapshot (st_durable.h). *out points into the
+ * environment; it stays valid until commit or abort. ST_EBUSY if the same
+ * kind is already open.
  */
 int st_txn_begin(st_env *env, int write, st_txn **out);
 

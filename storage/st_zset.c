@@ -23,7 +23,7 @@ uint64_t st_zset_score_enc(double d)
     uint64_t u;
 
     if (d == 0)
-        d = 0.0;                        /* -0 sorts with 0 */
+        d = 0.0; /* -0 sorts with 0 */
     memcpy(&u, &d, sizeof u);
     return (u & SIGN_BIT) ? ~u : u | SIGN_BIT;
 }
@@ -38,8 +38,8 @@ double st_zset_score_dec(uint64_t u)
 }
 
 /* The zscores key of (score, member) in buf (ST_LMDB_MAXKEY bytes). */
-static size_t zs_key(uint8_t *buf, uint64_t id, double score,
-                     const void *m, size_t len)
+static size_t zs_key(uint8_t *buf, uint64_t id, double score, const void *m,
+                     size_t len)
 {
     st_codec_put_be64(buf, id);
     st_codec_put_be64(buf + ST_COLL_ID_BYTES, st_zset_score_enc(score));
@@ -50,9 +50,9 @@ static size_t zs_key(uint8_t *buf, uint64_t id, double score,
     }
     memcpy(buf + ST_ZSET_HEAD, m, ST_ZSET_LONG_PREFIX);
     st_codec_put_be64(buf + ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX,
-                st_codec_hash64(m, len, ZSEED_A));
+                      st_codec_hash64(m, len, ZSEED_A));
     st_codec_put_be64(buf + ST_ZSET_HEAD + ST_ZSET_LONG_PREFIX + 8,
-                st_codec_hash64(m, len, ZSEED_B));
+                      st_codec_hash64(m, len, ZSEED_B));
     return ST_LMDB_MAXKEY;
 }
 
@@ -149,8 +149,8 @@ static int zs_del(st_txn *t, const st_obj *o, double score, const void *m,
     return st_err_map(rc);
 }
 
-int st_zset_score(st_txn *t, const st_obj *o, const void *member,
-                  size_t len, double *score)
+int st_zset_score(st_txn *t, const st_obj *o, const void *member, size_t len,
+                  double *score)
 {
     const uint8_t *v;
     size_t vl;
@@ -186,12 +186,12 @@ int st_zset_add(st_txn *t, st_obj *o, const void *member, size_t len,
         MDB_val ka = { zs_key(a, o->c.id, old, member, len), a };
         MDB_val kb = { zs_key(b, o->c.id, score, member, len), b };
         int same;
-        if ((rc = st_err_map(st_rank_same_leaf(&r, o->c.card, &ka, &kb,
-                                               &same))) ||
+        if ((rc = st_err_map(
+                 st_rank_same_leaf(&r, o->c.card, &ka, &kb, &same))) ||
             (rc = zs_del(t, o, old, member, len, !same)))
             return rc;
         moved = !same;
-        o->c.card--;            /* counted without it until it is back */
+        o->c.card--; /* counted without it until it is back */
     }
     rc = st_elem_put(t, ST_ELEM_ZMEMBER, &o->c, member, len, &score,
                      sizeof score, 0, &cr);
@@ -217,8 +217,7 @@ int st_zset_rem(st_txn *t, st_obj *o, const void *member, size_t len)
 }
 
 /* Position on the first (rev: last) element of `id`. */
-static int zfirst(MDB_cursor *cur, uint64_t id, int rev, MDB_val *k,
-                  MDB_val *v)
+static int zfirst(MDB_cursor *cur, uint64_t id, int rev, MDB_val *k, MDB_val *v)
 {
     uint8_t pos[ST_ZSET_HEAD];
     int rc;
@@ -276,15 +275,15 @@ static int zseek(MDB_cursor *cur, uint64_t id, const uint8_t *key, size_t len,
 #define RUN_INITIAL 8
 
 typedef struct zrun_ent {
-    const uint8_t *m;       /* into zrun.buf once loaded */
+    const uint8_t *m; /* into zrun.buf once loaded */
     size_t off, len;
     double s;
-    size_t raw;             /* position in key order */
+    size_t raw; /* position in key order */
 } zrun_ent;
 
 typedef struct zrun {
     uint8_t prefix[RUN_KEY];
-    uint8_t first[ST_LMDB_MAXKEY];  /* key of the run's first entry */
+    uint8_t first[ST_LMDB_MAXKEY]; /* key of the run's first entry */
     size_t first_len;
     zrun_ent *e;
     size_t n, cap;
@@ -344,8 +343,8 @@ static int run_add(zrun *r, const uint8_t *m, size_t ml, double s)
  * gets how many run keys precede `k` in key order, *sorted_at the sorted
  * index of `k`'s member. The cursor is left anywhere.
  */
-static int run_load(MDB_cursor *cur, const MDB_val *k, zrun *r,
-                    size_t *raw_at, size_t *sorted_at)
+static int run_load(MDB_cursor *cur, const MDB_val *k, zrun *r, size_t *raw_at,
+                    size_t *sorted_at)
 {
     uint8_t land[ST_LMDB_MAXKEY];
     size_t land_len = k->mv_size;
@@ -501,8 +500,7 @@ static int lex_lte_max(const uint8_t *m, size_t ml, const st_zlex *max)
 enum { POS_BEFORE, POS_IN, POS_PAST };
 
 /* Where element (m, s) is relative to range r in walk order. */
-static int classify(const st_zrange *r, const uint8_t *m, size_t ml,
-                    double s)
+static int classify(const st_zrange *r, const uint8_t *m, size_t ml, double s)
 {
     int lo, hi;
 
@@ -535,8 +533,9 @@ static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
     case ST_ZBY_RANK:
         if (r->start >= o->c.card)
             return MDB_NOTFOUND;
-        return seek_position(t, o, cur, r->rev ? o->c.card - 1 - r->start
-                                               : r->start, k, v);
+        return seek_position(t, o, cur,
+                             r->rev ? o->c.card - 1 - r->start : r->start, k,
+                             v);
     case ST_ZBY_SCORE: {
         uint64_t e = st_zset_score_enc(r->rev ? r->max : r->min);
         st_codec_put_be64(key, id);
@@ -567,9 +566,10 @@ static int zstart(st_txn *t, MDB_cursor *cur, const st_obj *o,
             memcpy(key + ST_ZSET_HEAD, b->p, b->len);
             len += b->len;
             if (r->rev)
-                key[len++] = 0;     /* just past members equal to it */
+                key[len++] = 0; /* just past members equal to it */
         } else if (r->rev) {
-            st_codec_put_be64(key + ST_COLL_ID_BYTES, st_zset_score_enc(s0) + 1);
+            st_codec_put_be64(key + ST_COLL_ID_BYTES,
+                              st_zset_score_enc(s0) + 1);
         } else {
             memcpy(key + ST_ZSET_HEAD, b->p, ST_ZSET_INLINE_MAX);
             len += ST_ZSET_INLINE_MAX;
@@ -603,10 +603,10 @@ static int zcopy_in(zcopy *b, const void *src, size_t len)
  * members in walk order (from the landing point when a rank walk starts
  * inside it), deleting as asked. *stop is set when the walk ends here.
  */
-static int walk_run(st_txn *t, MDB_cursor *cur, st_obj *o,
-                    const st_zrange *r, int del, int first, st_zset_fn fn,
-                    void *ctx, uint64_t *offset, uint64_t *left,
-                    uint64_t *visited, zrun *run, int *stop)
+static int walk_run(st_txn *t, MDB_cursor *cur, st_obj *o, const st_zrange *r,
+                    int del, int first, st_zset_fn fn, void *ctx,
+                    uint64_t *offset, uint64_t *left, uint64_t *visited,
+                    zrun *run, int *stop)
 {
     MDB_val k, v;
     size_t raw_at, sorted_at, from;
@@ -616,7 +616,7 @@ static int walk_run(st_txn *t, MDB_cursor *cur, st_obj *o,
         (rc = run_load(cur, &k, run, &raw_at, &sorted_at)))
         return rc;
     if (first && r->by == ST_ZBY_RANK)
-        from = raw_at;          /* ranks count keys, whatever their order */
+        from = raw_at; /* ranks count keys, whatever their order */
     else
         from = r->rev ? run->n - 1 : 0;
     for (size_t step = 0; step < run->n; step++) {
@@ -643,8 +643,7 @@ static int walk_run(st_txn *t, MDB_cursor *cur, st_obj *o,
         int fstop = fn ? fn(ctx, e->m, e->len, e->s) : 0;
         if (del) {
             if ((rc = zs_del(t, o, e->s, e->m, e->len, 1)) ||
-                (rc = st_elem_del(t, ST_ELEM_ZMEMBER, &o->c, e->m,
-                                  e->len)))
+                (rc = st_elem_del(t, ST_ELEM_ZMEMBER, &o->c, e->m, e->len)))
                 return rc;
             o->c.card--;
         }
@@ -713,7 +712,7 @@ int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r, uint64_t *n)
         return 0;
     if (!in_run && (rc = lex_edge(t, o, &back, b, &bl, &found, &in_run)))
         return st_err_map(rc);
-    if (in_run || !found)       /* members order differently: count them */
+    if (in_run || !found) /* members order differently: count them */
         return st_zset_walk(t, o, r, 0, NULL, NULL, n);
     if ((rc = key_position(t, o, a, al, &pa)) ||
         (rc = key_position(t, o, b, bl, &pb)))
@@ -825,8 +824,8 @@ int st_zset_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,
 {
     zadapt a = { fn, ctx };
 
-    return st_elem_scan(t, ST_ELEM_ZMEMBER, o->c.id, cursor, count, adapt,
-                        &a, next);
+    return st_elem_scan(t, ST_ELEM_ZMEMBER, o->c.id, cursor, count, adapt, &a,
+                        next);
 }
 
 static int adapt_zscore(void *ctx, const MDB_val *k, const MDB_val *v)
@@ -848,6 +847,6 @@ int st_zset_sample(st_txn *t, const st_obj *o, uint64_t seed, size_t count,
 
     if (!o->c.id || !o->c.card)
         return ST_ENOTFOUND;
-    return st_err_map(st_rank_sample(&r, o->c.card, seed, count,
-                                     adapt_zscore, &a));
+    return st_err_map(
+        st_rank_sample(&r, o->c.card, seed, count, adapt_zscore, &a));
 }

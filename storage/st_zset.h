@@ -33,8 +33,8 @@ typedef int (*st_zset_fn)(void *ctx, const uint8_t *member, size_t len,
                           double score);
 
 /* Score of `member`: 0 or ST_ENOTFOUND. */
-int st_zset_score(st_txn *t, const st_obj *o, const void *member,
-                  size_t len, double *score);
+int st_zset_score(st_txn *t, const st_obj *o, const void *member, size_t len,
+                  double *score);
 
 /* Set the score of `member` (added when absent: *created = 1). */
 int st_zset_add(st_txn *t, st_obj *o, const void *member, size_t len,
@@ -68,12 +68,12 @@ enum st_zby { ST_ZBY_RANK, ST_ZBY_SCORE, ST_ZBY_LEX };
 /* An ordered walk. */
 typedef struct st_zrange {
     int by;
-    int rev;                    /* from the highest score down */
-    uint64_t start, count;      /* by rank: ranks in walk order */
-    double min, max;            /* by score (min <= max even with rev) */
+    int rev;               /* from the highest score down */
+    uint64_t start, count; /* by rank: ranks in walk order */
+    double min, max;       /* by score (min <= max even with rev) */
     int minex, maxex;
-    st_zlex lmin, lmax;         /* by lex */
-    uint64_t offset, limit;     /* by score/lex: LIMIT (UINT64_MAX: all) */
+    st_zlex lmin, lmax;     /* by lex */
+    uint64_t offset, limit; /* by score/lex: LIMIT (UINT64_MAX: all) */
 } st_zrange;
 
 /*
@@ -88,8 +88,7 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
 /* ZLEXCOUNT of lex range `r` (by == ST_ZBY_LEX): rank(last) - rank(first)
  * + 1, O(log n), when both ends of the range are ordinary keys; by
  * walking when an end lies in a run of long members (see st_zset.c). */
-int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r,
-                      uint64_t *n);
+int st_zset_count_lex(st_txn *t, st_obj *o, const st_zrange *r, uint64_t *n);
 
 /* ZSCAN step / all members, in hash order; see st_elem_scan. */
 int st_zset_scan(st_txn *t, const st_obj *o, uint64_t cursor, size_t count,

@@ -19,12 +19,37 @@ libserver_a_SOURCES += \
 	server/cmd/srv_cmd_pubsub.c
 
 # ==== issue 11 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_blocking.def \
+	server/cmd/srv_cmd_ctl.c
 
 # ==== issue 12 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_script.def server/cmd/srv_cmd_script.c \
+	server/cmd/srv_script.c server/cmd/srv_script.h \
+	server/cmd/srv_scriptgate.c server/cmd/srv_scriptgate.h \
+	server/cmd/srv_script_fn.c \
+	server/cmd/srv_script_lua.c server/cmd/srv_script_lua.h \
+	server/cmd/srv_script_conv.c server/cmd/srv_script_conv.h \
+	server/cmd/srv_script_libs.c server/cmd/srv_script_libs.h \
+	server/cmd/srv_sha1.c server/cmd/srv_sha1.h
+libserver_a_CFLAGS += $(LUA_CFLAGS) $(LUACJSON_CFLAGS) $(LUABITOP_CFLAGS)
 
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): bitmaps, HyperLogLog, geo, SORT, LCS, OBJECT, MEMORY.
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_bitmap.def server/cmd/srv_cmd_bitmap.c \
+	server/cmd/srv_commands_hll.def server/cmd/srv_cmd_hll.c \
+	server/cmd/srv_commands_geo.def server/cmd/srv_cmd_geo.c \
+	server/cmd/srv_commands_misc14.def server/cmd/srv_cmd_sort.c \
+	server/cmd/srv_cmd_lcs.c server/cmd/srv_cmd_object.c \
+	server/cmd/srv_objinfo.c server/cmd/srv_objinfo.h
+# DUMP/RESTORE, MIGRATE, MOVE and SWAPDB.
+libserver_a_SOURCES += server/cmd/srv_commands_dump.def \
+	server/cmd/srv_cmd_dump.c server/cmd/srv_cmd_migrate.c \
+	server/cmd/srv_cmd_db.c server/cmd/srv_cmd_sync.c
 
 # ==== issue 15 ====
 libserver_a_SOURCES += \
@@ -32,5 +57,7 @@ libserver_a_SOURCES += \
 	server/cmd/srv_cmd_ops.c server/cmd/srv_commands_ops.def
 
 # ==== issue 16 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_acl.def server/cmd/srv_cmd_acl.c
 
 # ==== issue 17 ====

@@ -81,6 +81,24 @@ void srv_args_subcommand_error(srv_conn *c)
                      c->argv[1].ptr, upper);
 }
 
+void srv_args_subcommand_syntax(srv_conn *c)
+{
+    char upper[SUBCMD_NAME_MAX];
+    size_t n = strcspn(c->cmd->name, "|");
+
+    if (n > sizeof upper - 1)
+        n = sizeof upper - 1;
+    for (size_t i = 0; i < n; i++)
+        upper[i] = (char)toupper((unsigned char)c->cmd->name[i]);
+    upper[n] = '\0';
+    srv_reply_errorf(c,
+                     "ERR unknown subcommand or wrong number of arguments "
+                     "for '%.*s'. Try %s HELP.",
+                     (int)(c->argv[1].len < SUBCMD_ARG_MAX ? c->argv[1].len
+                                                           : SUBCMD_ARG_MAX),
+                     c->argv[1].ptr, upper);
+}
+
 void srv_args_subcommand_arity(srv_conn *c)
 {
     srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
@@ -103,18 +121,23 @@ int srv_args_int_or_reply(srv_conn *c, const srv_slice *a, int *out)
     return 0;
 }
 
-int srv_args_mpop_or_reply(srv_conn *c, const char *end0, const char *end1,
-                           int *numkeys, int *end, long long *count)
+int srv_args_mpop_or_reply(srv_conn *c, int base, const char *end0,
+                           const char *end1, int *numkeys, int *end,
+                           long long *count)
 {
     long long n;
     int j, seen_count = 0;
 
-    if (!srv_util_str2ll(c->argv[1].ptr, c->argv[1].len, &n) || n <= 0 ||
-        n > INT_MAX) {
+    if (!srv_util_str2ll(c->argv[base].ptr, c->argv[base].len, &n) || n <= 0) {
         srv_reply_error(c, "ERR numkeys should be greater than 0");
         return -1;
     }
-    j = 2 + (int)n;
+    /* More keys than arguments (however many) is a syntax error. */
+    if (n >= c->argc - base - 1) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return -1;
+    }
+    j = base + 1 + (int)n;
     if (j >= c->argc) {
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return -1;

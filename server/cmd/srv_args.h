@@ -37,16 +37,23 @@ int srv_args_rand_count_or_reply(srv_conn *c, int pairs, long long *out);
 /* "ERR unknown subcommand 'x'. Try CLIENT HELP." for argv[1] of c->cmd
  * (the dispatcher's reply for a container; DEBUG's). */
 void srv_args_subcommand_error(srv_conn *c);
+/* "ERR unknown subcommand or wrong number of arguments for 'kill'. Try
+ * CLIENT HELP.": a subcommand (c->cmd) whose own argument checks failed,
+ * as Redis's handlers answer it. */
+void srv_args_subcommand_syntax(srv_conn *c);
+
 /* "ERR wrong number of arguments for 'config|set' command", for a
  * subcommand (c->cmd) whose handler checks more than the arity. */
 void srv_args_subcommand_arity(srv_conn *c);
 
 /*
- * LMPOP / ZMPOP arguments: "numkeys key [key ...] END [COUNT n]", END one
+ * LMPOP / ZMPOP arguments: "numkeys key [key ...] END [COUNT n]" from
+ * argv[base] on (1; 2 for BLMPOP / BZMPOP, after the timeout), END one
  * of `end0` or `end1` (*end gets 0 or 1). Redis's errors; -1 after one.
  */
-int srv_args_mpop_or_reply(srv_conn *c, const char *end0, const char *end1,
-                           int *numkeys, int *end, long long *count);
+int srv_args_mpop_or_reply(srv_conn *c, int base, const char *end0,
+                           const char *end1, int *numkeys, int *end,
+                           long long *count);
 
 /* Units of an expire argument. */
 enum srv_expire_unit { SRV_UNIT_S, SRV_UNIT_MS };

@@ -4,6 +4,7 @@
  */
 #include "server/cmd/srv_cmd.h"
 #include "server/srv_log.h"
+#include "server/srv_util.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -38,6 +39,8 @@
 #define KEYNUM(idx, first, step)                                    \
     .find = SRV_KS_KEYNUM, .keynumidx = (idx), .firstkey = (first), \
     .keystep = (step)
+#define BEGIN_UNKNOWN .begin = SRV_KS_BEGIN_UNKNOWN
+#define FIND_UNKNOWN .find = SRV_KS_FIND_UNKNOWN
 #define NODOC .doc_flags = 0
 #define HISTORY(...) \
     .history = (const char *const[]) { __VA_ARGS__, NULL }
@@ -237,4 +240,137 @@ const srv_command *srv_cmd_table(int *count)
 {
     *count = NCOMMANDS;
     return table;
+}
+
+unsigned srv_cmd_categories(const srv_command *cmd)
+{
+    unsigned acl = cmd->acl;
+
+    if (cmd->flags & F_WRITE)
+        acl |= A_WRITE;
+    if ((cmd->flags & F_READONLY) && !(acl & A_SCRIPTING))
+        acl |= A_READ; /* not the read-only scripting commands (Redis) */
+    if (cmd->flags & F_ADMIN)
+        acl |= A_ADMIN | A_DANGEROUS;
+    if (cmd->flags & F_PUBSUB)
+        acl |= A_PUBSUB;
+    if (cmd->flags & F_FAST)
+        acl |= A_FAST;
+    if (!(acl & A_FAST))
+        acl |= A_SLOW;
+    return acl;
+}
+
+/*
+ * Flags of a spec flagged KS_VARIABLE_FLAGS, which depend on the
+ * arguments: SET's key is read too when GET is given.
+ */
+static unsigned resolve_flags(const srv_command *cmd, const srv_keyspec *s,
+                              int argc, const srv_slice *argv)
+{
+    if (!(s->flags & KS_VARIABLE_FLAGS))
+        return s->flags;
+    if (!strcmp(cmd->name, "set")) {
+        for (int i = 3; i < argc; i++)
+            if (srv_util_streq(argv[i].ptr, argv[i].len, "get"))
+                return KS_RW | KS_ACCESS | KS_UPDATE;
+        return KS_OW | KS_UPDATE;
+    }
+    return s->flags;
+}
+
+/*
+ * The key an unknown spec of SORT stands for: the argument after the last
+ * STORE, skipping the arguments of LIMIT, GET and BY (Redis's rule); -1
+ * for none, and for any other command's unknown specs.
+ */
+static int unknown_key(const srv_command *cmd, const srv_keyspec *s, int argc,
+                       const srv_slice *argv)
+{
+    static const struct {
+        const char *word;
+        int skip;
+    } skip[] = { { "limit", 2 }, { "get", 1 }, { "by", 1 } };
+    int store = -1;
+
+    if (strcmp(cmd->name, "sort") || !(s->flags & KS_OW))
+        return -1;
+    for (int i = 2; i < argc; i++) {
+        for (size_t j = 0; j < sizeof skip / sizeof skip[0]; j++) {
+            if (srv_util_streq(argv[i].ptr, argv[i].len, skip[j].word)) {
+                i += skip[j].skip;
+                break;
+            }
+            if (srv_util_streq(argv[i].ptr, argv[i].len, "store") &&
+                i + 1 < argc) {
+                store = i + 1;
+                break;
+            }
+        }
+    }
+    return store;
+}
+
+/* Where spec `s` begins in argv: an index, or -1 when it finds nothing. */
+static int spec_begin(const srv_keyspec *s, int argc, const srv_slice *argv)
+{
+    if (s->begin == SRV_KS_INDEX)
+        return s->index < argc ? s->index : -1;
+    int from = s->index >= 0 ? s->index : argc + s->index;
+    int dir = s->index >= 0 ? 1 : -1;
+    for (int i = from; i > 0 && i < argc; i += dir)
+        if (argv[i].len == strlen(s->keyword) &&
+            strncasecmp(argv[i].ptr, s->keyword, argv[i].len) == 0)
+            return i + 1 < argc ? i + 1 : -1;
+    return -1;
+}
+
+int srv_cmd_each_key(const srv_command *cmd, int argc, const srv_slice *argv,
+                     srv_cmd_key_fn *fn, void *ctx)
+{
+    int n = 0;
+
+    for (int i = 0; i < cmd->nkeyspecs; i++) {
+        const srv_keyspec *s = &cmd->keyspecs[i];
+        int first, last, step = s->keystep;
+
+        if (s->flags & KS_NOT_KEY)
+            continue;
+        if (s->begin == SRV_KS_BEGIN_UNKNOWN) {
+            int at = unknown_key(cmd, s, argc, argv);
+            if (at >= 0) {
+                n++;
+                if (fn && fn(ctx, at, resolve_flags(cmd, s, argc, argv)))
+                    return n;
+            }
+            continue;
+        }
+        if ((first = spec_begin(s, argc, argv)) < 0)
+            continue;
+        if (s->find == SRV_KS_RANGE) {
+            if (s->lastkey >= 0)
+                last = first + s->lastkey;
+            else if (s->limit <= 1)
+                last = argc + s->lastkey;
+            else
+                last = first + (argc - first) / s->limit + s->lastkey;
+        } else {
+            long long keys;
+            int at = first + s->keynumidx;
+            if (at >= argc ||
+                !srv_util_str2ll(argv[at].ptr, argv[at].len, &keys) ||
+                keys < 1 || keys > argc)
+                return -1;
+            first += s->firstkey;
+            last = first + ((int)keys - 1) * step;
+        }
+        if (last >= argc || last < first || step < 1)
+            return -1;
+        for (int k = first; k <= last; k += step) {
+            n++;
+            if (fn && fn(ctx, k, resolve_flags(cmd, s, argc, argv)))
+                return n;
+        }
+    }
+    return n;
 }

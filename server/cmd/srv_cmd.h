@@ -38,6 +38,10 @@ struct st_txn;
 #define F_NO_MULTI 0x01000u
 #define F_ALLOW_BUSY 0x02000u
 #define F_MOVABLEKEYS 0x04000u /* set by srv_cmd_init from the key specs */
+#define F_BLOCKING 0x08000u    /* may block its client (srv_block.h) */
+/* (issue 12) */
+#define F_SKIP_MONITOR 0x1000000u
+#define F_NO_MANDATORY_KEYS 0x2000000u
 
 /* The worker ends the open batch before it runs (a container gets it
  * from its subcommands: the worker reads it before the subcommand is
@@ -99,8 +103,11 @@ struct st_txn;
 
 #define SRV_CMD_KEYSPECS_MAX 4
 
-enum srv_ks_begin { SRV_KS_INDEX, SRV_KS_KEYWORD };
-enum srv_ks_find { SRV_KS_RANGE, SRV_KS_KEYNUM };
+/* SRV_KS_BEGIN_UNKNOWN, SRV_KS_FIND_UNKNOWN: keys Redis cannot locate from
+ * the spec (SORT's BY/GET patterns and STORE); COMMAND GETKEYS finds them
+ * by the command's own rule, if it has one. */
+enum srv_ks_begin { SRV_KS_INDEX, SRV_KS_KEYWORD, SRV_KS_BEGIN_UNKNOWN };
+enum srv_ks_find { SRV_KS_RANGE, SRV_KS_KEYNUM, SRV_KS_FIND_UNKNOWN };
 
 /*
  * One key spec: where the search for keys begins (at argv index `index`,
@@ -190,6 +197,27 @@ const srv_command *srv_cmd_lookup_name(const char *name, size_t len);
 /* The table, for COMMAND and INFO: containers and top-level commands in
  * table order, each container followed by its subcommands. */
 const srv_command *srv_cmd_table(int *count);
+
+/* The row's ACL categories and those its flags imply, as Redis adds them
+ * (write, read, admin and dangerous, pubsub, fast, else slow): what
+ * COMMAND INFO shows and what ACL rules of a category cover. */
+unsigned srv_cmd_categories(const srv_command *cmd);
+
+/* Called for each key srv_cmd_each_key finds: its argv index and its
+ * KS_* flags (KS_VARIABLE_FLAGS resolved for these arguments). Nonzero
+ * stops the walk. */
+typedef int srv_cmd_key_fn(void *ctx, int pos, unsigned flags);
+
+/*
+ * Walk the keys of the command line argv[0..argc) (argv[0] the command's
+ * name, argv[1] a subcommand's) that cmd's key specs name, spec by spec,
+ * leaving out specs flagged KS_NOT_KEY; `fn` NULL only counts. Returns
+ * the number of keys visited (up to the one where fn stopped), or -1 when
+ * the arguments contradict a spec (a key count that is not a positive
+ * integer or runs past the end): Redis then finds no keys. Any process.
+ */
+int srv_cmd_each_key(const srv_command *cmd, int argc, const srv_slice *argv,
+                     srv_cmd_key_fn *fn, void *ctx);
 
 /* The clock of the command c runs, ms since the epoch (set by the
  * dispatcher; one for every command of an EXEC). */

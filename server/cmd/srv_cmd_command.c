@@ -28,11 +28,14 @@ static const struct {
     { F_ADMIN, "admin" },
     { F_PUBSUB, "pubsub" },
     { F_NOSCRIPT, "noscript" },
+    { F_BLOCKING, "blocking" },
     { F_LOADING, "loading" },
     { F_STALE, "stale" },
+    { F_SKIP_MONITOR, "skip_monitor" },
     { F_SKIP_SLOWLOG, "skip_slowlog" },
     { F_FAST, "fast" },
     { F_NOAUTH, "no_auth" },
+    { F_NO_MANDATORY_KEYS, "no_mandatory_keys" },
     { F_NO_ASYNC_LOADING, "no_async_loading" },
     { F_NO_MULTI, "no_multi" },
     { F_MOVABLEKEYS, "movablekeys" },
@@ -66,26 +69,6 @@ static const struct {
 #define NDOCFLAGS (sizeof doc_flag_names / sizeof doc_flag_names[0])
 
 static int popcount(unsigned v) { return __builtin_popcount(v); }
-
-/* The row's categories and those its flags imply, as Redis adds them. */
-static unsigned acl_of(const srv_command *cmd)
-{
-    unsigned acl = cmd->acl;
-
-    if (cmd->flags & F_WRITE)
-        acl |= A_WRITE;
-    if (cmd->flags & F_READONLY)
-        acl |= A_READ;
-    if (cmd->flags & F_ADMIN)
-        acl |= A_ADMIN | A_DANGEROUS;
-    if (cmd->flags & F_PUBSUB)
-        acl |= A_PUBSUB;
-    if (cmd->flags & F_FAST)
-        acl |= A_FAST;
-    if (!(acl & A_FAST))
-        acl |= A_SLOW;
-    return acl;
-}
 
 /* Words of a space-separated list (tips): count, or the i-th. */
 static int count_words(const char *s)
@@ -122,7 +105,7 @@ static void reply_bits(srv_conn *c, unsigned bits, const char *const *names,
 static void reply_acl(srv_conn *c, const srv_command *cmd)
 {
     char name[sizeof "@hyperloglog"];
-    unsigned acl = acl_of(cmd);
+    unsigned acl = srv_cmd_categories(cmd);
 
     srv_reply_set(c, popcount(acl));
     for (size_t i = 0; i < NACL; i++)
@@ -163,7 +146,9 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
     srv_reply_bulk_cstr(c, "flags");
     reply_bits(c, s->flags, keyspec_flag_names, NKSFLAGS);
     srv_reply_bulk_cstr(c, "begin_search");
-    if (s->begin == SRV_KS_INDEX) {
+    if (s->begin == SRV_KS_BEGIN_UNKNOWN) {
+        reply_search(c, "unknown", 0, NULL, NULL);
+    } else if (s->begin == SRV_KS_INDEX) {
         reply_search(c, "index", 1, index_names, &s->index);
     } else { /* a word and an int: by hand */
         srv_reply_map(c, 2);
@@ -177,7 +162,9 @@ static void reply_keyspec(srv_conn *c, const srv_keyspec *s)
         srv_reply_int(c, s->index);
     }
     srv_reply_bulk_cstr(c, "find_keys");
-    if (s->find == SRV_KS_RANGE) {
+    if (s->find == SRV_KS_FIND_UNKNOWN) {
+        reply_search(c, "unknown", 0, NULL, NULL);
+    } else if (s->find == SRV_KS_RANGE) {
         int v[] = { s->lastkey, s->keystep, s->limit };
         reply_search(c, "range", 3, range_names, v);
     } else {
@@ -235,7 +222,8 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
-    srv_reply_map(c, DOCS_FIELDS + (cmd->doc_flags != 0) +
+    srv_reply_map(c, DOCS_FIELDS - (cmd->complexity == NULL) +
+                         (cmd->doc_flags != 0) +
                          (cmd->deprecated_since != NULL) +
                          (cmd->replaced_by != NULL) + (nhist > 0) +
                          (cmd->nsubs > 0));
@@ -245,8 +233,10 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     srv_reply_bulk_cstr(c, cmd->since);
     srv_reply_bulk_cstr(c, "group");
     srv_reply_bulk_cstr(c, cmd->group);
-    srv_reply_bulk_cstr(c, "complexity");
-    srv_reply_bulk_cstr(c, cmd->complexity);
+    if (cmd->complexity) { /* Redis gives none for SYNC and PSYNC */
+        srv_reply_bulk_cstr(c, "complexity");
+        srv_reply_bulk_cstr(c, cmd->complexity);
+    }
     if (cmd->doc_flags) {
         srv_reply_bulk_cstr(c, "doc_flags");
         srv_reply_set(c, popcount(cmd->doc_flags));
@@ -362,7 +352,7 @@ static int listed(const srv_command *cmd, int filter, const srv_slice *arg,
 {
     switch (filter) {
     case LIST_MODULE: return 0; /* larder has no modules */
-    case LIST_ACLCAT: return (acl_of(cmd) & category) != 0;
+    case LIST_ACLCAT: return (srv_cmd_categories(cmd) & category) != 0;
     case LIST_PATTERN:
         return srv_util_glob_match(arg->ptr, arg->len, cmd->name,
                                    strlen(cmd->name), 1);
@@ -407,104 +397,35 @@ void srv_cmd_command_list(srv_conn *c)
 
 /* ---- COMMAND GETKEYS / GETKEYSANDFLAGS <command> [arg ...] ---- */
 
-typedef void key_found(srv_conn *c, const srv_slice *key, unsigned flags);
+typedef int key_found(void *c, int pos, unsigned flags);
 
-/*
- * Flags of a spec flagged KS_VARIABLE_FLAGS, which depend on the
- * arguments: SET's key is read too when GET is given.
- */
-static unsigned resolve_flags(const srv_command *cmd, const srv_keyspec *s,
-                              int argc, const srv_slice *argv)
+/* The command line COMMAND GETKEYS looks at: after "command getkeys". */
+#define GETKEYS_ARGV 2
+
+static int key_only(void *arg, int pos, unsigned flags)
 {
-    if (!(s->flags & KS_VARIABLE_FLAGS))
-        return s->flags;
-    if (!strcmp(cmd->name, "set")) {
-        for (int i = 3; i < argc; i++)
-            if (srv_util_streq(argv[i].ptr, argv[i].len, "get"))
-                return KS_RW | KS_ACCESS | KS_UPDATE;
-        return KS_OW | KS_UPDATE;
-    }
-    return s->flags;
-}
+    srv_conn *c = arg;
+    const srv_slice *key = &c->argv[GETKEYS_ARGV + pos];
 
-/* Where spec `s` begins in argv: an index, or -1 when it finds nothing. */
-static int spec_begin(const srv_keyspec *s, int argc, const srv_slice *argv)
-{
-    if (s->begin == SRV_KS_INDEX)
-        return s->index < argc ? s->index : -1;
-    int from = s->index >= 0 ? s->index : argc + s->index;
-    int dir = s->index >= 0 ? 1 : -1;
-    for (int i = from; i > 0 && i < argc; i += dir)
-        if (argv[i].len == strlen(s->keyword) &&
-            strncasecmp(argv[i].ptr, s->keyword, argv[i].len) == 0)
-            return i + 1 < argc ? i + 1 : -1;
-    return -1;
-}
-
-/*
- * Call `found` for each key of the command line argv (argv[0] the
- * command's name), spec by spec, leaving out specs flagged KS_NOT_KEY.
- * Returns the number of keys, or -1 when the arguments contradict a spec
- * (a key count that is not a positive integer or runs past the end).
- * With `found` NULL it only counts.
- */
-static int each_key(srv_conn *c, const srv_command *cmd, int argc,
-                    const srv_slice *argv, key_found *found)
-{
-    int n = 0;
-
-    for (int i = 0; i < cmd->nkeyspecs; i++) {
-        const srv_keyspec *s = &cmd->keyspecs[i];
-        int first, last, step = s->keystep;
-
-        if (s->flags & KS_NOT_KEY)
-            continue;
-        if ((first = spec_begin(s, argc, argv)) < 0)
-            continue;
-        if (s->find == SRV_KS_RANGE) {
-            if (s->lastkey >= 0)
-                last = first + s->lastkey;
-            else if (s->limit <= 1)
-                last = argc + s->lastkey;
-            else
-                last = first + (argc - first) / s->limit + s->lastkey;
-        } else {
-            long long keys;
-            int at = first + s->keynumidx;
-            if (at >= argc ||
-                !srv_util_str2ll(argv[at].ptr, argv[at].len, &keys) ||
-                keys < 1 || keys > argc)
-                return -1;
-            first += s->firstkey;
-            last = first + ((int)keys - 1) * step;
-        }
-        if (last >= argc || last < first || step < 1)
-            return -1;
-        for (int k = first; k <= last; k += step) {
-            if (found)
-                found(c, &argv[k], resolve_flags(cmd, s, argc, argv));
-            n++;
-        }
-    }
-    return n;
-}
-
-static void key_only(srv_conn *c, const srv_slice *key, unsigned flags)
-{
     srv_reply_bulk(c, key->ptr, key->len);
+    return 0;
 }
 
-static void key_and_flags(srv_conn *c, const srv_slice *key, unsigned flags)
+static int key_and_flags(void *arg, int pos, unsigned flags)
 {
+    srv_conn *c = arg;
+    const srv_slice *key = &c->argv[GETKEYS_ARGV + pos];
+
     srv_reply_array(c, 2);
     srv_reply_bulk(c, key->ptr, key->len);
     reply_bits(c, flags, keyspec_flag_names, NKSFLAGS);
+    return 0;
 }
 
 static void getkeys(srv_conn *c, key_found *found)
 {
-    int argc = c->argc - 2;
-    const srv_slice *argv = c->argv + 2;
+    int argc = c->argc - GETKEYS_ARGV;
+    const srv_slice *argv = c->argv + GETKEYS_ARGV;
     const srv_command *cmd = srv_cmd_lookup(argv[0].ptr, argv[0].len);
     int has_keys = 0;
 
@@ -526,13 +447,13 @@ static void getkeys(srv_conn *c, key_found *found)
                            "command");
         return;
     }
-    int n = each_key(c, cmd, argc, argv, NULL);
+    int n = srv_cmd_each_key(cmd, argc, argv, NULL, NULL);
     if (n <= 0) {
         srv_reply_error(c, "ERR Invalid arguments specified for command");
         return;
     }
     srv_reply_array(c, n);
-    each_key(c, cmd, argc, argv, found);
+    srv_cmd_each_key(cmd, argc, argv, found, c);
 }
 
 void srv_cmd_command_getkeys(srv_conn *c) { getkeys(c, key_only); }

@@ -5,6 +5,7 @@
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_cfgops.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
@@ -64,10 +65,15 @@ static void config_set(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (srv_cfgops_set(c->argv + 2, (c->argc - 2) / 2, err, sizeof err))
+    if (srv_cfgops_set(c->argv + 2, (c->argc - 2) / 2, err, sizeof err)) {
         srv_reply_error(c, err);
-    else
-        srv_reply_ok(c);
+        return;
+    }
+    for (int i = 2; i < c->argc; i += 2)
+        if (srv_util_streq(c->argv[i].ptr, c->argv[i].len, "requirepass") &&
+            srv_aclconn_set_requirepass(c, srv_her.cfg->requirepass))
+            return; /* the default user's password (issue 16) */
+    srv_reply_ok(c);
 }
 
 static void config_help(srv_conn *c)

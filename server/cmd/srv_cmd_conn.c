@@ -1,13 +1,13 @@
 /*
  * srv_cmd_conn.c - connection commands: PING ECHO QUIT HELLO AUTH SELECT
- * CLIENT RESET.
+ * RESET and CLIENT's own-connection subcommands (the subcommands about
+ * every client are srv_cmd_ctl.c's).
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
-#include "server/cmd/srv_multi.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
-#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -17,11 +17,12 @@
 #include <string.h>
 
 #define HELLO_FIELDS 7
-#define CLIENT_INFO_MAX 1024
-#define MS_PER_S 1000
 
 static const char ERR_WRONGPASS[] =
     "WRONGPASS invalid username-password pair or user is disabled.";
+static const char ERR_NOPASS_AUTH[] =
+    "ERR AUTH <password> called without any password configured for the "
+    "default user. Are you sure your configuration is correct?";
 static const char ERR_BADNAME[] =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
@@ -54,18 +55,6 @@ void srv_cmd_quit(srv_conn *c)
 {
     srv_reply_ok(c);
     c->flags |= SRV_CONN_CLOSE_AFTER_REPLY;
-}
-
-/* Check credentials against the default user: 1 accepted, 0 not. */
-static int credentials_ok(const srv_slice *user, const srv_slice *pass)
-{
-    const char *want = srv_her.cfg->requirepass;
-
-    if (user && !srv_util_streq(user->ptr, user->len, "default"))
-        return 0;
-    if (want[0] == '\0')
-        return 1; /* default user has nopass */
-    return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
 }
 
 static int valid_name(const srv_slice *s)
@@ -115,12 +104,9 @@ void srv_cmd_hello(srv_conn *c)
             return;
         }
     }
-    if (user) {
-        if (!credentials_ok(user, pass)) {
-            srv_reply_error(c, ERR_WRONGPASS);
-            return;
-        }
-        c->authed = 1;
+    if (user && srv_aclconn_authenticate(c, user, pass)) {
+        srv_reply_error(c, ERR_WRONGPASS);
+        return;
     }
     if (!c->authed) {
         srv_reply_error(c,
@@ -165,17 +151,14 @@ void srv_cmd_auth(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (!user && srv_her.cfg->requirepass[0] == '\0') {
-        srv_reply_error(c, "ERR AUTH <password> called without any password "
-                           "configured for the default user. Are you sure "
-                           "your configuration is correct?");
+    if (!user && srv_aclconn_default_nopass()) {
+        srv_reply_error(c, ERR_NOPASS_AUTH);
         return;
     }
-    if (!credentials_ok(user, &c->argv[c->argc - 1])) {
+    if (srv_aclconn_authenticate(c, user, &c->argv[c->argc - 1])) {
         srv_reply_error(c, ERR_WRONGPASS);
         return;
     }
-    c->authed = 1;
     srv_reply_ok(c);
 }
 
@@ -199,41 +182,8 @@ void srv_cmd_reset(srv_conn *c)
     c->db = 0;
     c->resp = 2;
     c->name[0] = '\0';
-    c->authed = srv_her.cfg->requirepass[0] == '\0';
+    srv_aclconn_reset(c);
     srv_reply_simple(c, "RESET");
-}
-
-/* One CLIENT LIST / CLIENT INFO line, Redis's field names. */
-static void client_line(srv_conn *x, char *buf, size_t size)
-{
-    int64_t now = srv_util_mstime();
-
-    snprintf(buf, size,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
-             "flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%zu "
-             "qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 oll=0 omem=%zu "
-             "events=r cmd=%s user=default lib-name=%s lib-ver=%s redir=-1 "
-             "resp=%d worker=%d\n",
-             (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
-             (long long)((now - x->created_ms) / MS_PER_S),
-             (long long)((now - x->last_ms) / MS_PER_S),
-             srv_multi_queued(x) >= 0 ? "x" : "N", x->db, srv_multi_queued(x),
-             x->in.len, x->in.cap - x->in.len, x->out.len,
-             x->last_cmd ? x->last_cmd : "NULL", x->lib_name, x->lib_ver,
-             x->resp, x->worker->index);
-}
-
-typedef struct list_ctx {
-    srv_buf text;
-} list_ctx;
-
-static void list_one(srv_conn *x, void *arg)
-{
-    list_ctx *l = arg;
-    char line[CLIENT_INFO_MAX];
-
-    client_line(x, line, sizeof line);
-    srv_buf_append(&l->text, line, strlen(line));
 }
 
 void srv_cmd_client_setinfo(srv_conn *c)
@@ -284,38 +234,6 @@ void srv_cmd_client_setname(srv_conn *c)
     }
     set_name(c, &c->argv[2]);
     srv_reply_ok(c);
-}
-
-void srv_cmd_client_info(srv_conn *c)
-{
-    char line[CLIENT_INFO_MAX];
-
-    client_line(c, line, sizeof line);
-    srv_reply_verbatim(c, line, strlen(line));
-}
-
-void srv_cmd_client_list(srv_conn *c)
-{
-    /* This worker's connections: a connection lives on one worker. */
-    list_ctx l = { { NULL, 0, 0 } };
-
-    for (srv_conn *x = c->worker->clients; x; x = x->next)
-        list_one(x, &l);
-    srv_reply_verbatim(c, l.text.data ? l.text.data : "", l.text.len);
-    srv_buf_free(&l.text);
-}
-
-/* CLIENT NO-EVICT / NO-TOUCH on|off: accepted, and nothing to change (no
- * client eviction, no LRU that a read would touch). */
-void srv_cmd_client_onoff(srv_conn *c)
-{
-    const srv_slice *v = &c->argv[2];
-
-    if (srv_util_streq(v->ptr, v->len, "on") ||
-        srv_util_streq(v->ptr, v->len, "off"))
-        srv_reply_ok(c);
-    else
-        srv_reply_error(c, SRV_ERR_SYNTAX);
 }
 
 void srv_cmd_client_help(srv_conn *c)

@@ -9,6 +9,7 @@
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -73,6 +74,7 @@ static void set_generic(srv_conn *c, int reply_ok)
     }
     if (srv_coll_save_or_reply(c, t, &o))
         return;
+    srv_notify_arg(c, SRV_NOTIFY_HASH, "hset", 1);
     if (reply_ok)
         srv_reply_ok(c);
     else
@@ -101,8 +103,10 @@ void srv_cmd_hsetnx(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
-    if (srv_coll_save_or_reply(c, t, &o) == 0)
+    if (srv_coll_save_or_reply(c, t, &o) == 0) {
+        srv_notify_arg(c, SRV_NOTIFY_HASH, "hset", 1);
         srv_reply_int(c, 1);
+    }
 }
 
 /* Reply the value of field argv[i] of `o` (nil when absent). */
@@ -216,6 +220,7 @@ void srv_cmd_hincrby(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_HASH, "hincrby", 1);
     srv_reply_int(c, cur);
 }
 
@@ -262,6 +267,7 @@ void srv_cmd_hincrbyfloat(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_HASH, "hincrbyfloat", 1);
     srv_reply_bulk(c, buf, (size_t)n);
 }
 

@@ -324,6 +324,7 @@ static const info_field server_fields[] = {
 /* ---- clients ---- */
 
 static void v_connected(info_ctx *x) { add(x->b, "%lld", SUM(connected)); }
+static void v_blocked(info_ctx *x) { add(x->b, "%lld", SUM(blocked_clients)); }
 static void v_maxclients(info_ctx *x)
 {
     add(x->b, "%lld", srv_her.cfg->maxclients);
@@ -336,7 +337,7 @@ static const info_field clients_fields[] = {
     { "client_recent_max_input_buffer", NULL, "0" },
     { "client_recent_max_output_buffer", NULL, "0" },
     /* ==== issue 11: blocked_clients, tracking_clients ==== */
-    { "blocked_clients", NULL, "0" },
+    { "blocked_clients", v_blocked, NULL },
     { "tracking_clients", NULL, "0" },
     { "clients_in_timeout_table", NULL, "0" },
     /* ==== issue 16 ==== */

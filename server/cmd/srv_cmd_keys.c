@@ -9,6 +9,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
@@ -32,13 +33,17 @@ static const char *const type_names[] = {
     [ST_TYPE_ZSET] = "zset", [ST_TYPE_HASH] = "hash",
 };
 
+/* What count_keys_generic does with each key. */
+enum { KEYS_DELETE, KEYS_PEEK, KEYS_TOUCH };
+
 /*
- * DEL and UNLINK (`del`: collections are detached either way, O(1) for
- * both), EXISTS and TOUCH: how many of the named keys were there (repeats
- * count).
+ * DEL and UNLINK (KEYS_DELETE: collections are detached either way, O(1)
+ * for both), EXISTS (KEYS_PEEK: not an access, as in Redis) and TOUCH
+ * (an access): how many of the named keys were there (repeats count).
  */
-static void count_keys_generic(srv_conn *c, int del)
+static void count_keys_generic(srv_conn *c, int mode)
 {
+    int del = mode == KEYS_DELETE;
     struct st_txn *t = del ? srv_txn_write_or_reply(c)
                            : srv_txn_read_or_reply(c);
     long long n = 0;
@@ -50,7 +55,11 @@ static void count_keys_generic(srv_conn *c, int del)
         st_rec r;
         srv_key_ref(c, i, &k);
         int rc = del ? st_keyspace_delete(t, &k, srv_cmd_now(c))
+                 : mode == KEYS_PEEK
+                     ? st_keyspace_peek(t, &k, srv_cmd_now(c), &r)
                      : st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
+        if (rc == 0 && del)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", i);
         if (rc == 0)
             n++;
         else if (rc != ST_ENOTFOUND) {
@@ -61,18 +70,19 @@ static void count_keys_generic(srv_conn *c, int del)
     srv_reply_int(c, n);
 }
 
-void srv_cmd_del(srv_conn *c) { count_keys_generic(c, 1); }
-void srv_cmd_unlink(srv_conn *c) { count_keys_generic(c, 1); }
-void srv_cmd_exists(srv_conn *c) { count_keys_generic(c, 0); }
-void srv_cmd_touch(srv_conn *c) { count_keys_generic(c, 0); }
+void srv_cmd_del(srv_conn *c) { count_keys_generic(c, KEYS_DELETE); }
+void srv_cmd_unlink(srv_conn *c) { count_keys_generic(c, KEYS_DELETE); }
+void srv_cmd_exists(srv_conn *c) { count_keys_generic(c, KEYS_PEEK); }
+void srv_cmd_touch(srv_conn *c) { count_keys_generic(c, KEYS_TOUCH); }
 
-/* Look up argv[1] of any type: 1 found, 0 absent, -1 error replied. */
+/* Look up argv[1] of any type: 1 found, 0 absent, -1 error replied. Not
+ * an access of the key (TYPE, TTL ... do not count, as in Redis). */
 static int lookup_any(srv_conn *c, struct st_txn *t, st_keyref *k, st_rec *r)
 {
     int rc;
 
     srv_key_ref(c, 1, k);
-    rc = st_keyspace_lookup(t, k, srv_cmd_now(c), r);
+    rc = st_keyspace_peek(t, k, srv_cmd_now(c), r);
     if (rc == ST_ENOTFOUND)
         return 0;
     if (rc) {
@@ -174,6 +184,8 @@ static void expire_generic(srv_conn *c, int unit, int absolute)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_GENERIC,
+                   at <= srv_cmd_now(c) ? "del" : "expire", 1);
     srv_reply_int(c, 1);
 }
 
@@ -232,6 +244,7 @@ void srv_cmd_persist(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_GENERIC, "persist", 1);
     srv_reply_int(c, 1);
 }
 
@@ -332,6 +345,11 @@ static void rename_generic(srv_conn *c, int nx)
     srv_key_ref(c, 1, &src);
     srv_key_ref(c, 2, &dst);
     rc = st_keyspace_rename(t, &src, &dst, srv_cmd_now(c), nx);
+    if (rc == 0 &&
+        (src.len != dst.len || memcmp(src.name, dst.name, src.len))) {
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "rename_from", 1);
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "rename_to", 2);
+    }
     if (rc == ST_ENOTFOUND)
         srv_reply_error(c, SRV_ERR_NO_KEY);
     else if (rc == ST_EEXISTS)
@@ -383,16 +401,18 @@ void srv_cmd_copy(srv_conn *c)
         if (srv_util_streq(o->ptr, o->len, "replace")) {
             replace = 1;
         } else if (srv_util_streq(o->ptr, o->len, "db") && j + 1 < c->argc) {
+            /* Checked where it comes, as Redis does (before a later bad
+             * option). */
             if (srv_args_int_or_reply(c, &c->argv[++j], &db))
                 return;
+            if (db < 0 || db >= srv_her.cfg->databases) {
+                srv_reply_error(c, "ERR DB index is out of range");
+                return;
+            }
         } else {
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-    }
-    if (db < 0 || db >= srv_her.cfg->databases) {
-        srv_reply_error(c, "ERR DB index is out of range");
-        return;
     }
     srv_key_ref(c, 1, &src);
     st_codec_keyref_init(&dst, (unsigned)db, c->argv[2].ptr, c->argv[2].len);
@@ -408,6 +428,9 @@ void srv_cmd_copy(srv_conn *c)
         srv_reply_int(c, 0);
     else if (rc)
         srv_txn_error(c, rc);
-    else
+    else {
+        srv_notify_db(dst.db, SRV_NOTIFY_GENERIC, "copy_to", c->argv[2].ptr,
+                      c->argv[2].len);
         srv_reply_int(c, 1);
+    }
 }

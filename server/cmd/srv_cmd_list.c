@@ -1,14 +1,18 @@
 /*
  * srv_cmd_list.c - list commands. Families share one generic function
- * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP), move (LMOVE
- * RPOPLPUSH). LRANGE streams from a storage cursor.
+ * each: push (LPUSH RPUSH LPUSHX RPUSHX), pop (LPOP RPOP, and BLPOP
+ * BRPOP), move (LMOVE RPOPLPUSH, and BLMOVE BRPOPLPUSH), multi-key pop
+ * (LMPOP BLMPOP). The blocking forms block through srv_block.h when
+ * every key is empty. LRANGE streams from a storage cursor.
  */
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_coll.h"
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
 #include "server/srv_conn.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -63,8 +67,10 @@ static void push_generic(srv_conn *c, int left, int only_existing)
             return;
         }
     }
-    if (srv_coll_save_or_reply(c, t, &o) == 0)
+    if (srv_coll_save_or_reply(c, t, &o) == 0) {
+        srv_notify_arg(c, SRV_NOTIFY_LIST, left ? "lpush" : "rpush", 1);
         srv_reply_int(c, (long long)o.c.card);
+    }
 }
 
 void srv_cmd_lpush(srv_conn *c) { push_generic(c, 1, 0); }
@@ -78,6 +84,14 @@ static int emit_elem(void *ctx, const uint8_t *v, size_t len)
     return 0;
 }
 
+/* A list that lost elements: its event, and "del" if it is gone. */
+static void notify_removed(srv_conn *c, const st_obj *o, const char *event)
+{
+    srv_notify(c, SRV_NOTIFY_LIST, event, o->k->name, o->k->len);
+    if (o->c.card == 0)
+        srv_notify(c, SRV_NOTIFY_GENERIC, "del", o->k->name, o->k->len);
+}
+
 /* Pop up to `count` elements of `o` from one end into the reply. */
 static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
                           uint64_t count)
@@ -86,7 +100,11 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int left,
 
     for (uint64_t i = 0; i < count && !rc; i++)
         rc = st_list_pop(t, o, left, emit_elem, c);
-    return rc ? rc : st_coll_save(t, o, srv_cmd_now(c));
+    if (!rc)
+        rc = st_coll_save(t, o, srv_cmd_now(c));
+    if (!rc && count)
+        notify_removed(c, o, left ? "lpop" : "rpop");
+    return rc;
 }
 
 static void pop_generic(srv_conn *c, int left)
@@ -131,6 +149,45 @@ static void pop_generic(srv_conn *c, int left)
 
 void srv_cmd_lpop(srv_conn *c) { pop_generic(c, 1); }
 void srv_cmd_rpop(srv_conn *c) { pop_generic(c, 0); }
+
+/* BLPOP / BRPOP key [key ...] timeout: pop from the first non-empty key,
+ * replying [key, element]; block when every key is empty. */
+static void bpop_generic(srv_conn *c, int left)
+{
+    struct st_txn *t;
+    int64_t timeout;
+
+    if (srv_block_timeout_or_reply(c, &c->argv[c->argc - 1], &timeout) ||
+        !(t = srv_txn_write_or_reply(c)))
+        return;
+    for (int j = 1; j < c->argc - 1; j++) {
+        st_keyref k;
+        st_obj o;
+        size_t mark = c->out.len;
+        int rc = open_or_reply(c, t, j, &k, &o);
+        if (rc < 0)
+            return;
+        if (rc == 0)
+            continue;
+        srv_reply_array(c, 2);
+        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
+        if ((rc = pop_into_reply(c, t, &o, left, 1))) {
+            c->out.len = mark;
+            srv_txn_error(c, rc);
+            return;
+        }
+        srv_block_served(c, j, o.c.card);
+        return;
+    }
+    srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_LIST,
+                                             .first_key = 1,
+                                             .nkeys = c->argc - 2,
+                                             .timeout_ms = timeout,
+                                             .null_array = 1 });
+}
+
+void srv_cmd_blpop(srv_conn *c) { bpop_generic(c, 1); }
+void srv_cmd_brpop(srv_conn *c) { bpop_generic(c, 0); }
 
 void srv_cmd_llen(srv_conn *c) { srv_coll_reply_card(c, ST_TYPE_LIST); }
 
@@ -188,10 +245,12 @@ void srv_cmd_lset(srv_conn *c)
     }
     if ((rc = st_list_set(t, &o, (uint64_t)i, c->argv[3].ptr,
                           c->argv[3].len)) ||
-        (rc = st_coll_save(t, &o, srv_cmd_now(c))))
+        (rc = st_coll_save(t, &o, srv_cmd_now(c)))) {
         srv_txn_error(c, rc);
-    else
-        srv_reply_ok(c);
+        return;
+    }
+    srv_notify_arg(c, SRV_NOTIFY_LIST, "lset", 1);
+    srv_reply_ok(c);
 }
 
 void srv_cmd_lrange(srv_conn *c)
@@ -239,14 +298,18 @@ void srv_cmd_ltrim(srv_conn *c)
         srv_reply_ok(c);
         return;
     }
-    if (!srv_args_clamp_range(start, stop, o.c.card, &s, &e))
+    if (!srv_args_clamp_range(start, stop, o.c.card, &s, &e)) {
         rc = st_keyspace_delete(t, &k, srv_cmd_now(c)); /* O(1): lazy free */
-    else if (!(rc = st_list_trim(t, &o, s, e)))
+        o.c.card = 0;
+    } else if (!(rc = st_list_trim(t, &o, s, e))) {
         rc = st_coll_save(t, &o, srv_cmd_now(c));
-    if (rc)
+    }
+    if (rc) {
         srv_txn_error(c, rc);
-    else
-        srv_reply_ok(c);
+        return;
+    }
+    notify_removed(c, &o, "ltrim");
+    srv_reply_ok(c);
 }
 
 void srv_cmd_lrem(srv_conn *c)
@@ -271,6 +334,8 @@ void srv_cmd_lrem(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    if (removed)
+        notify_removed(c, &o, "lrem");
     srv_reply_int(c, removed);
 }
 
@@ -306,6 +371,7 @@ void srv_cmd_linsert(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_LIST, "linsert", 1);
     srv_reply_int(c, (long long)o.c.card);
 }
 
@@ -435,19 +501,32 @@ static int hold_elem(void *ctx, const uint8_t *v, size_t len)
     return 0;
 }
 
-/* LMOVE / RPOPLPUSH: pop from argv[1] at `from_left`, push to argv[2]. */
-static void move_generic(srv_conn *c, int from_left, int to_left)
+/*
+ * LMOVE / RPOPLPUSH: pop from argv[1] at `from_left`, push to argv[2].
+ * An empty source replies a null, or with `block` (BLMOVE, BRPOPLPUSH:
+ * the timeout at argv[block]) blocks on it.
+ */
+static void move_generic(srv_conn *c, int from_left, int to_left, int block)
 {
-    struct st_txn *t = srv_txn_write_or_reply(c);
+    struct st_txn *t;
+    int64_t timeout = 0;
     st_keyref sk, dk;
     st_obj so, dobj, *dst = &dobj;
     held h = { NULL, 0 };
     int rc, drc;
 
-    if (!t)
+    if ((block && srv_block_timeout_or_reply(c, &c->argv[block], &timeout)) ||
+        !(t = srv_txn_write_or_reply(c)))
         return;
     srv_key_ref(c, 1, &sk);
     rc = st_coll_open(t, &sk, ST_TYPE_LIST, srv_cmd_now(c), &so);
+    if (rc == ST_ENOTFOUND && block) {
+        srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_LIST,
+                                                 .first_key = 1,
+                                                 .nkeys = 1,
+                                                 .timeout_ms = timeout });
+        return;
+    }
     if (rc == ST_ENOTFOUND) {
         srv_reply_null(c);
         return;
@@ -475,12 +554,19 @@ static void move_generic(srv_conn *c, int from_left, int to_left)
         srv_txn_error(c, rc);
         return;
     }
+    /* Redis's order: the push, the pop, the source gone. */
+    srv_notify(c, SRV_NOTIFY_LIST, to_left ? "lpush" : "rpush", dst->k->name,
+               dst->k->len);
+    notify_removed(c, &so, from_left ? "lpop" : "rpop");
     srv_reply_bulk(c, h.p, h.len);
+    srv_block_served(c, 1, so.c.card);
 }
 
-void srv_cmd_rpoplpush(srv_conn *c) { move_generic(c, 0, 1); }
+void srv_cmd_rpoplpush(srv_conn *c) { move_generic(c, 0, 1, 0); }
+void srv_cmd_brpoplpush(srv_conn *c) { move_generic(c, 0, 1, 3); }
 
-void srv_cmd_lmove(srv_conn *c)
+/* LMOVE / BLMOVE: the ends are argv[3] and argv[4]. */
+static void lmove_generic(srv_conn *c, int block)
 {
     int from = parse_where(&c->argv[3]), to = parse_where(&c->argv[4]);
 
@@ -488,10 +574,31 @@ void srv_cmd_lmove(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    move_generic(c, from, to);
+    move_generic(c, from, to, block);
 }
+
+void srv_cmd_lmove(srv_conn *c) { lmove_generic(c, 0); }
+void srv_cmd_blmove(srv_conn *c) { lmove_generic(c, 5); }
 
 void srv_cmd_lmpop(srv_conn *c)
 {
-    srv_coll_mpop(c, ST_TYPE_LIST, "right", "left", pop_into_reply);
+    int numkeys;
+
+    if (srv_coll_mpop(c, 1, ST_TYPE_LIST, "right", "left", pop_into_reply,
+                      &numkeys, NULL))
+        srv_reply_null_array(c);
+}
+
+void srv_cmd_blmpop(srv_conn *c)
+{
+    int64_t timeout;
+    int numkeys;
+
+    if (srv_coll_mpop(c, 2, ST_TYPE_LIST, "right", "left", pop_into_reply,
+                      &numkeys, &timeout))
+        srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_LIST,
+                                                 .first_key = 3,
+                                                 .nkeys = numkeys,
+                                                 .timeout_ms = timeout,
+                                                 .null_array = 1 });
 }

@@ -6,6 +6,7 @@
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_multi.h"
+#include "server/cmd/srv_script.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
@@ -67,8 +68,9 @@ static void flush_generic(srv_conn *c, int db)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (c->flags & SRV_CONN_IN_EXEC) {
-        /* Inside EXEC: in the transaction's own write transaction. */
+    if (c->flags & SRV_CONN_IN_TXN) {
+        /* Inside EXEC or a script: in the transaction's own write transaction.
+         */
         struct st_txn *t = srv_txn_write_or_reply(c);
         if (!t)
             return;
@@ -235,6 +237,7 @@ void srv_cmd_shutdown(srv_conn *c)
         return; /* an embedded worker: no master */
     }
     srv_log(SRV_LOG_NOTICE, 0, "SHUTDOWN requested by client %s", c->addr);
+    srv_script_stop_all(); /* a busy script would hold its worker */
     kill(srv_her.master_pid, SIGTERM);
     /* As Redis: no reply; the connection closes with the server. */
     c->flags |= SRV_CONN_CLOSE_ASAP;

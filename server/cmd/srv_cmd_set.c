@@ -12,6 +12,7 @@
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -66,7 +67,17 @@ void srv_cmd_sadd(srv_conn *c)
     }
     if (added && srv_coll_save_or_reply(c, t, &o))
         return;
+    if (added)
+        srv_notify_arg(c, SRV_NOTIFY_SET, "sadd", 1);
     srv_reply_int(c, added);
+}
+
+/* A set that lost members: its event, and "del" if it is gone. */
+static void notify_removed(srv_conn *c, const st_obj *o, const char *event)
+{
+    srv_notify(c, SRV_NOTIFY_SET, event, o->k->name, o->k->len);
+    if (o->c.card == 0)
+        srv_notify(c, SRV_NOTIFY_GENERIC, "del", o->k->name, o->k->len);
 }
 
 void srv_cmd_srem(srv_conn *c)
@@ -147,6 +158,8 @@ static void one_random(srv_conn *c, int pop)
         srv_txn_error(c, rc);
     else
         srv_reply_bulk(c, SRV_COLL_BATCH_PTR(&b, 0), SRV_COLL_BATCH_LEN(&b, 0));
+    if (!rc && pop)
+        notify_removed(c, &o, "spop");
     srv_coll_batch_free(&b);
 }
 
@@ -188,7 +201,10 @@ void srv_cmd_spop(srv_conn *c)
             (rc = st_keyspace_delete(t, &k, srv_cmd_now(c)))) {
             c->out.len = mark;
             srv_txn_error(c, rc);
+            return;
         }
+        o.c.card = 0;
+        notify_removed(c, &o, "spop");
         return;
     }
     srv_reply_set(c, count);
@@ -215,7 +231,9 @@ void srv_cmd_spop(srv_conn *c)
     if (rc) {
         c->out.len = mark;
         srv_txn_error(c, rc);
+        return;
     }
+    notify_removed(c, &o, "spop");
 }
 
 void srv_cmd_srandmember(srv_conn *c)
@@ -306,6 +324,9 @@ void srv_cmd_smove(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    notify_removed(c, &so, "srem");
+    if (a)
+        srv_notify_arg(c, SRV_NOTIFY_SET, "sadd", 2);
     srv_reply_int(c, 1);
 }
 
@@ -489,14 +510,23 @@ static void algebra_generic(srv_conn *c, int op, int store)
         srv_txn_error(c, rc);
         goto out;
     }
+    int existed = rc == 0;
     rc = st_coll_open(t, &dk, ST_TYPE_SET, srv_cmd_now(c), &d);
     if (rc != ST_ENOTFOUND) {
         srv_txn_error(c, rc ? rc : ST_ECORRUPT);
         goto out;
     }
     d.c = res.c;
-    if (srv_coll_save_or_reply(c, t, &d) == 0)
+    if (srv_coll_save_or_reply(c, t, &d) == 0) {
+        static const char *const events[] = { [OP_INTER] = "sinterstore",
+                                              [OP_UNION] = "sunionstore",
+                                              [OP_DIFF] = "sdiffstore" };
+        if (res.c.card)
+            srv_notify_arg(c, SRV_NOTIFY_SET, events[op], 1);
+        else if (existed)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
         srv_reply_int(c, (long long)res.c.card);
+    }
 out:
     if (keys != kstack)
         free(keys);

@@ -9,10 +9,12 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
+#include "storage/st_string.h"
 
 #include <limits.h>
 #include <math.h>
@@ -138,10 +140,10 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
             srv_reply_error(c, SRV_ERR_WRONGTYPE);
             return;
         }
-        if (found)
-            srv_reply_bulk(c, r.payload, r.payload_len);
-        else
+        if (!found)
             srv_reply_null(c);
+        else if (srv_key_reply_string(c, t, &r, 0, UINT64_MAX))
+            return;
     }
     if (((flags & SET_NX) && found) || ((flags & SET_XX) && !found)) {
         if (reply_int)
@@ -162,6 +164,9 @@ static void set_generic(srv_conn *c, int vi, unsigned flags, int64_t at,
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "set", 1);
+    if (at && !(flags & SET_KEEPTTL))
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "expire", 1);
     if (reply_int)
         srv_reply_int(c, 1);
     else if (!(flags & SET_GET))
@@ -223,15 +228,22 @@ static void get_generic(srv_conn *c, int then, unsigned flags,
             srv_reply_null(c);
         return;
     }
-    if (expire_value_or_reply(c, flags, expire, &at))
+    if (expire_value_or_reply(c, flags, expire, &at) ||
+        srv_key_reply_string(c, t, &r, 0, UINT64_MAX))
         return;
-    srv_reply_bulk(c, r.payload, r.payload_len);
     rc = 0;
     if (then == GET_DELETE ||
-        (then == GET_EXPIRE && at && at <= srv_cmd_now(c)))
+        (then == GET_EXPIRE && at && at <= srv_cmd_now(c))) {
         rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
-    else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST)))
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
+    } else if (then == GET_EXPIRE && (at || (flags & SET_PERSIST))) {
+        int had_ttl = r.expire_at != 0;
         rc = st_keyspace_expire_set(t, &k, srv_cmd_now(c), at);
+        if (at)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "expire", 1);
+        else if (had_ttl)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "persist", 1);
+    }
     if (rc)
         srv_txn_error(c, rc); /* poisons: the group is replayed */
 }
@@ -261,10 +273,12 @@ void srv_cmd_mget(srv_conn *c)
         st_rec r;
         srv_key_ref(c, i, &k);
         int rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
-        if (rc == 0 && r.type == ST_TYPE_STRING)
-            srv_reply_bulk(c, r.payload, r.payload_len);
-        else
+        if (rc == 0 && r.type == ST_TYPE_STRING) {
+            if (srv_key_reply_string(c, t, &r, 0, UINT64_MAX))
+                return;
+        } else {
             srv_reply_null(c);
+        }
     }
 }
 
@@ -305,6 +319,7 @@ static void mset_generic(srv_conn *c, int nx)
             srv_txn_error(c, rc);
             return;
         }
+        srv_notify_arg(c, SRV_NOTIFY_STRING, "set", i);
     }
     if (nx)
         srv_reply_int(c, 1);
@@ -334,12 +349,12 @@ static int open_number_or_reply(srv_conn *c, struct st_txn **t, st_keyref *k,
     return rc;
 }
 
-/* The INCR family's end: store the new value's text; 0, or -1 after an
- * error reply. */
+/* The INCR family's end: store the new value's text (reported with
+ * encoding `enc`, st_string.h); 0, or -1 after an error reply. */
 static int store_number_or_reply(srv_conn *c, struct st_txn *t, st_keyref *k,
-                                 const char *text, int len, int64_t at)
+                                 const char *text, int len, int64_t at, int enc)
 {
-    int rc = st_keyspace_string_set(t, k, text, (size_t)len, at);
+    int rc = st_string_set(t, k, text, (size_t)len, at, enc);
 
     if (rc)
         srv_txn_error(c, rc);
@@ -360,7 +375,8 @@ static void incr_generic(srv_conn *c, long long by)
     if ((rc = open_number_or_reply(c, &t, &k, &r, &at)) < 0)
         return;
     if (rc == 1 &&
-        !srv_util_str2ll((const char *)r.payload, r.payload_len, &v)) {
+        (st_string_is_chunked(&r) ||
+         !srv_util_str2ll((const char *)r.payload, r.payload_len, &v))) {
         srv_reply_error(c, SRV_ERR_NOT_INT);
         return;
     }
@@ -370,8 +386,11 @@ static void incr_generic(srv_conn *c, long long by)
         return;
     }
     v += by;
-    if (store_number_or_reply(c, t, &k, buf, srv_util_ll2str(buf, v), at) == 0)
-        srv_reply_int(c, v);
+    if (store_number_or_reply(c, t, &k, buf, srv_util_ll2str(buf, v), at,
+                              ST_STRING_ENC_AUTO))
+        return;
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "incrby", 1);
+    srv_reply_int(c, v);
 }
 
 void srv_cmd_incr(srv_conn *c) { incr_generic(c, 1); }
@@ -411,7 +430,8 @@ void srv_cmd_incrbyfloat(srv_conn *c)
     if ((rc = open_number_or_reply(c, &t, &k, &r, &at)) < 0)
         return;
     if ((rc == 1 &&
-         !srv_util_str2ld((const char *)r.payload, r.payload_len, &v)) ||
+         (st_string_is_chunked(&r) ||
+          !srv_util_str2ld((const char *)r.payload, r.payload_len, &v))) ||
         !srv_util_str2ld(c->argv[2].ptr, c->argv[2].len, &by)) {
         srv_reply_error(c, SRV_ERR_NOT_FLOAT);
         return;
@@ -422,14 +442,18 @@ void srv_cmd_incrbyfloat(srv_conn *c)
         return;
     }
     n = srv_util_ld2str(buf, sizeof buf, v);
-    if (store_number_or_reply(c, t, &k, buf, n, at) == 0)
-        srv_reply_bulk(c, buf, (size_t)n);
+    if (store_number_or_reply(c, t, &k, buf, n, at, ST_STRING_ENC_NOINT))
+        return;
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "incrbyfloat", 1);
+    srv_reply_bulk(c, buf, (size_t)n);
 }
 
 /*
- * Write `len` bytes at `offset` of the string at argv[1] (APPEND when
- * offset is its length), zero-padding a gap, keeping the TTL. Replies the
- * new length. `append` selects APPEND's semantics for the offset.
+ * Write argv value `val` at `offset` of the string at argv[1] (APPEND:
+ * at its end), zero-padding a gap, keeping the TTL; replies the new
+ * length. Only the spans of a chunked string that the range covers are
+ * rewritten (st_string_write). Redis leaves the result raw, but for an
+ * APPEND that creates the key.
  */
 static void splice_generic(srv_conn *c, int append, long long offset,
                            const srv_slice *val)
@@ -437,21 +461,16 @@ static void splice_generic(srv_conn *c, int append, long long offset,
     struct st_txn *t = srv_txn_write_or_reply(c);
     st_keyref k;
     st_rec r;
-    size_t old = 0, len;
-    char *copy;
-    uint8_t *dst;
-    int64_t at = 0;
-    int rc;
+    uint64_t old = 0, len;
+    int found, rc;
 
     if (!t)
         return;
     srv_key_ref(c, 1, &k);
-    if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
+    if ((found = srv_key_lookup_string(c, t, &k, &r)) < 0)
         return;
-    if (rc == 1) {
-        old = r.payload_len;
-        at = r.expire_at;
-    }
+    if (found)
+        old = st_string_len(&r);
     if (append)
         offset = (long long)old;
     if (val->len == 0 && !append) {
@@ -460,21 +479,16 @@ static void splice_generic(srv_conn *c, int append, long long offset,
     }
     if (check_length_or_reply(c, (unsigned long long)offset + val->len))
         return;
-    len = (size_t)offset + val->len > old ? (size_t)offset + val->len : old;
-    if (!(copy = srv_key_scratch(old ? old : 1))) {
-        srv_reply_error(c, "ERR out of memory");
-        return;
-    }
-    if (old)
-        memcpy(copy, r.payload, old); /* the reserve may move it */
-    if ((rc = st_keyspace_string_reserve(t, &k, len, at, &dst))) {
+    rc = st_string_write(t, &k, srv_cmd_now(c), (uint64_t)offset, val->ptr,
+                         val->len,
+                         append && !found ? ST_STRING_ENC_AUTO
+                                          : ST_STRING_ENC_RAW,
+                         &len);
+    if (rc) {
         srv_txn_error(c, rc);
         return;
     }
-    memcpy(dst, copy, old);
-    if ((size_t)offset > old)
-        memset(dst + old, 0, (size_t)offset - old);
-    memcpy(dst + offset, val->ptr, val->len);
+    srv_notify_arg(c, SRV_NOTIFY_STRING, append ? "append" : "setrange", 1);
     srv_reply_int(c, (long long)len);
 }
 
@@ -504,7 +518,7 @@ void srv_cmd_strlen(srv_conn *c)
         return;
     srv_key_ref(c, 1, &k);
     if ((rc = srv_key_lookup_string(c, t, &k, &r)) >= 0)
-        srv_reply_int(c, rc ? (long long)r.payload_len : 0);
+        srv_reply_int(c, rc ? (long long)st_string_len(&r) : 0);
 }
 
 void srv_cmd_getrange(srv_conn *c)
@@ -523,7 +537,7 @@ void srv_cmd_getrange(srv_conn *c)
     srv_key_ref(c, 1, &k);
     if ((rc = srv_key_lookup_string(c, t, &k, &r)) < 0)
         return;
-    len = rc ? (long long)r.payload_len : 0;
+    len = rc ? (long long)st_string_len(&r) : 0;
     if (start < 0 && end < 0 && start > end) {
         srv_reply_bulk(c, "", 0);
         return;
@@ -542,7 +556,8 @@ void srv_cmd_getrange(srv_conn *c)
         srv_reply_bulk(c, "", 0);
         return;
     }
-    srv_reply_bulk(c, r.payload + start, (size_t)(end - start + 1));
+    srv_key_reply_string(c, t, &r, (uint64_t)start,
+                         (uint64_t)(end - start + 1));
 }
 
 void srv_cmd_substr(srv_conn *c) { srv_cmd_getrange(c); }

@@ -2,7 +2,9 @@
  * srv_cmd_zset.c - sorted set commands. Families share one generic
  * function each: add (ZADD ZINCRBY), range (ZRANGE and its BYSCORE /
  * BYLEX / REV forms, ZRANGESTORE), remrange (ZREMRANGEBY*), pop (ZPOPMIN
- * ZPOPMAX ZMPOP), algebra (ZUNION ZINTER ZDIFF and their STORE forms).
+ * ZPOPMAX ZMPOP, and the blocking BZPOPMIN BZPOPMAX BZMPOP, which block
+ * through srv_block.h when every key is empty), algebra (ZUNION ZINTER
+ * ZDIFF and their STORE forms).
  * Every ordered reply streams from a storage walk.
  */
 #include "server/cmd/srv_args.h"
@@ -11,7 +13,9 @@
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_scan.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
 #include "server/srv_conn.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -170,6 +174,9 @@ static void add_generic(srv_conn *c, unsigned flags)
         srv_txn_error(c, rc);
         return;
     }
+    if (added || changed)
+        srv_notify_arg(c, SRV_NOTIFY_ZSET,
+                       (flags & ZADD_INCR) ? "zincr" : "zadd", 1);
     if (flags & ZADD_INCR) {
         if (incr_done)
             srv_reply_double(c, newscore);
@@ -418,22 +425,39 @@ static int store_range(struct st_txn *t, st_obj *src, st_zrange r, st_obj *dst)
     return rc;
 }
 
-/* Replace argv[di] with the fresh zset `res` (or delete it if empty). */
-static int install_result(srv_conn *c, struct st_txn *t, int di, st_obj *res)
+/* Replace argv[di] with the fresh zset `res` (or delete it if empty),
+ * with the keyspace event `event` (or "del" for an emptied one). */
+static int install_result(srv_conn *c, struct st_txn *t, int di, st_obj *res,
+                          const char *event)
 {
     st_keyref dk;
     st_obj d;
-    int rc;
+    int rc, existed;
 
     srv_key_ref(c, di, &dk);
     rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
     if (rc && rc != ST_ENOTFOUND)
         return rc;
+    existed = rc == 0;
     rc = st_coll_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(c), &d);
     if (rc != ST_ENOTFOUND)
         return rc ? rc : ST_ECORRUPT;
     d.c = res->c;
-    return st_coll_save(t, &d, srv_cmd_now(c));
+    if ((rc = st_coll_save(t, &d, srv_cmd_now(c))))
+        return rc;
+    if (res->c.card)
+        srv_notify_arg(c, SRV_NOTIFY_ZSET, event, di);
+    else if (existed)
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", di);
+    return 0;
+}
+
+/* A sorted set that lost members: its event, and "del" if it is gone. */
+static void notify_removed(srv_conn *c, const st_obj *o, const char *event)
+{
+    srv_notify(c, SRV_NOTIFY_ZSET, event, o->k->name, o->k->len);
+    if (o->c.card == 0)
+        srv_notify(c, SRV_NOTIFY_GENERIC, "del", o->k->name, o->k->len);
 }
 
 static void range_generic(srv_conn *c, int cmd)
@@ -536,7 +560,7 @@ static void range_generic(srv_conn *c, int cmd)
         res.type = ST_TYPE_ZSET;
         if ((rc = st_coll_create(t, &res)) ||
             (!empty && (rc = store_range(t, &o, r, &res))) ||
-            (rc = install_result(c, t, 1, &res))) {
+            (rc = install_result(c, t, 1, &res, "zrangestore"))) {
             srv_txn_error(c, rc);
             return;
         }
@@ -630,6 +654,11 @@ static void remrange_generic(srv_conn *c, int by)
         srv_txn_error(c, rc);
         return;
     }
+    if (n)
+        notify_removed(c, &o,
+                       by == ST_ZBY_RANK    ? "zremrangebyrank"
+                       : by == ST_ZBY_SCORE ? "zremrangebyscore"
+                                            : "zremrangebylex");
     srv_reply_int(c, (long long)n);
 }
 
@@ -656,9 +685,12 @@ static int pop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int max,
     r.rev = max;
     r.start = 0;
     r.count = count;
-    if ((rc = st_zset_walk(t, o, &r, 1, emit_member, &e, &n)))
+    if ((rc = st_zset_walk(t, o, &r, 1, emit_member, &e, &n)) ||
+        (rc = st_coll_save(t, o, srv_cmd_now(c))))
         return rc;
-    return st_coll_save(t, o, srv_cmd_now(c));
+    if (count)
+        notify_removed(c, o, max ? "zpopmax" : "zpopmin");
+    return 0;
 }
 
 static void pop_generic(srv_conn *c, int max)
@@ -705,7 +737,64 @@ static int mpop_into_reply(srv_conn *c, struct st_txn *t, st_obj *o, int max,
 
 void srv_cmd_zmpop(srv_conn *c)
 {
-    srv_coll_mpop(c, ST_TYPE_ZSET, "min", "max", mpop_into_reply);
+    int numkeys;
+
+    if (srv_coll_mpop(c, 1, ST_TYPE_ZSET, "min", "max", mpop_into_reply,
+                      &numkeys, NULL))
+        srv_reply_null_array(c);
+}
+
+/* BZPOPMIN / BZPOPMAX key [key ...] timeout: [key, member, score] of the
+ * first non-empty key; block when every key is empty. */
+static void bpop_generic(srv_conn *c, int max)
+{
+    struct st_txn *t;
+    int64_t timeout;
+
+    if (srv_block_timeout_or_reply(c, &c->argv[c->argc - 1], &timeout) ||
+        !(t = srv_txn_write_or_reply(c)))
+        return;
+    for (int j = 1; j < c->argc - 1; j++) {
+        st_keyref k;
+        st_obj o;
+        size_t mark = c->out.len;
+        int rc = open_or_reply(c, t, j, &k, &o);
+        if (rc < 0)
+            return;
+        if (rc == 0)
+            continue;
+        srv_reply_array(c, 3);
+        srv_reply_bulk(c, c->argv[j].ptr, c->argv[j].len);
+        if ((rc = pop_into_reply(c, t, &o, max, 1, 0))) {
+            c->out.len = mark;
+            srv_txn_error(c, rc);
+            return;
+        }
+        srv_block_served(c, j, o.c.card);
+        return;
+    }
+    srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_ZSET,
+                                             .first_key = 1,
+                                             .nkeys = c->argc - 2,
+                                             .timeout_ms = timeout,
+                                             .null_array = 1 });
+}
+
+void srv_cmd_bzpopmin(srv_conn *c) { bpop_generic(c, 0); }
+void srv_cmd_bzpopmax(srv_conn *c) { bpop_generic(c, 1); }
+
+void srv_cmd_bzmpop(srv_conn *c)
+{
+    int64_t timeout;
+    int numkeys;
+
+    if (srv_coll_mpop(c, 2, ST_TYPE_ZSET, "min", "max", mpop_into_reply,
+                      &numkeys, &timeout))
+        srv_block_or_reply(c, &(srv_block_spec){ .type = ST_TYPE_ZSET,
+                                                 .first_key = 3,
+                                                 .nkeys = numkeys,
+                                                 .timeout_ms = timeout,
+                                                 .null_array = 1 });
 }
 
 /* ---- ZRANDMEMBER ZSCAN ---- */
@@ -1027,7 +1116,10 @@ static void algebra_generic(srv_conn *c, int op, int store)
         goto out;
     }
     if (store) {
-        if ((rc = install_result(c, a.t, 1, &res)))
+        static const char *const events[] = { [OP_UNION] = "zunionstore",
+                                              [OP_INTER] = "zinterstore",
+                                              [OP_DIFF] = "zdiffstore" };
+        if ((rc = install_result(c, a.t, 1, &res, events[op])))
             srv_txn_error(c, rc);
         else
             srv_reply_int(c, (long long)res.c.card);
@@ -1058,3 +1150,97 @@ void srv_cmd_zdiff(srv_conn *c) { algebra_generic(c, OP_DIFF, 0); }
 void srv_cmd_zunionstore(srv_conn *c) { algebra_generic(c, OP_UNION, 1); }
 void srv_cmd_zinterstore(srv_conn *c) { algebra_generic(c, OP_INTER, 1); }
 void srv_cmd_zdiffstore(srv_conn *c) { algebra_generic(c, OP_DIFF, 1); }
+
+/* ---- ZINTERCARD (issue 14) ---- */
+
+/*
+ * ZINTERCARD numkeys key ... [LIMIT limit]: the size of the intersection
+ * of sorted sets (or sets), counting members of the smallest input that
+ * every other input holds, up to `limit` (0: no limit).
+ */
+void srv_cmd_zintercard(srv_conn *c)
+{
+    long long numkeys, limit = 0, n = 0;
+    algebra a;
+    input *in;
+    int first = 0, rc = 0;
+
+    if (srv_args_ll_or_reply(c, &c->argv[1], &numkeys))
+        return;
+    if (numkeys < 1) {
+        srv_reply_errorf(c,
+                         "ERR at least 1 input key is needed for '%s' "
+                         "command",
+                         c->cmd->name);
+        return;
+    }
+    if (numkeys > c->argc - 2) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+        return;
+    }
+    for (int j = 2 + (int)numkeys; j < c->argc; j++) {
+        const srv_slice *o = &c->argv[j];
+        if (srv_util_streq(o->ptr, o->len, "limit") && j + 1 < c->argc) {
+            const srv_slice *l = &c->argv[++j];
+            if (!srv_util_str2ll(l->ptr, l->len, &limit) || limit < 0) {
+                srv_reply_error(c, "ERR LIMIT can't be negative");
+                return;
+            }
+        } else {
+            srv_reply_error(c, SRV_ERR_SYNTAX);
+            return;
+        }
+    }
+    memset(&a, 0, sizeof a);
+    a.op = OP_INTER;
+    a.n = (int)numkeys;
+    if (!(a.t = srv_txn_read_or_reply(c)))
+        return;
+    if (!(in = calloc((size_t)a.n, sizeof *in))) {
+        srv_txn_error(c, ENOMEM);
+        return;
+    }
+    a.in = in;
+    for (int i = 0; i < a.n; i++)
+        if (open_input_or_reply(c, a.t, 2 + i, &in[i]))
+            goto out;
+    for (int i = 0; i < a.n; i++) {
+        if (!in[i].o.exists)
+            goto reply; /* an empty input: an empty intersection */
+        if (in[i].o.c.card < in[first].o.c.card)
+            first = i;
+    }
+    srv_coll_batch *b = calloc(1, sizeof *b);
+    uint64_t cursor = 0;
+    if (!b) {
+        srv_txn_error(c, ENOMEM);
+        goto out;
+    }
+    do {
+        if ((rc = input_batch(&a, first, &cursor, b)))
+            break;
+        for (size_t m = 0; m < b->n && !rc && (!limit || n < limit); m++) {
+            int all = 1;
+            for (int j = 0; j < a.n && all; j++) {
+                double s;
+                if (j == first)
+                    continue;
+                rc = input_score(&a, j, SRV_COLL_BATCH_PTR(b, m),
+                                 SRV_COLL_BATCH_LEN(b, m), &s);
+                all = rc > 0;
+                rc = rc < 0 ? rc : 0;
+            }
+            n += all && !rc;
+        }
+    } while (!rc && cursor && (!limit || n < limit));
+    srv_coll_batch_free(b);
+    free(b);
+    if (rc) {
+        srv_txn_error(c, rc);
+        goto out;
+    }
+reply:
+    srv_reply_int(c, n);
+out:
+    free(in);
+}

@@ -11,6 +11,8 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_coll.h"
@@ -68,6 +70,19 @@ void srv_coll_remove_members(srv_conn *c, int type, srv_coll_remove_fn *remove)
     }
     if (n && srv_coll_save_or_reply(c, t, &o))
         return;
+    if (n) {
+        static const struct {
+            int type, cls;
+            const char *event;
+        } ev[] = { { ST_TYPE_HASH, SRV_NOTIFY_HASH, "hdel" },
+                   { ST_TYPE_SET, SRV_NOTIFY_SET, "srem" },
+                   { ST_TYPE_ZSET, SRV_NOTIFY_ZSET, "zrem" } };
+        for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+            if (ev[i].type == type)
+                srv_notify_arg(c, ev[i].cls, ev[i].event, 1);
+        if (o.c.card == 0)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
+    }
     srv_reply_int(c, n);
 }
 
@@ -105,23 +120,24 @@ void srv_coll_reply_card(srv_conn *c, int type)
     srv_reply_int(c, (long long)o.c.card);
 }
 
-void srv_coll_mpop(srv_conn *c, int type, const char *end0, const char *end1,
-                   srv_coll_pop_fn *pop)
+int srv_coll_mpop(srv_conn *c, int base, int type, const char *end0,
+                  const char *end1, srv_coll_pop_fn *pop, int *numkeys,
+                  int64_t *timeout)
 {
     struct st_txn *t;
     long long count;
-    int numkeys, end;
+    int end;
 
-    if (srv_args_mpop_or_reply(c, end0, end1, &numkeys, &end, &count))
-        return;
-    if (!(t = srv_txn_write_or_reply(c)))
-        return;
-    for (int j = 2; j < 2 + numkeys; j++) {
+    if (srv_args_mpop_or_reply(c, base, end0, end1, numkeys, &end, &count) ||
+        (timeout && srv_block_timeout_or_reply(c, &c->argv[1], timeout)) ||
+        !(t = srv_txn_write_or_reply(c)))
+        return 0;
+    for (int j = base + 1; j < base + 1 + *numkeys; j++) {
         st_keyref k;
         st_obj o;
         int rc = srv_coll_open_or_reply(c, t, j, type, &k, &o);
         if (rc < 0)
-            return;
+            return 0;
         if (rc == 0)
             continue;
         uint64_t n = (uint64_t)count < o.c.card ? (uint64_t)count : o.c.card;
@@ -132,10 +148,12 @@ void srv_coll_mpop(srv_conn *c, int type, const char *end0, const char *end1,
         if ((rc = pop(c, t, &o, end, n))) {
             c->out.len = mark;
             srv_txn_error(c, rc);
+        } else {
+            srv_block_served(c, j, o.c.card);
         }
-        return;
+        return 0;
     }
-    srv_reply_null_array(c);
+    return 1;
 }
 
 void srv_coll_batch_reset(srv_coll_batch *b)

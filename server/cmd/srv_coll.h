@@ -133,11 +133,17 @@ typedef int srv_coll_pop_fn(srv_conn *c, struct st_txn *t, struct st_obj *o,
                             int end, uint64_t n);
 
 /*
- * LMPOP, ZMPOP: "numkeys key ... <end0|end1> [COUNT n]" over collections
- * of `type`: pop up to n elements of the first non-empty key with `pop`,
- * replying [key, [elements]], or a null array when every key is empty.
+ * LMPOP, ZMPOP: "numkeys key ... <end0|end1> [COUNT n]" from argv[base]
+ * over collections of `type`: pop up to n elements of the first non-empty
+ * key with `pop`, replying [key, [elements]] (and telling a blocked
+ * client's waiter what is left, srv_block_served). With `timeout`
+ * (BLMPOP, BZMPOP) argv[1] is parsed into it after the other arguments,
+ * as Redis does. Returns 1 when every key is empty and nothing is
+ * replied (LMPOP then replies a null array, BLMPOP blocks, with *numkeys
+ * set), else 0 (replied, an error maybe).
  */
-void srv_coll_mpop(srv_conn *c, int type, const char *end0, const char *end1,
-                   srv_coll_pop_fn *pop);
+int srv_coll_mpop(srv_conn *c, int base, int type, const char *end0,
+                  const char *end1, srv_coll_pop_fn *pop, int *numkeys,
+                  int64_t *timeout);
 
 #endif

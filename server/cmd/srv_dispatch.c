@@ -1,7 +1,7 @@
 /*
  * srv_dispatch.c - the dispatcher: the checks every command passes once
- * (known command and subcommand, arity, authenticated, allowed in RESP2
- * subscribed mode) before
+ * (known command and subcommand, arity, authenticated, allowed by the
+ * user's ACL rules, allowed in RESP2 subscribed mode) before
  * its handler runs; a connection's features may take a checked command
  * (MULTI queues it); running a handler stamps the command's clock and
  * counts it.
@@ -9,6 +9,7 @@
 #include "server/cmd/srv_dispatch.h"
 #include "server/cmd/srv_args.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_cmdstats.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
@@ -41,7 +42,7 @@ static unsigned row_of(const srv_command *cmd)
     return (unsigned)(cmd - table);
 }
 
-/* A checked command was refused (arity, auth, subscribed mode). */
+/* A checked command was refused (arity, auth, ACL, subscribed mode). */
 static void refused(srv_conn *c, const srv_command *cmd)
 {
     srv_cmdstats_rejected(row_of(cmd));
@@ -121,6 +122,7 @@ void srv_dispatch_execute(srv_conn *c)
 {
     const srv_command *cmd = c->cmd;
 
+    c->last_cmd = NULL; /* CLIENT LIST's cmd, as Redis sets it */
     if (!cmd) {
         reply_unknown(c);
         SRV_HOOKS_EACH(&c->hooks, c, refused);
@@ -136,6 +138,7 @@ void srv_dispatch_execute(srv_conn *c)
         }
         c->cmd = cmd = sub;
     }
+    c->last_cmd = cmd->name; /* also when queued or refused below */
     if ((cmd->arity > 0 && c->argc != cmd->arity) ||
         (cmd->arity < 0 && c->argc < -cmd->arity)) {
         srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command",
@@ -143,9 +146,15 @@ void srv_dispatch_execute(srv_conn *c)
         refused(c, cmd);
         return;
     }
-    if (!c->authed && !(cmd->flags & F_NOAUTH)) {
+    if (!c->authed && !(cmd->flags & F_NOAUTH) && srv_aclconn_auth_required()) {
         srv_reply_error(c, "NOAUTH Authentication required.");
         refused(c, cmd);
+        return;
+    }
+    int denied = srv_aclconn_check_or_reply(c);
+    if (denied) {
+        if (denied > 0)
+            refused(c, cmd); /* a rejected call, as Redis counts it */
         return;
     }
     if (c->flags & SRV_CONN_SUBSCRIBED && c->resp == 2 &&
@@ -169,7 +178,8 @@ void srv_dispatch_run(srv_conn *c)
 
     int64_t t0;
 
-    if (!(c->flags & SRV_CONN_IN_EXEC)) /* EXEC's commands share one clock */
+    /* EXEC's and a script's commands share one clock */
+    if (!(c->flags & (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)))
         c->now_ms = srv_util_mstime();
     errors_seen = srv_cmdstats_errors();
     t0 = srv_util_monotonic_ns();
@@ -179,6 +189,5 @@ void srv_dispatch_run(srv_conn *c)
         srv_group_commit_after(&c->worker->group); /* never replayed */
     cmd->calls++;
     c->commands++;
-    c->last_cmd = cmd->name;
     SRV_STAT_ADD(c->worker->stats, total_commands, 1);
 }

@@ -9,8 +9,13 @@
 #include "server/srv_worker.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
+#include "storage/st_string.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Zeros streamed for the unwritten parts of a chunked string. */
+#define ZERO_PIECE 4096
 
 void srv_key_ref(srv_conn *c, int i, st_keyref *k)
 {
@@ -36,6 +41,49 @@ int srv_key_lookup_string(srv_conn *c, struct st_txn *t, st_keyref *k,
         return -1;
     }
     return 1;
+}
+
+static int reply_piece(void *ctx, const uint8_t *p, size_t n)
+{
+    static const uint8_t zero[ZERO_PIECE];
+    srv_conn *c = ctx;
+
+    if (p) {
+        srv_reply_raw(c, p, n);
+        return 0;
+    }
+    while (n > 0) {
+        size_t m = n < sizeof zero ? n : sizeof zero;
+        srv_reply_raw(c, zero, m);
+        n -= m;
+    }
+    return 0;
+}
+
+int srv_key_reply_string(srv_conn *c, struct st_txn *t, const st_rec *r,
+                         uint64_t off, uint64_t len)
+{
+    uint64_t slen = st_string_len(r);
+    size_t mark;
+    int rc;
+
+    if (off > slen)
+        off = slen;
+    if (len > slen - off)
+        len = slen - off;
+    if (!st_string_is_chunked(r)) {
+        srv_reply_bulk(c, r->payload + off, (size_t)len);
+        return 0;
+    }
+    mark = c->out.len;
+    srv_reply_bulk_head(c, (size_t)len);
+    if ((rc = st_string_read(t, r, off, len, reply_piece, c))) {
+        c->out.len = mark; /* no half-written reply */
+        srv_txn_error(c, rc);
+        return -1;
+    }
+    srv_reply_raw(c, "\r\n", 2);
+    return 0;
 }
 
 char *srv_key_scratch(size_t len)

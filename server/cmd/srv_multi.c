@@ -11,10 +11,12 @@
 #include "server/cmd/srv_cmd.h"
 #include "server/cmd/srv_dispatch.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_aclconn.h"
 #include "server/srv_group.h"
 #include "server/srv_hooks.h"
 #include "server/srv_reply.h"
 #include "server/srv_worker.h"
+#include "storage/st_dbmap.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
 
@@ -31,10 +33,18 @@ typedef struct arg {
     size_t off, len; /* into `bytes` */
 } arg;
 
+/* A watched key as it was: its version, the stored database its number
+ * named and that number's SWAPDB count (st_dbmap.h). */
+typedef struct keystate {
+    uint64_t version; /* 0: absent */
+    unsigned stored;
+    uint32_t swaps;
+} keystate;
+
 typedef struct watched {
     unsigned db;
-    size_t off, len;  /* name, into `names` */
-    uint64_t version; /* 0: absent when watched */
+    size_t off, len; /* name, into `names` */
+    keystate at;     /* when watched */
 } watched;
 
 /* What a rewind goes back to. */
@@ -117,11 +127,11 @@ static void end_multi(srv_multi *m)
 
 static void unwatch_all(srv_multi *m) { m->nw = 0; }
 
-int srv_multi_queued(const srv_conn *c)
+/* Keep c->multi_queued (CLIENT LIST's multi=, ACL LOG's context) in step
+ * with m: called after every change of m->active or m->nq. */
+static void show(srv_conn *c, const srv_multi *m)
 {
-    const srv_multi *m = multi_of(c);
-
-    return m && m->active ? (int)m->nq : -1;
+    c->multi_queued = m->active ? (int)m->nq : -1;
 }
 
 /* ---- the connection's hooks ---- */
@@ -136,13 +146,20 @@ static void on_refused(srv_conn *c, void *state)
         m->dirty = 1;
 }
 
-/* Inside MULTI a checked command is queued and +QUEUED replied. */
+/* Inside MULTI a checked command is queued and +QUEUED replied (or
+ * refused, for the commands Redis keeps out of transactions). */
 static int on_intercept(srv_conn *c, void *state)
 {
     srv_multi *m = state;
 
     if (!m->active || (c->cmd->flags & F_TXCTL))
         return 0;
+    if (c->cmd->flags & F_NO_MULTI) {
+        /* As Redis: refused, and EXEC will answer EXECABORT. */
+        m->dirty = 1;
+        srv_reply_error(c, "ERR Command not allowed inside a transaction");
+        return 1;
+    }
     if (grow((void **)&m->q, m->nq, &m->capq, sizeof *m->q))
         goto oom;
     for (int i = 0; i < c->argc; i++) {
@@ -154,6 +171,7 @@ static int on_intercept(srv_conn *c, void *state)
             goto oom;
     }
     m->q[m->nq++] = (queued){ c->cmd, c->argc, m->nargs };
+    show(c, m);
     m->nargs += (unsigned)c->argc;
     srv_reply_simple(c, "QUEUED");
     return 1;
@@ -188,12 +206,14 @@ static void on_rewind(srv_conn *c, void *state)
     m->nw = m->at_commit.nw;
     m->bytes.len = m->at_commit.bytes;
     m->names.len = m->at_commit.names;
+    show(c, m);
 }
 
 /* RESET: leave MULTI and forget the watched keys. */
 static void on_reset(srv_conn *c, void *state)
 {
     end_multi(state);
+    show(c, state);
     unwatch_all(state);
     srv_group_commit_after(&c->worker->group);
 }
@@ -228,6 +248,7 @@ void srv_cmd_multi(srv_conn *c)
         return;
     }
     m->active = 1;
+    show(c, m);
     m->dirty = 0;
     srv_reply_ok(c);
 }
@@ -241,6 +262,7 @@ void srv_cmd_discard(srv_conn *c)
         return;
     }
     end_multi(m);
+    show(c, m);
     unwatch_all(m);
     srv_group_commit_after(&c->worker->group);
     srv_reply_ok(c);
@@ -257,15 +279,34 @@ void srv_cmd_unwatch(srv_conn *c)
     srv_reply_ok(c);
 }
 
-/* The version `k` has now: its record's, or 0 when absent or expired. */
-static int version_of(const srv_conn *c, struct st_txn *t, st_keyref *k,
-                      uint64_t *ver)
+/* The state `k` has now: its record's version (0 when absent or
+ * expired), where its number points and how often that was swapped. */
+static int state_of(const srv_conn *c, struct st_txn *t, st_keyref *k,
+                    keystate *s)
 {
     st_rec r;
     int rc = st_keyspace_lookup(t, k, srv_cmd_now(c), &r);
 
-    *ver = rc == 0 ? r.version : 0;
-    return rc == ST_ENOTFOUND ? 0 : rc;
+    if (rc && rc != ST_ENOTFOUND)
+        return rc;
+    s->version = rc == 0 ? r.version : 0;
+    s->stored = k->stored_db;
+    return st_dbmap_swaps(t, k->db, &s->swaps);
+}
+
+/*
+ * Was a watched key touched? Its version changed; or it exists (now or
+ * when watched) and a SWAPDB changed its database in between (Redis
+ * touches the watched keys that exist in either swapped database). A
+ * key absent throughout stays untouched by swaps, as in Redis.
+ */
+static int touched(const keystate *then, const keystate *now)
+{
+    if (then->version != now->version)
+        return 1;
+    if (then->version == 0)
+        return 0;
+    return then->stored != now->stored || then->swaps != now->swaps;
 }
 
 static int is_watched(const srv_multi *m, unsigned db, const srv_slice *a)
@@ -299,13 +340,13 @@ void srv_cmd_watch(srv_conn *c)
         return;
     for (int i = 1; i < c->argc; i++) {
         st_keyref k;
-        uint64_t ver;
+        keystate ks;
         int rc;
 
         if (is_watched(m, c->db, &c->argv[i]))
             continue;
         st_codec_keyref_init(&k, c->db, c->argv[i].ptr, c->argv[i].len);
-        if ((rc = version_of(c, t, &k, &ver))) {
+        if ((rc = state_of(c, t, &k, &ks))) {
             srv_txn_error(c, rc);
             return;
         }
@@ -315,7 +356,7 @@ void srv_cmd_watch(srv_conn *c)
             return;
         }
         m->w[m->nw++] = (watched){ c->db, m->names.len - c->argv[i].len,
-                                   c->argv[i].len, ver };
+                                   c->argv[i].len, ks };
     }
     srv_reply_ok(c);
 }
@@ -325,14 +366,14 @@ static int watch_broken(const srv_conn *c, srv_multi *m, struct st_txn *t)
 {
     for (unsigned i = 0; i < m->nw; i++) {
         st_keyref k;
-        uint64_t ver;
+        keystate now;
         int rc;
 
         st_codec_keyref_init(&k, m->w[i].db, m->names.data + m->w[i].off,
                              m->w[i].len);
-        if ((rc = version_of(c, t, &k, &ver)))
+        if ((rc = state_of(c, t, &k, &now)))
             return rc;
-        if (ver != m->w[i].version)
+        if (touched(&m->w[i].at, &now))
             return 1;
     }
     return 0;
@@ -455,6 +496,7 @@ void srv_cmd_exec(srv_conn *c)
         srv_reply_error(c, "EXECABORT Transaction discarded because of "
                            "previous errors.");
         end_multi(m);
+        show(c, m);
         unwatch_all(m);
         return;
     }
@@ -463,6 +505,7 @@ void srv_cmd_exec(srv_conn *c)
             : srv_txn_read_or_reply(c);
     if (!t) {
         end_multi(m);
+        show(c, m);
         unwatch_all(m);
         return;
     }
@@ -472,11 +515,13 @@ void srv_cmd_exec(srv_conn *c)
         else
             srv_reply_null_array(c);
         end_multi(m);
+        show(c, m);
         unwatch_all(m);
         return;
     }
     unwatch_all(m);
     m->active = 0; /* the queue runs, it is not queued again */
+    show(c, m);
     int argc = c->argc;
     srv_slice *argv = c->argv;
     const srv_command *cmd = c->cmd;
@@ -502,7 +547,8 @@ void srv_cmd_exec(srv_conn *c)
             srv_reply_error(c, "ERR out of memory");
             continue;
         }
-        srv_dispatch_run(c);
+        if (srv_aclconn_exec_check_or_reply(c) == 0)
+            srv_dispatch_run(c);
         if (c->worker->group.poisoned) {
             reply_lost(c, exec_mark, cmd_mark);
             m->aside_lost = 1;
@@ -520,6 +566,7 @@ void srv_cmd_exec(srv_conn *c)
         }
     }
     end_multi(m);
+    show(c, m);
     c->argc = argc;
     c->argv = argv;
     c->cmd = cmd;
@@ -533,6 +580,7 @@ static void on_lost(srv_conn *c, void *state)
 {
     if (c->cmd && c->cmd->proc == srv_cmd_exec) {
         end_multi(state);
+        show(c, state);
         unwatch_all(state);
     }
 }

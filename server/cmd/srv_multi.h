@@ -24,7 +24,12 @@
  * The handlers MULTI, EXEC, DISCARD, WATCH and UNWATCH are in the table.
  */
 
-/* Queued commands (-1 outside MULTI), for CLIENT LIST's multi= field. */
-int srv_multi_queued(const srv_conn *c);
+/* Queued commands (-1 outside MULTI), for CLIENT LIST's multi= field and
+ * ACL LOG's context (MULTI keeps c->multi_queued up to date, so readers
+ * need not reach into MULTI's state). */
+static inline int srv_multi_queued(const srv_conn *c)
+{
+    return c->multi_queued;
+}
 
 #endif

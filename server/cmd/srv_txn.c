@@ -6,6 +6,7 @@
  */
 #include "server/cmd/srv_txn.h"
 #include "server/cmd/srv_cmd.h"
+#include "server/cmd/srv_scriptgate.h"
 #include "server/srv_group.h"
 #include "server/srv_log.h"
 #include "server/srv_worker.h"
@@ -57,6 +58,10 @@ struct st_txn *srv_txn_write_or_reply(srv_conn *c)
 #ifndef NDEBUG
     check_write_flag(c);
 #endif
+    /* A script on another worker may hold LMDB's write lock: BUSY past
+     * busy-reply-threshold rather than waiting for it. */
+    if (!c->worker->group.wtxn && srv_scriptgate_enter_or_reply(c))
+        return NULL;
     if (!(t = srv_group_write_txn(&c->worker->group, &rc)))
         srv_txn_error(c, rc);
     return t;

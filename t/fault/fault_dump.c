@@ -4,7 +4,14 @@
  * reachable page is read and checked by LMDB), and print the `keys`
  * database for the checker. Usage: fault_dump FILE
  *
+ * fault_dump -b BOOTID DIR first boots DIR as the server's master does
+ * (storage/st_durable.h: st_durable_boot with BOOTID as this boot's id,
+ * so an image recorded under another id is treated as after a power
+ * cut), then dumps DIR/data.mdb. Its flushes are no-ops (a scratch copy).
+ *
  * Output, one item a line:
+ *   durable STATE R N O         with -b: what the boot found and did, the
+ *                               recorded, newest-on-disk, opened txn ids
  *   txnid N                     the transaction the chosen meta page names
  *   db NAME ENTRIES             per named database, after a full walk
  *   k HEXKEY HEXVALUE           every record of `keys`
@@ -15,11 +22,15 @@
  * dead reader does until it is cleared): the control for file-growth
  * tests.
  */
+#include <limits.h>
 #include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "storage/st_durable.h"
+#include "storage/st_err.h"
 
 #define FAULT_MAX_DBS 32
 #define FAULT_NAME_MAX 64
@@ -90,9 +101,48 @@ static int hold(const char *dir, const char *seconds)
     return 0;
 }
 
+/*
+ * An image is a scratch copy: booting it needs no durability, and its
+ * flushes would write tens of MB to disk per image. This program's
+ * definitions take the place of libc's, for liblmdb's calls too.
+ */
+int fsync(int fd)
+{
+    (void)fd;
+    return 0;
+}
+
+int fdatasync(int fd)
+{
+    (void)fd;
+    return 0;
+}
+
+/* -b BOOTID DIR: the master's boot step on DIR; 0 or 1 (printed). */
+static int boot(const char *boot_id, const char *dir, char *file, size_t size)
+{
+    st_env_opts o = { .dir = dir, .boot_id = boot_id };
+    st_durable_report r;
+    int rc = st_durable_boot(&o, &r);
+
+    if (rc) {
+        printf("error st_durable_boot: %s\n", st_strerror(rc));
+        return 1;
+    }
+    printf("durable %s %llu %llu %llu\n", st_durable_state_name(r.state),
+           (unsigned long long)r.recorded_txn, (unsigned long long)r.newest_txn,
+           (unsigned long long)r.open_txn);
+    if ((size_t)snprintf(file, size, "%s/data.mdb", dir) >= size) {
+        printf("error path too long\n");
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    char names[FAULT_MAX_DBS][FAULT_NAME_MAX];
+    char names[FAULT_MAX_DBS][FAULT_NAME_MAX], file[PATH_MAX];
+    const char *path;
     int nnames = 0, rc, bad = 0;
     MDB_env *env;
     MDB_txn *txn;
@@ -103,14 +153,21 @@ int main(int argc, char **argv)
 
     if (argc == 4 && strcmp(argv[1], "-r") == 0)
         return hold(argv[2], argv[3]);
-    if (argc != 2) {
-        fprintf(stderr, "usage: fault_dump FILE | fault_dump -r DIR SECONDS\n");
+    if (argc == 4 && strcmp(argv[1], "-b") == 0) {
+        if (boot(argv[2], argv[3], file, sizeof file))
+            return 1;
+        path = file;
+    } else if (argc == 2) {
+        path = argv[1];
+    } else {
+        fprintf(stderr, "usage: fault_dump FILE | fault_dump -b BOOTID DIR | "
+                        "fault_dump -r DIR SECONDS\n");
         return 2;
     }
     if ((rc = mdb_env_create(&env)))
         return fail("mdb_env_create", rc);
     mdb_env_set_maxdbs(env, FAULT_MAX_DBS);
-    if ((rc = mdb_env_open(env, argv[1], MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK,
+    if ((rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK,
                            0600)))
         return fail("mdb_env_open", rc);
     mdb_env_info(env, &info);

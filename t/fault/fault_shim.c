@@ -1,7 +1,8 @@
 /*
- * fault_shim.c - an LD_PRELOAD library that journals what reaches one file
- * (LMDB's data.mdb) and when it is made durable, so a checker can rebuild
- * the file as a power cut would leave it.
+ * fault_shim.c - an LD_PRELOAD library that journals what reaches the
+ * files of a data directory (LMDB's data.mdb, and data.durable, the
+ * durable-snapshot record of storage/st_durable.h) and when each is made
+ * durable, so a checker can rebuild them as a power cut would leave them.
  *
  * Every process of a server tree started with LD_PRELOAD=libfault.so and
  * FAULT_DIR=<dir> FAULT_JOURNAL=<path> appends to one journal file
@@ -11,9 +12,18 @@
  *   SYNC_BEGIN  before fsync/fdatasync/msync is called on it
  *   SYNC_END    after that call returned (its errno, 0 on success)
  *   TRUNCATE    after ftruncate of the file: the new size
- * A write recorded before a SYNC_BEGIN returned before that sync started,
- * so once the matching SYNC_END is there it is on disk; nothing else is
- * known to be. t/fault/powercut.py reads the journal.
+ * Each record's flags carry the file's index (FAULT_F_FILE_SHIFT; 0 is
+ * data.mdb, 1 data.durable); a barrier covers its own file only. A write
+ * recorded before a SYNC_BEGIN returned before that sync started, so once
+ * the matching SYNC_END is there it is on disk; nothing else is known to
+ * be. t/fault/powercut.py reads the journal.
+ *
+ * A rename onto a journaled name (a file made elsewhere, flushed and
+ * renamed into place, as storage/st_durable.c creates data.mdb) is
+ * journaled as a TRUNCATE to 0 and WRITEs of the whole new content, marked
+ * durable (FAULT_F_DSYNC): its writer flushed it before the rename, and the
+ * rename itself counts as durable on return (the directory flush that
+ * follows it is not journaled).
  *
  * Limits: writes through a shared writable mapping (LMDB's MDB_WRITEMAP)
  * are invisible here; msync is journaled so the checker can refuse such a
@@ -41,7 +51,9 @@
 #define FAULT_MAGIC 0x31544c46u /* "FLT1" */
 #define FAULT_MAXFD 4096
 #define FAULT_IOV_MAX 1024
-#define FAULT_TARGET_NAME "data.mdb"
+/* The journaled files, by index. */
+static const char *const fault_names[] = { "data.mdb", "data.durable" };
+#define FAULT_NFILES (sizeof fault_names / sizeof fault_names[0])
 
 enum fault_type {
     FAULT_WRITE = 1,
@@ -57,6 +69,10 @@ enum fault_sync_kind {
 };
 
 #define FAULT_F_DSYNC 1
+#define FAULT_F_FILE_SHIFT 8
+/* tracked[]: 0 not journaled, else file index + 1, with this bit when the
+ * descriptor was opened O_DSYNC/O_SYNC */
+#define FAULT_TRACK_DSYNC 0x80
 
 /* One journal record header; WRITE records are followed by len bytes. */
 struct fault_rec {
@@ -69,9 +85,8 @@ struct fault_rec {
     int64_t mono_ns; /* CLOCK_MONOTONIC */
 };
 
-/* 0: not the target; 1: the target; 2: the target, opened O_DSYNC/O_SYNC */
 static _Atomic unsigned char tracked[FAULT_MAXFD];
-static char target[PATH_MAX];
+static char targets[FAULT_NFILES][PATH_MAX];
 static int enabled;
 static int jfd = -1;
 static pid_t jpid;
@@ -90,6 +105,8 @@ static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_msync)(void *, size_t, int);
 static int (*real_ftruncate)(int, off_t);
+static int (*real_rename)(const char *, const char *);
+static int (*real_renameat)(int, const char *, int, const char *);
 
 static void *sym(const char *name) { return dlsym(RTLD_NEXT, name); }
 
@@ -111,6 +128,8 @@ static void resolve(void)
     real_fdatasync = sym("fdatasync");
     real_msync = sym("msync");
     real_ftruncate = sym("ftruncate");
+    real_rename = sym("rename");
+    real_renameat = sym("renameat");
 }
 
 #define REAL(f) (real_##f ? real_##f : (resolve(), real_##f))
@@ -123,9 +142,10 @@ __attribute__((constructor)) static void fault_init(void)
     resolve();
     if (!dir || !getenv("FAULT_JOURNAL") || !realpath(dir, real))
         return;
-    if ((size_t)snprintf(target, sizeof target, "%s/%s", real,
-                         FAULT_TARGET_NAME) >= sizeof target)
-        return;
+    for (size_t i = 0; i < FAULT_NFILES; i++)
+        if ((size_t)snprintf(targets[i], sizeof targets[i], "%s/%s", real,
+                             fault_names[i]) >= sizeof targets[i])
+            return;
     enabled = 1;
 }
 
@@ -210,7 +230,7 @@ static int is_tracked(int fd)
     return enabled && fd >= 0 && fd < FAULT_MAXFD && tracked[fd];
 }
 
-/* After a successful open: is fd the target file? */
+/* After a successful open: is fd one of the journaled files? */
 static void classify(int fd, int flags)
 {
     char link[64], path[PATH_MAX];
@@ -224,21 +244,30 @@ static void classify(int fd, int flags)
     n = readlink(link, path, sizeof path - 1);
     if (n > 0) {
         path[n] = '\0';
-        if (strcmp(path, target) == 0)
-            tracked[fd] = (flags & (O_DSYNC | O_SYNC)) ? 2 : 1;
+        for (size_t i = 0; i < FAULT_NFILES; i++)
+            if (strcmp(path, targets[i]) == 0)
+                tracked[fd] = (unsigned char)((i + 1) |
+                                              ((flags & (O_DSYNC | O_SYNC))
+                                                   ? FAULT_TRACK_DSYNC
+                                                   : 0));
     }
     errno = saved;
 }
 
 static int opened(int fd, const char *path, int flags)
 {
-    /* Cheap filter before the readlink: the name must end in data.mdb. */
-    size_t n = strlen(path), t = strlen(FAULT_TARGET_NAME);
+    /* Cheap filter before the readlink: the name must end in one of ours. */
+    size_t n = strlen(path);
 
     if (fd >= 0 && fd < FAULT_MAXFD)
         tracked[fd] = 0;
-    if (fd >= 0 && n >= t && strcmp(path + n - t, FAULT_TARGET_NAME) == 0)
-        classify(fd, flags);
+    for (size_t i = 0; fd >= 0 && i < FAULT_NFILES; i++) {
+        size_t t = strlen(fault_names[i]);
+        if (n >= t && strcmp(path + n - t, fault_names[i]) == 0) {
+            classify(fd, flags);
+            break;
+        }
+    }
     return fd;
 }
 
@@ -301,7 +330,18 @@ int close(int fd)
     return REAL(close)(fd);
 }
 
-static uint16_t wflags(int fd) { return tracked[fd] == 2 ? FAULT_F_DSYNC : 0; }
+/* The file index of a tracked descriptor, in record-flags position. */
+static uint16_t fflags(int fd)
+{
+    return (uint16_t)(((tracked[fd] & ~FAULT_TRACK_DSYNC) - 1)
+                      << FAULT_F_FILE_SHIFT);
+}
+
+static uint16_t wflags(int fd)
+{
+    return (uint16_t)(fflags(fd) |
+                      ((tracked[fd] & FAULT_TRACK_DSYNC) ? FAULT_F_DSYNC : 0));
+}
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
@@ -389,22 +429,24 @@ int ftruncate(int fd, off_t len)
     int r = REAL(ftruncate)(fd, len);
 
     if (r == 0 && is_tracked(fd))
-        record(FAULT_TRUNCATE, 0, len, NULL, 0, 0);
+        record(FAULT_TRUNCATE, fflags(fd), len, NULL, 0, 0);
     return r;
 }
 
 static int barrier(int fd, int kind, int (*fn)(int))
 {
+    uint16_t ff;
     int r, e;
 
     if (!is_tracked(fd))
         return fn(fd);
+    ff = fflags(fd);
     jlock(LOCK_EX);
-    record(FAULT_SYNC_BEGIN, 0, kind, NULL, 0, 0);
+    record(FAULT_SYNC_BEGIN, ff, kind, NULL, 0, 0);
     jlock(LOCK_UN);
     r = fn(fd);
     e = errno;
-    record(FAULT_SYNC_END, 0, r == 0 ? 0 : (e ? e : EIO), NULL, 0, 0);
+    record(FAULT_SYNC_END, ff, r == 0 ? 0 : (e ? e : EIO), NULL, 0, 0);
     errno = e;
     return r;
 }
@@ -427,5 +469,72 @@ int msync(void *addr, size_t len, int flags)
     e = errno;
     record(FAULT_SYNC_END, 0, r == 0 ? 0 : (e ? e : EIO), NULL, 0, 0);
     errno = e;
+    return r;
+}
+
+#define FAULT_COPY_CHUNK (1 << 20)
+
+/* After a rename onto `to`: journal the new content if it is ours. */
+static void renamed(int dirfd, const char *to)
+{
+    static char buf[FAULT_COPY_CHUNK];
+    char real[PATH_MAX], link[64], dir[PATH_MAX];
+    int saved = errno, fd;
+
+    if (!enabled)
+        return;
+    if (to[0] != '/' && dirfd != AT_FDCWD) {
+        ssize_t n;
+        snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+        if ((n = readlink(link, dir, sizeof dir - 1)) <= 0)
+            return;
+        dir[n] = '\0';
+        if ((size_t)snprintf(real, sizeof real, "%s/%s", dir, to) >=
+            sizeof real)
+            return;
+        to = real;
+    }
+    if (!realpath(to, dir)) {
+        errno = saved;
+        return;
+    }
+    for (size_t i = 0; i < FAULT_NFILES; i++) {
+        uint16_t ff = (uint16_t)(i << FAULT_F_FILE_SHIFT);
+        int64_t off = 0;
+        ssize_t n;
+
+        if (strcmp(dir, targets[i]) != 0)
+            continue;
+        if ((fd = REAL(open)(dir, O_RDONLY | O_CLOEXEC)) < 0)
+            break;
+        jlock(LOCK_EX);
+        record(FAULT_TRUNCATE, ff, 0, NULL, 0, 0);
+        while ((n = read(fd, buf, sizeof buf)) > 0) {
+            struct iovec v = { buf, (size_t)n };
+            record(FAULT_WRITE, ff | FAULT_F_DSYNC, off, &v, 1, (size_t)n);
+            off += n;
+        }
+        jlock(LOCK_UN);
+        REAL(close)(fd);
+        break;
+    }
+    errno = saved;
+}
+
+int rename(const char *from, const char *to)
+{
+    int r = REAL(rename)(from, to);
+
+    if (r == 0)
+        renamed(AT_FDCWD, to);
+    return r;
+}
+
+int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+    int r = REAL(renameat)(fromfd, from, tofd, to);
+
+    if (r == 0)
+        renamed(tofd, to);
     return r;
 }

@@ -21,19 +21,32 @@ FUZZ_UTIL_SRC = $(srcdir)/t/fuzz/fuzz_util.c $(srcdir)/server/srv_util.c
 FUZZ_UTIL_DEPS = $(FUZZ_UTIL_SRC) $(srcdir)/server/srv_util.h
 # fuzz_dispatch embeds a whole worker: every library source, by clang.
 FUZZ_DISPATCH_DEPS = $(srcdir)/t/fuzz/fuzz_dispatch.c \
-	$(libserver_a_SOURCES) $(libstorage_a_SOURCES) $(libshm_a_SOURCES)
+	$(libserver_a_SOURCES) $(libstorage_a_SOURCES) $(libshm_a_SOURCES) \
+	$(librdb_a_SOURCES)
 FUZZ_DISPATCH_CFLAGS = -I. $(LIBEVENT_CFLAGS) $(LMDB_CFLAGS) $(ZSTD_CFLAGS)
 FUZZ_DISPATCH_LIBS = $(LIBEVENT_LIBS) $(LMDB_LIBS) $(ZSTD_LIBS) -lpthread -lm
-FUZZ_TARGETS = t/fuzz/fuzz_resp t/fuzz/fuzz_util t/fuzz/fuzz_dispatch
+# issue 14: the RDB codec on its own (what RESTORE payloads reach).
+FUZZ_RDB_DEPS = $(srcdir)/t/fuzz/fuzz_rdb.c $(librdb_a_SOURCES)
+FUZZ_TARGETS = t/fuzz/fuzz_resp t/fuzz/fuzz_util t/fuzz/fuzz_dispatch \
+	t/fuzz/fuzz_rdb
 
 EXTRA_DIST += t/fuzz/fuzz_resp.c t/fuzz/fuzz_util.c t/fuzz/fuzz_dispatch.c \
-	t/fuzz/resp.dict t/fuzz/corpus
+	t/fuzz/fuzz_rdb.c t/fuzz/resp.dict t/fuzz/corpus
 
 if HAVE_CLANG
 t/fuzz/fuzz_resp: $(FUZZ_RESP_DEPS)
 	@$(MKDIR_P) t/fuzz
 	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_CPPFLAGS) $(WARN_CFLAGS) \
 		-o $@ $(FUZZ_RESP_SRC)
+
+t/fuzz/fuzz_rdb: $(FUZZ_RDB_DEPS)
+	@$(MKDIR_P) t/fuzz
+	$(AM_V_CC)srcs=; \
+	for f in $(librdb_a_SOURCES); do \
+	  case $$f in *.c) srcs="$$srcs $(srcdir)/$$f";; esac; \
+	done; \
+	$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_CPPFLAGS) $(WARN_CFLAGS) \
+		-o $@ $(srcdir)/t/fuzz/fuzz_rdb.c $$srcs -lm
 
 t/fuzz/fuzz_util: $(FUZZ_UTIL_DEPS)
 	@$(MKDIR_P) t/fuzz
@@ -45,7 +58,7 @@ t/fuzz/fuzz_dispatch: $(FUZZ_DISPATCH_DEPS)
 	@$(MKDIR_P) t/fuzz
 	$(AM_V_CC)srcs=; \
 	for f in $(libserver_a_SOURCES) $(libstorage_a_SOURCES) \
-	         $(libshm_a_SOURCES); do \
+	         $(libshm_a_SOURCES) $(librdb_a_SOURCES); do \
 	  case $$f in *.c) srcs="$$srcs $(srcdir)/$$f";; esac; \
 	done; \
 	$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_CPPFLAGS) $(FUZZ_DISPATCH_CFLAGS) \
@@ -66,6 +79,10 @@ fuzz: $(FUZZ_TARGETS)
 		-artifact_prefix=t/fuzz/ -print_final_stats=1 \
 		-dict=$(srcdir)/t/fuzz/resp.dict $(FUZZ_FLAGS) \
 		t/fuzz/work/dispatch $(srcdir)/t/fuzz/corpus/dispatch
+	@$(MKDIR_P) t/fuzz/work/rdb
+	./t/fuzz/fuzz_rdb -max_total_time=$(FUZZ_SECONDS) \
+		-artifact_prefix=t/fuzz/ -print_final_stats=1 $(FUZZ_FLAGS) \
+		t/fuzz/work/rdb $(srcdir)/t/fuzz/corpus/rdb
 else
 fuzz:
 	@echo "make fuzz: clang not found at configure time (apt-get install clang)" >&2

@@ -31,12 +31,41 @@ AM_TESTS_ENVIRONMENT = \
 	PYTHONDONTWRITEBYTECODE=1; export PYTHONDONTWRITEBYTECODE;
 
 # ==== issue 11 ====
+INTEG_TESTS_I11 = \
+	t/integ/test_blocking.py \
+	t/integ/test_clients.py \
+	t/integ/test_notify.py \
+	t/integ/test_jobqueue.py
+TESTS += $(INTEG_TESTS_I11)
+EXTRA_DIST += $(INTEG_TESTS_I11)
 
 # ==== issue 12 ====
+SCRIPT_INTEG_TESTS = \
+	t/integ/test_script.py \
+	t/integ/test_script_redis.py \
+	t/integ/test_script_clients.py
+TESTS += $(SCRIPT_INTEG_TESTS)
+EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
+	t/integ/bullmq/setup t/integ/bullmq/e2e.js
 
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): differential helpers; long strings in spans.
+EXTRA_DIST += t/integ/larder_diff.py
+I14A_INTEG = t/integ/test_bigstrings.py t/integ/test_bitmap.py \
+	t/integ/test_hll.py t/integ/test_geo.py t/integ/test_sort.py \
+	t/integ/test_introspect.py
+TESTS += $(I14A_INTEG)
+EXTRA_DIST += $(I14A_INTEG)
+# DUMP/RESTORE, COPY/MOVE/SWAPDB, MIGRATE, SYNC and the RDB import and
+# export, each against a redis-server they start (dump_data.py and
+# rdb_data.py are their shared data sets). test_rdb.py's size is
+# LARDER_RDB_KEYS (200000 by default; the few-million run is
+# LARDER_RDB_KEYS=3000000 make check TESTS=t/integ/test_rdb.py).
+INTEG_TESTS += t/integ/test_dump.py t/integ/test_dbmove.py \
+	t/integ/test_migrate.py t/integ/test_sync.py t/integ/test_rdb.py
+EXTRA_DIST += t/integ/dump_data.py t/integ/rdb_data.py
 
 # ==== issue 15 ====
 OPS_TESTS = \
@@ -44,11 +73,12 @@ OPS_TESTS = \
 	t/integ/test_admin.py \
 	t/integ/test_install.py \
 	t/integ/test_twemproxy.py \
-	t/integ/test_clients.py \
+	t/integ/test_client_libs.py \
 	t/integ/test_monitoring.py
 TESTS += $(OPS_TESTS)
 EXTRA_DIST += $(OPS_TESTS)
 
 # ==== issue 16 ====
+INTEG_TESTS += t/integ/test_acl.py t/integ/test_tls.py
 
 # ==== issue 17 ====

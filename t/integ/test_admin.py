@@ -153,9 +153,11 @@ def test_answers_while_workers_busy_stopped_or_dead():
                 os.kill(p, signal.SIGCONT)
         for p in pids:
             os.kill(p, signal.SIGKILL)
-        st = status(s)
-        assert_true(all(p['pid'] not in pids for p in st['processes']),
-                    'the dead are gone from STATUS')
+        # kill() only queues SIGKILL: the workers die, and the master reaps
+        # them, a moment later.
+        wait_until(lambda: all(p['pid'] not in pids
+                               for p in status(s)['processes']),
+                   10, 'the dead are gone from STATUS')
         wait_until(lambda: len(running_workers(s)) == 2, 10, 'respawned')
         ws = [p for p in status(s)['processes'] if p['role'] == 'worker']
         for w in ws:

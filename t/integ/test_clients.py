@@ -1,221 +1,272 @@
-"""Checks that tools which read INFO and CONFIG start on larder: redis-py (Debian's python3-redis, run by the system's python3) goes through its test suite's INFO-driven start-up (redis_version, arch_bits, cluster_enabled, the DPING probe) and parses INFO all, commandstats, latencystats, CONFIG GET *, SLOWLOG and LATENCY; bundis's CONFIG probes (CONFIG SET appendonly yes and the like) get Redis's answers; what redis_exporter and Datadog's Redis check read from INFO is there, each field compared with a redis-server's."""
+"""Checks client control across workers: CLIENT LIST and CLIENT INFO (Redis's fields, flags, filters, every worker's clients in id order), CLIENT KILL with each filter and the old addr:port form on clients of other workers, CLIENT NO-EVICT / NO-TOUCH; errors compared reply by reply with redis-server."""
 
-import os
-import re
 import shutil
-import subprocess
+import time
 
-from larder_test import (Server, Skip, assert_eq, assert_true, larder_only,
-                         main)
+from larder_test import (IS_REDIS, Client, ConnectionClosed, RespError,
+                         Server, Skip, assert_eq, assert_error, assert_true,
+                         larder_only, main, short, wait_until)
 
-SYSTEM_PYTHON = '/usr/bin/python3'
-
-# What redis-py's test suite does before any test (its conftest's
-# session start), then the replies it must be able to parse.
-REDIS_PY = r'''
-import sys, redis
-r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), db=9)
-info = r.info()
-try:
-    r.execute_command("DPING")
-    info["enterprise"] = True
-except redis.ResponseError:
-    info["enterprise"] = False
-assert isinstance(info["redis_version"], str), info["redis_version"]
-assert tuple(int(x) for x in info["redis_version"].split(".")) >= (7, 0, 0)
-assert info["arch_bits"] == 64, info["arch_bits"]
-assert info["cluster_enabled"] == 0 and not bool(info["cluster_enabled"])
-assert info["enterprise"] is False
-assert info["redis_mode"] == "standalone"
-assert info["role"] == "master"
-r.flushdb()
-r.set("k", "v")
-r.get("k")
-r.get("nosuch")
-try:
-    r.execute_command("NOSUCH")
-except redis.ResponseError:
-    pass
-full = r.info("all")
-assert full["cmdstat_set"]["calls"] >= 1, full["cmdstat_set"]
-assert "usec_per_call" in full["cmdstat_get"]
-err = full["errorstat_ERR"]
-# redis-py 4 parses "count=2" (no comma) as text, later ones as a dict
-assert (err["count"] if isinstance(err, dict) else int(err.split("=")[1])) >= 2, err
-lat = r.info("latencystats")
-assert "p50" in lat["latency_percentiles_usec_get"], lat
-assert r.info("keyspace")["db9"]["keys"] == 1
-everything = r.info("everything")
-for section in ("used_memory", "connected_clients", "total_commands_processed",
-                "used_cpu_sys", "aof_enabled", "keyspace_hits"):
-    assert section in everything, section
-cfg = r.config_get("*")
-assert cfg["maxmemory"] == "0" and cfg["appendonly"] in ("yes", "no"), cfg
-assert r.config_set("appendonly", "yes")
-assert r.config_get("appendonly") == {"appendonly": "yes"}
-r.config_set("slowlog-log-slower-than", 0)
-r.ping()
-log = r.slowlog_get(5)
-assert log and "command" in log[0] or "duration" in log[0], log
-assert r.slowlog_len() >= 1
-r.config_set("slowlog-log-slower-than", 10000)
-assert r.slowlog_reset()
-r.execute_command("LATENCY", "LATEST")
-r.config_resetstat()
-assert r.info("stats")["total_error_replies"] == 0
-r.flushdb()
-print("redis-py start-up ok")
-'''
-
-
-def test_redis_py_start_up():
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        raise Skip('no system python3')
-    probe = subprocess.run([SYSTEM_PYTHON, '-c', 'import redis'],
-                           stderr=subprocess.DEVNULL)
-    if probe.returncode:
-        raise Skip('redis-py missing (apt-get install python3-redis)')
-    with Server(workers=2) as s:
-        p = subprocess.run([SYSTEM_PYTHON, '-c', REDIS_PY, str(s.port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=120)
-        assert_eq(p.returncode, 0, 'redis-py: %s' % p.stderr.decode()[-3000:])
-        assert_true(b'redis-py start-up ok' in p.stdout, p.stdout)
-
-
-# bundis's contract tests probe CONFIG with these (and expect Redis's
-# answers).
-BUNDIS_PROBES = [
-    ('CONFIG', 'SET', 'appendonly', 'yes'),
-    ('CONFIG', 'GET', 'appendonly'),
-    ('CONFIG', 'SET', 'appendfsync', 'everysec'),
-    ('CONFIG', 'GET', 'appendfsync'),
-    ('CONFIG', 'SET', 'save', ''),
-    ('CONFIG', 'GET', 'save'),
-    ('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru'),
-    ('CONFIG', 'GET', 'maxmemory-policy'),
-    ('CONFIG', 'SET', 'notify-keyspace-events', 'KEA'),
-    ('CONFIG', 'GET', 'notify-keyspace-events'),
-    ('CONFIG', 'SET', 'notify-keyspace-events', ''),
-    ('CONFIG', 'SET', 'hz', '100'),
-    ('CONFIG', 'GET', 'hz'),
-    ('CONFIG', 'SET', 'hz', '10'),
-    ('CONFIG', 'SET', 'lazyfree-lazy-user-del', 'yes'),
-    ('CONFIG', 'GET', 'lazyfree-lazy-user-del'),
-    ('CONFIG', 'SET', 'appendonly', 'maybe'),
-    ('CONFIG', 'SET', 'no-such-param', '1'),
-    ('CONFIG', 'GET', 'databases'),
-    ('CONFIG', 'SET', 'maxmemory-policy', 'noeviction'),
-]
+SLOW = 10.0
+# Fields larder's lines carry that redis-server 7.0's do not: 7.2's
+# library fields and the worker a client is on.
+LARDER_FIELDS = ('lib-name', 'lib-ver', 'worker')
 
 
 class RedisPeer(Server):
+    """redis-server as the reference, whatever LARDER_TEST_AGAINST says."""
+
     def command_line(self):
         return ['redis-server', '--port', str(self.port), '--save', '',
-                '--appendonly', 'no', '--dir', self.dir, '--logfile',
-                self.logfile]
+                '--appendonly', 'no', '--dir', self.dir,
+                '--logfile', self.logfile]
 
 
-def test_bundis_config_probes_like_redis():
+def peer():
     larder_only()
     if not shutil.which('redis-server'):
         raise Skip('redis-server not installed')
-    with RedisPeer() as r, Server() as s:
-        with r.client() as rc, s.client() as lc:
-            for args in BUNDIS_PROBES:
-                assert_eq(lc.call(*args), rc.call(*args), ' '.join(args))
+    return RedisPeer()
 
 
-# What redis_exporter and Datadog's Redis check read from INFO (by their
-# names), beyond the generated cmdstat_, errorstat_, latency_ and db lines.
-EXPORTER_FIELDS = '''
-redis_version redis_mode os arch_bits process_id tcp_port uptime_in_seconds
-connected_clients blocked_clients maxclients tracking_clients
-client_recent_max_input_buffer client_recent_max_output_buffer
-used_memory used_memory_rss used_memory_peak used_memory_lua
-used_memory_scripts used_memory_overhead used_memory_startup
-used_memory_dataset total_system_memory maxmemory maxmemory_policy
-mem_fragmentation_ratio mem_fragmentation_bytes mem_clients_normal
-mem_not_counted_for_evict allocator_active allocator_allocated
-allocator_resident lazyfree_pending_objects loading
-rdb_changes_since_last_save rdb_bgsave_in_progress rdb_last_save_time
-rdb_last_bgsave_status rdb_last_bgsave_time_sec rdb_current_bgsave_time_sec
-aof_enabled aof_rewrite_in_progress aof_rewrite_scheduled
-aof_last_rewrite_time_sec aof_current_rewrite_time_sec
-aof_last_bgrewrite_status aof_last_write_status
-total_connections_received total_commands_processed
-instantaneous_ops_per_sec total_net_input_bytes total_net_output_bytes
-instantaneous_input_kbps instantaneous_output_kbps rejected_connections
-sync_full sync_partial_ok sync_partial_err expired_keys evicted_keys
-keyspace_hits keyspace_misses pubsub_channels pubsub_patterns
-latest_fork_usec migrate_cached_sockets total_error_replies
-role connected_slaves master_repl_offset repl_backlog_active
-repl_backlog_size used_cpu_sys used_cpu_user used_cpu_sys_children
-used_cpu_user_children cluster_enabled
-'''.split()
-
-
-def info_fields(c, section='everything'):
+def fields(line):
     out = {}
-    for line in c.call('INFO', section).decode().split('\r\n'):
-        if line and not line.startswith('#'):
-            k, _, v = line.partition(':')
-            out[k] = v
+    for f in line.split(' '):
+        k, _, v = f.partition('=')
+        out[k] = v
     return out
 
 
-def test_info_has_what_exporters_read():
+def lines(c, *args):
+    text = c.call('CLIENT', 'LIST', *args)
+    assert_true(isinstance(text, bytes), 'CLIENT LIST: %r' % (text,))
+    return [fields(l) for l in text.decode().splitlines()]
+
+
+def my_id(c):
+    return c.call('CLIENT', 'ID')
+
+
+def worker_of(c):
+    return int(fields(c.call('CLIENT', 'INFO').decode().strip())['worker'])
+
+
+def on_workers(s, want):
+    """Clients placed as `want` says ('AB': two workers)."""
+    pool, chosen, labels = [], [], {}
+    try:
+        for label in want:
+            while True:
+                pick = None
+                for item in pool:
+                    if item[0] is None:
+                        continue
+                    if label in labels:
+                        ok = item[1] == labels[label]
+                    else:
+                        ok = item[1] not in labels.values()
+                    if ok:
+                        pick = item
+                        break
+                if pick is None:
+                    assert_true(len(pool) < 200, 'clients placed as %r' % want)
+                    c = s.client()
+                    pool.append([c, worker_of(c)])
+                    continue
+                labels.setdefault(label, pick[1])
+                chosen.append(pick[0])
+                pick[0] = None
+                break
+        return chosen
+    finally:
+        for c, _ in pool:
+            if c is not None:
+                c.close()
+
+
+def is_gone(c):
+    try:
+        c.settimeout(2.0)
+        r = c.call('PING')
+        return False if r == 'PONG' else True
+    except (ConnectionClosed, OSError):
+        return True
+
+
+KILL_ERRORS = [
+    ('CLIENT', 'KILL'), ('CLIENT', 'KILL', 'foo', 'bar'),
+    ('CLIENT', 'KILL', 'type', 'foo'), ('CLIENT', 'KILL', 'id', 'x'),
+    ('CLIENT', 'KILL', 'id', '0'), ('CLIENT', 'KILL', 'id', '-5'),
+    ('CLIENT', 'KILL', 'id', '9223372036854775808'),
+    ('CLIENT', 'KILL', 'skipme', 'maybe'), ('CLIENT', 'KILL', 'addr'),
+    ('CLIENT', 'KILL', 'addr', '1.2.3.4:5', 'laddr', 'x'),
+    ('CLIENT', 'KILL', 'user', 'nobody'), ('CLIENT', 'KILL', 'id', '1', 'id'),
+    ('CLIENT', 'KILL', '1.2.3.4:5', 'x'), ('CLIENT', 'KILL', '1.2.3.4:5'),
+    ('CLIENT', 'KILL', 'type', 'master'), ('CLIENT', 'KILL', 'type', 'slave'),
+    ('CLIENT', 'KILL', 'TYPE', 'replica', 'SKIPME', 'yes'),
+    ('CLIENT', 'KILL', 'id', '99999999', 'type', 'normal'),
+    ('CLIENT', 'LIST', 'type', 'foo'), ('CLIENT', 'LIST', 'type', 'normal',
+                                       'x'),
+    ('CLIENT', 'LIST', 'id', 'x'), ('CLIENT', 'LIST', 'id', '0'),
+    ('CLIENT', 'LIST', 'id', '-1'), ('CLIENT', 'LIST', 'id', '1', '2', 'x'),
+    ('CLIENT', 'LIST', 'foo'), ('CLIENT', 'LIST', 'type'),
+    ('CLIENT', 'LIST', 'id'), ('CLIENT', 'LIST', 'type', 'pubsub'),
+    ('CLIENT', 'LIST', 'type', 'master'), ('CLIENT', 'LIST', 'TYPE',
+                                           'REPLICA'),
+    ('CLIENT', 'LIST', 'id', '99999999'),
+    ('CLIENT', 'NO-EVICT', 'maybe'), ('CLIENT', 'NO-EVICT', 'on'),
+    ('CLIENT', 'NO-EVICT', 'OFF'), ('CLIENT', 'NO-EVICT'),
+]
+
+
+def test_errors_match_redis(s):
+    with peer() as r, s.client() as a, r.client() as b:
+        for cmd in KILL_ERRORS:
+            assert_eq(a.call(*cmd), b.call(*cmd), short(cmd))
+
+
+def test_line_has_redis_fields(s):
+    with peer() as r, s.client() as a, r.client() as b:
+        mine = a.call('CLIENT', 'INFO').decode().strip().split(' ')
+        theirs = b.call('CLIENT', 'INFO').decode().strip().split(' ')
+        names = [f.partition('=')[0] for f in mine]
+        assert_eq([n for n in names if n not in LARDER_FIELDS],
+                  [f.partition('=')[0] for f in theirs], 'field names')
+        fa, fb = fields(' '.join(mine)), fields(' '.join(theirs))
+        for k in ('name', 'flags', 'db', 'sub', 'psub', 'ssub', 'multi',
+                  'obl', 'oll', 'omem', 'events', 'cmd', 'user', 'redir',
+                  'resp'):
+            assert_eq(fa[k], fb[k], 'field %s' % k)
+        for cmds in ([('SUBSCRIBE', 'x', 'y'), ('PSUBSCRIBE', 'p*')],
+                     [('MULTI',), ('PING',)], [('HELLO', '3')],
+                     [('SELECT', '3'), ('CLIENT', 'SETNAME', 'nm'),
+                      ('CLIENT', 'NO-EVICT', 'on')]):
+            with s.client() as x, r.client() as y, s.client() as lx, \
+                    r.client() as ly:
+                xid, yid = my_id(x), my_id(y)
+                for cmd in cmds:
+                    x.send(*cmd)
+                    y.send(*cmd)
+                time.sleep(0.2)
+                gx = [l for l in lines(lx) if l['id'] == str(xid)]
+                gy = [l for l in lines(ly) if l['id'] == str(yid)]
+                assert_eq(len(gx), 1, 'the client in larder')
+                for k in ('flags', 'db', 'sub', 'psub', 'multi', 'resp',
+                          'name', 'cmd'):
+                    assert_eq(gx[0][k], gy[0][k], '%s after %s' % (k, cmds))
+
+
+def test_list_every_worker_in_id_order():
     larder_only()
-    if not shutil.which('redis-server'):
-        raise Skip('redis-server not installed')
-    with RedisPeer() as r, Server(workers=2) as s:
-        with r.client() as rc, s.client() as lc:
-            for c in (rc, lc):
-                c.call('SET', 'a', 'b')
-                c.call('GET', 'a')
-                c.call('NOSUCH')
-            want, got = info_fields(rc), info_fields(lc)
-            for f in EXPORTER_FIELDS:
-                assert_true(f in got, 'INFO lacks %s' % f)
-            # Every field Redis 7.0 prints is there (but the jemalloc,
-            # io-thread and replica-only ones Redis itself prints only in
-            # some builds: none here), in the same section.
-            missing = sorted(set(want) - set(got))
-            assert_eq(missing, [], 'INFO fields of Redis that larder lacks')
-            for section in ('server', 'clients', 'memory', 'persistence',
-                            'stats', 'replication', 'cpu', 'modules',
-                            'errorstats', 'cluster', 'keyspace',
-                            'commandstats', 'latencystats'):
-                ws = set(info_fields(rc, section)) - {'aof_current_size'}
-                gs = set(info_fields(lc, section))
-                assert_true(ws <= gs, 'section %s lacks %s'
-                            % (section, sorted(ws - gs)))
-            assert_eq(got['cluster_enabled'], '0')
-            assert_true(re.match(r'calls=1,usec=\d+,usec_per_call=[\d.]+,'
-                                 r'rejected_calls=0,failed_calls=0$',
-                                 got['cmdstat_get']), got['cmdstat_get'])
-            assert_eq(got['errorstat_ERR'], 'count=1')
-            assert_true(re.match(r'p50=[\d.]+,p99=[\d.]+,p99\.9=[\d.]+$',
-                                 got['latency_percentiles_usec_get']),
-                        got['latency_percentiles_usec_get'])
-            assert_true(got['db0'].startswith('keys=1,expires=0'), got['db0'])
-            # Summed over the workers: a second connection, likely on the
-            # other worker, adds to the same counters.
-            before = int(info_fields(lc, 'stats')['total_commands_processed'])
-            for _ in range(4):
-                with s.client() as c2:
-                    c2.call('PING')
-            after = int(info_fields(lc, 'stats')['total_commands_processed'])
-            assert_true(after >= before + 4, (before, after))
-            # Default INFO: Redis's default sections, and larder's own.
-            default = lc.call('INFO').decode()
-            for title in ('Server', 'Clients', 'Memory', 'Persistence',
-                          'Stats', 'Replication', 'CPU', 'Modules',
-                          'Errorstats', 'Cluster', 'Keyspace', 'Cache',
-                          'Processes'):
-                assert_true('# %s\r\n' % title in default, title)
-            assert_true('# Commandstats' not in default, 'not by default')
+    with Server(workers=3) as srv:
+        cs = on_workers(srv, 'ABCABC')
+        try:
+            ls = lines(cs[0])
+            ids = [int(l['id']) for l in ls]
+            assert_eq(ids, sorted(ids), 'id order')
+            assert_eq(set(ids) >= set(my_id(c) for c in cs), True,
+                      'every client listed')
+            assert_eq(len(set(l['worker'] for l in ls)), 3, 'three workers')
+            # ID and TYPE filters, across workers.
+            want = [my_id(cs[1]), my_id(cs[5])]
+            got = lines(cs[2], 'ID', *want)
+            assert_eq(sorted(int(l['id']) for l in got), sorted(want))
+            sid = my_id(cs[4])
+            cs[4].call('SUBSCRIBE', 'ch')
+            got = lines(cs[0], 'TYPE', 'pubsub')
+            assert_eq([int(l['id']) for l in got], [sid])
+            assert_eq(got[0]['flags'], 'P')
+            assert_eq(got[0]['sub'], '1')
+            assert_true(all(l['id'] != got[0]['id']
+                            for l in lines(cs[0], 'TYPE', 'normal')),
+                        'a subscriber is not normal')
+        finally:
+            for c in cs:
+                c.close()
+
+
+def test_kill_across_workers():
+    larder_only()
+    with Server(workers=2) as srv:
+        a1, a2, b1, b2, b3 = on_workers(srv, 'AABBB')
+        ctl = a1
+        # By ID, on the other worker.
+        assert_eq(ctl.call('CLIENT', 'KILL', 'ID', my_id(b1)), 1)
+        wait_until(lambda: is_gone(b1), SLOW, 'b1 killed')
+        # The old form by address, on the other worker.
+        addr = fields(b2.call('CLIENT', 'INFO').decode().strip())['addr']
+        assert_eq(ctl.call('CLIENT', 'KILL', addr), 'OK')
+        wait_until(lambda: is_gone(b2), SLOW, 'b2 killed')
+        assert_error(ctl.call('CLIENT', 'KILL', addr), 'ERR No such client')
+        # ADDR and LADDR filters.
+        addr = fields(b3.call('CLIENT', 'INFO').decode().strip())['addr']
+        assert_eq(ctl.call('CLIENT', 'KILL', 'ADDR', addr, 'TYPE', 'pubsub'),
+                  0)
+        laddr = fields(b3.call('CLIENT', 'INFO').decode().strip())['laddr']
+        assert_eq(ctl.call('CLIENT', 'KILL', 'LADDR', laddr, 'ADDR', addr), 1)
+        wait_until(lambda: is_gone(b3), SLOW, 'b3 killed')
+        # TYPE pubsub kills subscribers only, on every worker.
+        subs = on_workers(srv, 'AB')
+        for c in subs:
+            c.call('SUBSCRIBE', 'k')
+        plain = on_workers(srv, 'B')[0]
+        assert_eq(ctl.call('CLIENT', 'KILL', 'TYPE', 'pubsub'), 2)
+        for c in subs:
+            wait_until(lambda: is_gone(c), SLOW, 'subscriber killed')
+        assert_eq(plain.call('PING'), 'PONG')
+        # USER default with SKIPME yes (the default) spares the killer.
+        n = len(lines(ctl)) - 1
+        assert_eq(ctl.call('CLIENT', 'KILL', 'USER', 'default'), n)
+        wait_until(lambda: is_gone(plain) and is_gone(a2), SLOW,
+                   'every other client killed')
+        assert_eq(ctl.call('PING'), 'PONG')
+        # SKIPME no: the killer goes too, after its reply.
+        other = on_workers(srv, 'B')[0]
+        assert_eq(ctl.call('CLIENT', 'KILL', 'SKIPME', 'no'), 2)
+        assert_true(is_gone(ctl), 'the killer closed after its reply')
+        wait_until(lambda: is_gone(other), SLOW, 'the other killed')
+        # MAXAGE (Redis 7.4's filter): only clients older than it.
+        old = on_workers(srv, 'AB')
+        time.sleep(2.1)
+        young = on_workers(srv, 'AB')
+        assert_eq(young[0].call('CLIENT', 'KILL', 'MAXAGE', '2'), 2)
+        for c in old:
+            wait_until(lambda: is_gone(c), SLOW, 'an old client killed')
+        for c in young:
+            assert_eq(c.call('PING'), 'PONG')
+            c.close()
+
+
+def test_kill_a_blocked_client_elsewhere():
+    larder_only()
+    with Server(workers=2) as srv:
+        waiter, ctl = on_workers(srv, 'AB')
+        waiter.send('BLPOP', 'kb', '0')
+        wait_until(lambda: any(l['flags'] == 'b' for l in lines(ctl)), SLOW,
+                   'the waiter blocked')
+        wid = [int(l['id']) for l in lines(ctl) if l['flags'] == 'b'][0]
+        assert_eq(ctl.call('CLIENT', 'KILL', 'ID', wid), 1)
+        wait_until(lambda: is_gone(waiter), SLOW, 'the waiter killed')
+        assert_eq(ctl.call('RPUSH', 'kb', 'x'), 1)
+        time.sleep(0.3)
+        assert_eq(ctl.call('LRANGE', 'kb', '0', '-1'), [b'x'],
+                  'nobody took it')
+
+
+def test_no_evict_no_touch_flags(s):
+    with s.client() as c:
+        assert_eq(c.call('CLIENT', 'NO-EVICT', 'on'), 'OK')
+        assert_eq(fields(c.call('CLIENT', 'INFO').decode().strip())['flags'],
+                  'e')
+        assert_eq(c.call('CLIENT', 'NO-TOUCH', 'on'), 'OK')
+        assert_eq(fields(c.call('CLIENT', 'INFO').decode().strip())['flags'],
+                  'eT')
+        assert_eq(c.call('CLIENT', 'NO-EVICT', 'off'), 'OK')
+        assert_eq(c.call('CLIENT', 'NO-TOUCH', 'OFF'), 'OK')
+        assert_eq(fields(c.call('CLIENT', 'INFO').decode().strip())['flags'],
+                  'N')
+        assert_error(c.call('CLIENT', 'NO-TOUCH', 'x'), 'ERR syntax error')
 
 
 if __name__ == '__main__':
-    main(globals())
+    main(globals(), workers=2)

@@ -56,6 +56,17 @@ SET_DIFFERS = {
     b'save': 'redis-server\'s own snapshots would run in the test dir',
     b'dir': 'protected in both; compared by test_protected',
 }
+# The TLS context and listeners are made once by the master before it
+# forks (issue 16, srv_tls.h): these are immutable in larder.
+SET_DIFFERS.update(
+    (name, 'TLS is set up before fork: immutable')
+    for name in (b'tls-port', b'tls-cert-file', b'tls-key-file',
+                 b'tls-key-file-pass', b'tls-dh-params-file',
+                 b'tls-ca-cert-file', b'tls-ca-cert-dir', b'tls-auth-clients',
+                 b'tls-protocols', b'tls-ciphers', b'tls-ciphersuites',
+                 b'tls-prefer-server-ciphers', b'tls-session-caching',
+                 b'tls-session-cache-size', b'tls-session-cache-timeout',
+                 b'tls-replication', b'tls-cluster'))
 
 # The battery: what every parameter gets, then what its kind gets (the
 # kind read from Redis's default value), then some parameters' own.

@@ -165,11 +165,24 @@ static void default_round_trip(const char *name, const char *def)
                   "'%s %s' differs from the default", name, def);
 }
 
+/* A choice directive's default is the first of its "a|b|c". */
+static const char *default_word(int kind, const char *def, char *buf,
+                                size_t size)
+{
+    if (kind != SRV_CFG_CHOICE)
+        return def;
+    snprintf(buf, size, "%.*s", (int)strcspn(def, "|"), def);
+    return buf;
+}
+
 START_TEST(test_defaults_parse)
 {
+    char word[SRV_CONFIG_ERR_SIZE];
+
     /* Every default in the table is a valid value of its directive, and
      * is what srv_config_defaults() applies. */
-#define X(n, f, k, d, lo, hi, fl) default_round_trip(n, d);
+#define X(n, f, k, d, lo, hi, fl) \
+    default_round_trip(n, default_word(k, d, word, sizeof word));
     SRV_CONFIG_DIRECTIVES(X)
 #undef X
 }
@@ -475,6 +488,8 @@ START_TEST(test_config_get)
 
     /* Glob over names; aliases are listed too, as Redis lists them. */
     s = get(&cfg, "*max*");
+    ck_assert_str_eq(value_of(s, "hll-sparse-max-bytes"), "3000");
+    ck_assert_str_eq(value_of(s, "acllog-max-len"), "128");
     ck_assert_str_eq(value_of(s, "maxclients"), "10000");
     ck_assert_str_eq(value_of(s, "proto-max-bulk-len"), "536870912");
     ck_assert_str_eq(value_of(s, "maxdisk"), "68719476736");

@@ -2,12 +2,17 @@
  * check_st_env: unit tests of the LMDB environment (storage/st_env.h):
  * open, close and reopen (with fewer databases too), the schema stamp
  * and a newer one refused, open errors, backups (also with a read
- * transaction open), a full map (also with writemap), and the reader
- * slot of a process that died inside a read transaction.
+ * transaction open), a full map (also with writemap), the reader slot
+ * of a process that died inside a read transaction, and the observer
+ * (commits and aborts, keys created, keys expired lazily, by the reaper
+ * and by the reap of what reads saw, long names included).
  */
 #include "storage/st_codec.h"
+#include "storage/st_coll.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
+#include "storage/st_list.h"
+#include "storage/st_string.h"
 #include "storage/st_txn.h"
 #include "t/unit/unit_st.h"
 
@@ -124,8 +129,10 @@ START_TEST(test_map_full)
         st_txn *t = unit_st_rbegin();
         st_rec r;
         ck_assert_int_eq(unit_st_lookup(t, 0, "fill0", NOW, &r), 0);
-        ck_assert_uint_eq(r.payload_len, vlen);
-        ck_assert_int_eq(memcmp(r.payload, v, vlen), 0);
+        size_t n;
+        const uint8_t *p = unit_st_bytes(t, &r, &n);
+        ck_assert_uint_eq(n, vlen);
+        ck_assert_int_eq(memcmp(p, v, vlen), 0);
         unit_st_commit(&t);
     }
     /* Deleting makes room again. */
@@ -140,6 +147,16 @@ START_TEST(test_map_full)
         unit_st_commit(&t);
     }
     unit_st_counts(0, 0, 0);
+    /* Whatever the deletes detached (collections, spans of chunked
+     * strings) is freed lazily, as the reaper does it. */
+    {
+        size_t freed;
+        uint64_t pending = 1;
+        while (pending)
+            ck_assert_int_eq(st_coll_free_chunk(unit_st_env, ST_CHUNK_KEYS,
+                                                &freed, &pending),
+                             0);
+    }
     /*
      * LMDB reuses pages freed by transaction N from N + 2 on (and a big
      * value wants a contiguous run), so one small write goes first.
@@ -327,6 +344,236 @@ START_TEST(test_reader_dies_in_txn)
 }
 END_TEST
 
+/* ---- the observer ---- */
+
+#define OBS_MAX 64
+#define OBS_NAME 700
+
+typedef struct obs_event {
+    char what; /* c created, e expired, p committing, C committed, a abort */
+    unsigned db;
+    char name[OBS_NAME];
+    size_t len;
+    int type;
+    uint64_t n, txn;
+    int rc;
+} obs_event;
+
+static obs_event obs[OBS_MAX];
+static int nobs;
+
+static obs_event *obs_next(char what)
+{
+    ck_assert_int_lt(nobs, OBS_MAX);
+    memset(&obs[nobs], 0, sizeof obs[nobs]);
+    obs[nobs].what = what;
+    return &obs[nobs++];
+}
+
+static void obs_named(obs_event *e, unsigned db, const uint8_t *name,
+                      size_t len)
+{
+    ck_assert_uint_le(len, OBS_NAME);
+    e->db = db;
+    memcpy(e->name, name, len);
+    e->len = len;
+}
+
+static void on_created(void *ctx, unsigned db, const uint8_t *name, size_t len,
+                       int type, uint64_t n, int fresh)
+{
+    obs_event *e = obs_next('c');
+    obs_named(e, db, name, len);
+    e->type = type;
+    e->n = n;
+    e->rc = fresh; /* the field is free in a created event */
+}
+
+static void on_expired(void *ctx, unsigned db, const uint8_t *name, size_t len)
+{
+    obs_named(obs_next('e'), db, name, len);
+}
+
+static void on_committing(void *ctx, uint64_t txn) { obs_next('p')->txn = txn; }
+
+static void on_committed(void *ctx, uint64_t txn, int rc)
+{
+    obs_event *e = obs_next('C');
+    e->txn = txn;
+    e->rc = rc;
+}
+
+static void on_aborted(void *ctx, uint64_t txn) { obs_next('a')->txn = txn; }
+
+static void observe(unsigned types)
+{
+    st_env_observer o = { .ctx = NULL,
+                          .created_types = types,
+                          .created = on_created,
+                          .expired = on_expired,
+                          .committing = on_committing,
+                          .committed = on_committed,
+                          .aborted = on_aborted };
+    st_env_observe(unit_st_env, &o);
+    nobs = 0;
+}
+
+static void assert_event(int i, char what, unsigned db, const char *name)
+{
+    ck_assert_int_gt(nobs, i);
+    ck_assert_int_eq(obs[i].what, what);
+    if (name) {
+        ck_assert_uint_eq(obs[i].db, db);
+        ck_assert_uint_eq(obs[i].len, strlen(name));
+        ck_assert(memcmp(obs[i].name, name, obs[i].len) == 0);
+    }
+}
+
+/* Push `n` elements to list `name` of db 0 in transaction t. */
+static void push_list(st_txn *t, const char *name, int n)
+{
+    st_keyref k;
+    st_obj o;
+    int rc;
+
+    st_codec_keyref_init(&k, 0, name, strlen(name));
+    rc = st_coll_open(t, &k, ST_TYPE_LIST, NOW, &o);
+    ck_assert(rc == 0 || rc == ST_ENOTFOUND);
+    if (rc == ST_ENOTFOUND)
+        ck_assert_int_eq(st_coll_create(t, &o), 0);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(st_list_push(t, &o, 0, "e", 1), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+}
+
+START_TEST(test_observer_commit_and_abort)
+{
+    st_txn *t;
+    uint64_t id;
+
+    observe(0);
+    t = unit_st_wbegin();
+    id = st_txn_version(t);
+    ck_assert_int_eq(unit_st_put(t, 0, "k", "v", 0), 0);
+    ck_assert_int_eq(nobs, 0);
+    unit_st_commit(&t);
+    ck_assert_int_eq(nobs, 2);
+    assert_event(0, 'p', 0, NULL);
+    assert_event(1, 'C', 0, NULL);
+    ck_assert_uint_eq(obs[0].txn, id);
+    ck_assert_uint_eq(obs[1].txn, id);
+    ck_assert_int_eq(obs[1].rc, 0);
+    t = unit_st_wbegin();
+    ck_assert_int_eq(unit_st_put(t, 0, "k2", "v", 0), 0);
+    st_txn_abort(&t);
+    ck_assert_int_eq(nobs, 3);
+    assert_event(2, 'a', 0, NULL);
+    /* Read transactions tell nothing. */
+    t = unit_st_rbegin();
+    unit_st_commit(&t);
+    t = unit_st_rbegin();
+    st_txn_abort(&t);
+    ck_assert_int_eq(nobs, 3);
+    /* Removed: nothing more. */
+    st_env_observe(unit_st_env, NULL);
+    unit_st_put1(0, "k3", "v", 0);
+    ck_assert_int_eq(nobs, 3);
+}
+END_TEST
+
+START_TEST(test_observer_created)
+{
+    st_txn *t;
+
+    observe(1u << ST_TYPE_LIST);
+    t = unit_st_wbegin();
+    push_list(t, "q", 3); /* a new list, with its count */
+    push_list(t, "q", 2); /* pushed to: not new */
+    ck_assert_int_eq(unit_st_put(t, 0, "s", "v", 0), 0); /* not asked for */
+    unit_st_commit(&t);
+    ck_assert_int_eq(nobs, 3);
+    assert_event(0, 'c', 0, "q");
+    ck_assert_int_eq(obs[0].type, ST_TYPE_LIST);
+    ck_assert_uint_eq(obs[0].n, 3);
+    ck_assert_int_eq(obs[0].rc, 1); /* fresh */
+    /* RENAME and COPY onto an absent key create it. */
+    observe((1u << ST_TYPE_LIST) | (1u << ST_TYPE_STRING));
+    ck_assert_int_eq(unit_st_rename(0, "q", "q2", 0), 0);
+    ck_assert_int_eq(unit_st_copy(0, "q2", 3, "q3", 0), 0);
+    ck_assert_int_eq(obs[0].what, 'c');
+    assert_event(0, 'c', 0, "q2");
+    ck_assert_int_eq(obs[0].type, ST_TYPE_LIST);
+    assert_event(3, 'c', 3, "q3");
+    /* A string replaced by a list is a type change: reported; a string
+     * overwritten by a string is not. */
+    nobs = 0;
+    t = unit_st_wbegin();
+    ck_assert_int_eq(unit_st_put(t, 0, "s", "w", 0), 0);
+    ck_assert_int_eq(nobs, 0);
+    ck_assert_int_eq(unit_st_put(t, 0, "new", "w", 0), 0);
+    assert_event(0, 'c', 0, "new");
+    ck_assert_int_eq(obs[0].type, ST_TYPE_STRING);
+    unit_st_commit(&t);
+    ck_assert_int_eq(obs[0].rc, 1);
+    /* SET over the list q2: a type change, not a new key. */
+    t = unit_st_wbegin();
+    nobs = 0;
+    ck_assert_int_eq(unit_st_put(t, 0, "q2", "w", 0), 0);
+    assert_event(0, 'c', 0, "q2");
+    ck_assert_int_eq(obs[0].type, ST_TYPE_STRING);
+    ck_assert_int_eq(obs[0].rc, 0);
+    unit_st_commit(&t);
+}
+END_TEST
+
+START_TEST(test_observer_expired)
+{
+    uint8_t *lname = unit_st_make_name(600, 1);
+    st_txn *t;
+    st_rec r;
+    size_t done;
+
+    unit_st_put1(0, "lazy", "v", NOW + SEC);
+    unit_st_put1(0, "due", "v", NOW + SEC);
+    unit_st_put1(0, "seen", "v", NOW + SEC);
+    t = unit_st_wbegin();
+    ck_assert_int_eq(unit_st_putn(t, 2, lname, 600, "v", 1, NOW + SEC), 0);
+    unit_st_commit(&t);
+    observe(0);
+    /* Lazy, in a write transaction. */
+    t = unit_st_wbegin();
+    ck_assert_int_eq(unit_st_lookup(t, 0, "lazy", NOW + 2 * SEC, &r),
+                     ST_ENOTFOUND);
+    assert_event(0, 'e', 0, "lazy");
+    unit_st_commit(&t);
+    /* Seen by a read, reaped after it. */
+    t = unit_st_rbegin();
+    ck_assert_int_eq(unit_st_lookup(t, 0, "seen", NOW + 2 * SEC, &r),
+                     ST_ENOTFOUND);
+    unit_st_commit(&t);
+    ck_assert_int_eq(nobs, 3);
+    ck_assert_int_eq(st_keyspace_reap_seen(unit_st_env, NOW + 2 * SEC, &done),
+                     0);
+    ck_assert_uint_eq(done, 1);
+    assert_event(3, 'e', 0, "seen");
+    /* Active expiry, a long name too. */
+    nobs = 0;
+    ck_assert_uint_eq(unit_st_expire_due(NOW + 2 * SEC, 100, NULL), 2);
+    ck_assert_int_eq(nobs, 4);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(obs[i].what, 'e');
+        if (obs[i].db == 2) {
+            ck_assert_uint_eq(obs[i].len, 600);
+            ck_assert(memcmp(obs[i].name, lname, 600) == 0);
+        } else {
+            assert_event(i, 'e', 0, "due");
+        }
+    }
+    ck_assert_uint_ne(obs[0].db, obs[1].db);
+    free(lname);
+}
+END_TEST
+
 static Suite *env_suite(void)
 {
     Suite *s = suite_create("st_env");
@@ -347,6 +594,14 @@ static Suite *env_suite(void)
     unit_st_fixture(tc, UNIT_ST_WRITEMAP);
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_map_full);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("observer");
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_set_timeout(tc, TIMEOUT_S);
+    tcase_add_test(tc, test_observer_commit_and_abort);
+    tcase_add_test(tc, test_observer_created);
+    tcase_add_test(tc, test_observer_expired);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("crash");

@@ -10,6 +10,7 @@
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
 #include "storage/st_keyspace.h"
+#include "storage/st_string.h"
 #include "storage/st_txn.h"
 #include "t/unit/unit_st.h"
 
@@ -131,11 +132,13 @@ static void two_lookups(const uint8_t *a, size_t alen, const uint8_t *b,
         t = unit_st_rbegin();
         ck_assert_int_eq(unit_st_lookup(t, 0, "a", NOW, &ra), 0);
         ck_assert_int_eq(unit_st_lookup(t, 0, "b", NOW, &rb), 0);
-        ck_assert_uint_eq(rb.payload_len, blen);
-        ck_assert_int_eq(memcmp(rb.payload, b, blen), 0);
-        ck_assert_uint_eq(ra.payload_len, alen);
-        ck_assert_msg(ra.payload != rb.payload &&
-                          memcmp(ra.payload, a, alen) == 0,
+        size_t na, nb;
+        const uint8_t *pb = unit_st_bytes(t, &rb, &nb);
+        const uint8_t *pa = unit_st_bytes(t, &ra, &na);
+        ck_assert_uint_eq(nb, blen);
+        ck_assert_int_eq(memcmp(pb, b, blen), 0);
+        ck_assert_uint_eq(na, alen);
+        ck_assert_msg(pa != pb && memcmp(pa, a, alen) == 0,
                       "round %d (%s): the first record's payload changed "
                       "under the second lookup",
                       round, round ? "cache hits" : "first reads");
@@ -197,10 +200,13 @@ static void read_survives_writes(size_t alen, size_t blen)
                                             &ver),
                      0);
     ck_assert_int_eq(unit_st_lookup(r, 0, "b", NOW, &rb), 0);
-    ck_assert_uint_eq(rb.payload_len, blen);
-    ck_assert_int_eq(memcmp(rb.payload, b, blen), 0);
-    ck_assert_uint_eq(ra.payload_len, alen);
-    ck_assert_msg(memcmp(ra.payload, a, alen) == 0,
+    size_t na, nb;
+    const uint8_t *pb = unit_st_bytes(r, &rb, &nb);
+    const uint8_t *pa = unit_st_bytes(r, &ra, &na);
+    ck_assert_uint_eq(nb, blen);
+    ck_assert_int_eq(memcmp(pb, b, blen), 0);
+    ck_assert_uint_eq(na, alen);
+    ck_assert_msg(memcmp(pa, a, alen) == 0,
                   "a record of the open read transaction changed when a "
                   "write transaction of the same process ended");
     unit_st_commit(&r);

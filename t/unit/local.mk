@@ -109,6 +109,12 @@ t_unit_check_st_keyspace_model_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_st_keyspace_model_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_keyspace_model
 
+check_PROGRAMS += t/unit/check_st_durable
+t_unit_check_st_durable_SOURCES = t/unit/check_st_durable.c $(UNIT_TMP)
+t_unit_check_st_durable_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_durable_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_durable
+
 # larder-bench's RESP reply parser (bench/ has no library: link the module).
 check_PROGRAMS += t/unit/check_bench_resp
 t_unit_check_bench_resp_SOURCES = t/unit/check_bench_resp.c \
@@ -177,12 +183,96 @@ t_unit_check_cmd_table_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_cmd_table
 
 # ==== issue 11 ====
+# The broker's registry of blocked clients, driven directly.
+check_PROGRAMS += t/unit/check_bwait
+t_unit_check_bwait_SOURCES = t/unit/check_bwait.c
+t_unit_check_bwait_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_bwait_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_bwait
+
+# larder-bench's blocking workloads (wake, jobs): their modules linked in.
+check_PROGRAMS += t/unit/check_bench_work
+t_unit_check_bench_work_SOURCES = t/unit/check_bench_work.c \
+	bench/bench_work.c bench/bench_work.h bench/bench_opts.c \
+	bench/bench_opts.h bench/bench_rand.c bench/bench_rand.h \
+	bench/bench_resp.c bench/bench_resp.h bench/bench_sync.c \
+	bench/bench_sync.h
+t_unit_check_bench_work_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_work_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_work
 
 # ==== issue 12 ====
+# larder-bench's scripting workloads (bench/ has no library: link the
+# modules; the SHA1 of the scripts is checked with the server's).
+check_PROGRAMS += t/unit/check_bench_lua
+t_unit_check_bench_lua_SOURCES = t/unit/check_bench_lua.c \
+	bench/bench_work.c bench/bench_work.h bench/bench_opts.c \
+	bench/bench_opts.h bench/bench_resp.c bench/bench_resp.h \
+	bench/bench_rand.c bench/bench_rand.h bench/bench_sync.c \
+	bench/bench_sync.h server/cmd/srv_sha1.c server/cmd/srv_sha1.h
+t_unit_check_bench_lua_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+t_unit_check_bench_lua_LDADD = $(CHECK_LIBS) -lm
+TESTS += t/unit/check_bench_lua
+
+# The scripting engine without a server: conversions, sandbox, libraries.
+check_PROGRAMS += t/unit/check_script
+t_unit_check_script_SOURCES = t/unit/check_script.c
+t_unit_check_script_CFLAGS = $(UNIT_CFLAGS) $(LUA_CFLAGS)
+t_unit_check_script_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_script
 
 # ==== issue 13 ====
 
 # ==== issue 14 ====
+# issue 14 (i14a): string values inline and in spans.
+check_PROGRAMS += t/unit/check_st_string
+t_unit_check_st_string_SOURCES = t/unit/check_st_string.c $(UNIT_ST)
+t_unit_check_st_string_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_string_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_string
+
+check_PROGRAMS += t/unit/check_hll
+t_unit_check_hll_SOURCES = t/unit/check_hll.c
+t_unit_check_hll_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_hll_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_hll
+
+check_PROGRAMS += t/unit/check_geo
+t_unit_check_geo_SOURCES = t/unit/check_geo.c
+t_unit_check_geo_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_geo_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_geo
+
+check_PROGRAMS += t/unit/check_shm_clock
+t_unit_check_shm_clock_SOURCES = t/unit/check_shm_clock.c
+t_unit_check_shm_clock_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_shm_clock_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_shm_clock
+# The RDB codec (rdb/): pure, so it links only librdb.a.
+check_PROGRAMS += t/unit/check_rdb_io
+t_unit_check_rdb_io_SOURCES = t/unit/check_rdb_io.c
+t_unit_check_rdb_io_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_io_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_io
+
+check_PROGRAMS += t/unit/check_rdb_obj
+t_unit_check_rdb_obj_SOURCES = t/unit/check_rdb_obj.c
+t_unit_check_rdb_obj_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_obj_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_obj
+
+check_PROGRAMS += t/unit/check_rdb_file
+t_unit_check_rdb_file_SOURCES = t/unit/check_rdb_file.c
+t_unit_check_rdb_file_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_rdb_file_LDADD = librdb.a $(CHECK_LIBS) -lm -lpthread
+TESTS += t/unit/check_rdb_file
+
+# The database map behind SWAPDB and the RDB import's switch.
+check_PROGRAMS += t/unit/check_st_dbmap
+t_unit_check_st_dbmap_SOURCES = t/unit/check_st_dbmap.c $(UNIT_ST)
+t_unit_check_st_dbmap_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_st_dbmap_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_dbmap
 
 # ==== issue 15 ====
 check_PROGRAMS += t/unit/check_monitor
@@ -192,5 +282,11 @@ t_unit_check_monitor_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_monitor
 
 # ==== issue 16 ====
+# ACL: the rules, their shared region, the dispatcher's check.
+check_PROGRAMS += t/unit/check_acl
+t_unit_check_acl_SOURCES = t/unit/check_acl.c $(UNIT_EMBED)
+t_unit_check_acl_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_acl_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_acl
 
 # ==== issue 17 ====

@@ -5,6 +5,7 @@
 #include "t/unit/unit_st.h"
 #include "storage/st_codec.h"
 #include "storage/st_err.h"
+#include "storage/st_string.h"
 #include "t/unit/unit_tmp.h"
 
 #include <errno.h>
@@ -221,8 +222,10 @@ void unit_st_expect_at(unsigned db, const char *name, const char *val,
     } else {
         ck_assert_msg(rc == 0, "db %u '%s': %s", db, name, st_strerror(rc));
         ck_assert_int_eq(r.type, ST_TYPE_STRING);
-        ck_assert_uint_eq(r.payload_len, strlen(val));
-        ck_assert_mem_eq(r.payload, val, strlen(val));
+        size_t n;
+        const uint8_t *p = unit_st_bytes(t, &r, &n);
+        ck_assert_uint_eq(n, strlen(val));
+        ck_assert_mem_eq(p, val, strlen(val));
     }
     unit_st_commit(&t);
 }
@@ -239,10 +242,20 @@ void unit_st_expect_bytes(unsigned db, const char *name, const void *val,
     st_rec r;
 
     ck_assert_int_eq(unit_st_lookup(t, db, name, UNIT_ST_NOW, &r), 0);
-    ck_assert_uint_eq(r.payload_len, len);
-    ck_assert_int_eq(memcmp(r.payload, val, len), 0);
+    size_t n;
+    const uint8_t *p = unit_st_bytes(t, &r, &n);
+    ck_assert_uint_eq(n, len);
+    ck_assert_int_eq(memcmp(p, val, len), 0);
     ck_assert_uint_eq(r.flags & ST_REC_ZSTD, 0); /* handed out inflated */
     unit_st_commit(&t);
+}
+
+const uint8_t *unit_st_bytes(st_txn *t, const st_rec *r, size_t *len)
+{
+    const uint8_t *p;
+
+    ck_assert_int_eq(st_string_flat(t, r, &p, len), 0);
+    return p;
 }
 
 int64_t unit_st_ttl_of(unsigned db, const char *name)

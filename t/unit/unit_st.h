@@ -97,6 +97,10 @@ void unit_st_expect(unsigned db, const char *name, const char *val);
 void unit_st_expect_bytes(unsigned db, const char *name, const void *val,
                           size_t len);
 
+/* The bytes of string record r of transaction t, whole (st_string_flat:
+ * a chunked string assembled); fails the test on an error. */
+const uint8_t *unit_st_bytes(st_txn *t, const st_rec *r, size_t *len);
+
 /* The expire-at of an existing key, read at UNIT_ST_NOW. */
 int64_t unit_st_ttl_of(unsigned db, const char *name);
 
