@@ -21,6 +21,7 @@ larder_bench_LDADD = $(LIBEVENT_LIBS) -lpthread -lm
 
 EXTRA_DIST += bench/README.md bench/run bench/compare bench/gate bench/smoke \
 	bench/validate bench/benchlib.py bench/suite.py bench/sections.py \
+	bench/plot.py bench/writes \
 	bench/results/README.md
 
 # Storage-level micro-benchmark of the order statistics (st_rank.h).

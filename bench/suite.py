@@ -147,6 +147,10 @@ def run_figures(doc):
     for key in ("keys_per_sec", "misses", "hits"):
         if doc.get(key) is not None:
             run[key] = doc[key]
+    # Open loop: the slowest operation of each second, for the timeline
+    # chart (bench/plot.py).
+    if doc.get("open_loop") and doc.get("timeseries_max"):
+        run["timeseries_max"] = doc["timeseries_max"]
     transfer = doc.get("transfer") or {}
     if transfer:
         run["commits_per_sec"] = transfer.get("commits_per_sec")

@@ -49,7 +49,10 @@ libserver_a_SOURCES += \
 	server/srv_keys.c server/srv_keys.h \
 	server/srv_ask.c server/srv_ask.h \
 	server/srv_clients.c server/srv_clients.h \
-	server/srv_notify.c server/srv_notify.h
+	server/srv_notify.c server/srv_notify.h \
+	server/srv_pause.c server/srv_pause.h \
+	server/srv_monitor.c server/srv_monitor.h \
+	server/srv_track.c server/srv_track.h
 
 # ==== issue 12 ====
 libserver_a_SOURCES += server/srv_scriptshm.c server/srv_scriptshm.h

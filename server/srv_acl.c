@@ -291,8 +291,11 @@ static void count_category(const selector *s, unsigned cat, unsigned long *on,
     const srv_command *t = table_rows(&n);
 
     *on = *off = 0;
+    /* Top-level rows only, as Redis counts (its subcommands are not in
+     * the dictionary it walks): a family with many subcommands must not
+     * tip a category. */
     for (int i = 0; i < n; i++)
-        if (srv_cmd_categories(&t[i]) & cat) {
+        if (!strchr(t[i].name, '|') && (srv_cmd_categories(&t[i]) & cat)) {
             if (bit_get(s, i))
                 (*on)++;
             else

@@ -405,7 +405,10 @@ static int run_again(srv_group *g)
         c->cmd = x->cmd;
         c->now_ms = now;
         srv_group_command_begins(g, c);
+        size_t mark = c->out.len;
         c->cmd->proc(c);
+        if (c->flags & SRV_CONN_REPLY_OFF)
+            c->out.len = mark; /* CLIENT REPLY OFF since it blocked */
         x->txn = g->wtxn ? st_txn_version(g->wtxn) : 0;
         ran = 1;
         if (srv_group_command_ends(g, c, c->in_done)) {
@@ -766,6 +769,7 @@ static void service_start(srv_worker *w)
     atomic_store(&w->stats->blocked_clients, 0); /* a respawn's gauge */
     srv_keys_want_created(ST_TYPE_LIST);
     srv_keys_want_created(ST_TYPE_ZSET);
+    srv_keys_want_created(ST_TYPE_STREAM); /* st_stream_signal too */
     srv_keys_on_ready(on_ready);
     if (srv_link_register(&link_feature))
         srv_log(SRV_LOG_WARNING, 0,

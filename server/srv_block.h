@@ -1,5 +1,5 @@
 /*
- * srv_block.h - blocking commands (BLPOP & co., later XREAD BLOCK): a
+ * srv_block.h - blocking commands (BLPOP & co., XREAD BLOCK): a
  * client that finds nothing to take waits on keys until one of them may
  * hold data, its timeout passes, it is unblocked or it goes away, while
  * its worker serves everyone else. Generic: a command blocks with the

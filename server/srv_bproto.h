@@ -73,8 +73,13 @@ enum srv_bp_type {
     /* interests (applied ahead of other frames, as COUNT) */
     SRV_BP_INTEREST, /* w->b; kind: enum srv_bp_interest; arg: this
                       * worker's count (absolute) */
-    SRV_BP_INVAL,    /* b->w; body: fields (u64 db, field key)... */
+    SRV_BP_INVAL,    /* b->w; body per key: u64 writer id, u64 1 for
+                      * "every key" (FLUSHALL) else 0, field key */
     SRV_BP_MONITOR,  /* both ways; body: one MONITOR line */
+    SRV_BP_TOCLIENT, /* both ways; arg: a client id; body: the value of
+                      * an invalidation message (RESP: an array of keys,
+                      * or a null) for that client, which is on some
+                      * worker (a tracking redirection) */
     SRV_BP_NTYPES
 };
 

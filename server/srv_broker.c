@@ -41,6 +41,7 @@
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_notify.h"
 #include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
@@ -79,7 +80,9 @@ typedef struct blink {
     size_t need;  /* bytes the incomplete frame needs */
     size_t cut;   /* input read before this round's sweep */
     size_t ahead; /* input whose frames were applied ahead already */
-    int fresh;    /* this round's sweep read something */
+    uint64_t interest[SRV_BP_NINTERESTS]; /* its tracking and MONITOR
+                                           * clients */
+    int fresh; /* this round's sweep read something */
     srv_buf out;
     size_t out_sent;
     uint32_t events; /* epoll interest */
@@ -139,13 +142,14 @@ typedef struct bbatch {
 
 #define BATCHES_MIN 16
 #define DB_FLAGS_SHIFT 32
-#define NOTIFY_KEYSPACE 1 /* the record's flags (srv_notify.h) */
-#define NOTIFY_KEYEVENT 2
+#define NOTIFY_KEYSPACE SRV_NOTIFY_KEYSPACE /* the records' flags */
+#define NOTIFY_KEYEVENT SRV_NOTIFY_KEYEVENT
 #define CHANNEL_HEAD_MAX 40
 static bbatch *batches; /* by txn id */
 static size_t nbatches, capbatches;
 static uint64_t txn_safe; /* newest txn of a TXN frame read before a cut */
 static srv_buf evbuf;     /* an event's channel and message */
+static srv_buf invbuf;    /* a batch's invalidations */
 static bquery *queries;
 static size_t nqueries;
 static uint64_t next_qid;
@@ -707,6 +711,28 @@ static void queries_drop_link(uint32_t id)
     }
 }
 
+/* A frame for every link with clients of interest `what` (a MONITOR
+ * line, invalidations), as it came. */
+static void to_interested(int what, const srv_bframe *f)
+{
+    for (uint32_t id = 0; id < links_cap; id++) {
+        blink *t = links[id];
+        if (t && !t->dead && t->interest[what])
+            put(t, f->type, f->kind, f->arg, f->body, (size_t)f->len, NULL, 0);
+    }
+}
+
+/* A frame for every other worker link (a tracking redirection to a
+ * client somewhere). */
+static void to_others(blink *l, const srv_bframe *f)
+{
+    for (uint32_t id = 0; id < links_cap; id++) {
+        blink *t = links[id];
+        if (t && t != l && !t->dead && t->worker >= 0)
+            put(t, f->type, f->kind, f->arg, f->body, (size_t)f->len, NULL, 0);
+    }
+}
+
 /* ---- keyspace events in commit order ---- */
 
 /* The link's oldest batch of `txn` still waiting for its outcome (a link
@@ -785,20 +811,37 @@ static void publish_event(unsigned db, unsigned flags, const char *event,
     }
 }
 
+/* A batch's records: its events' messages, and one INVAL frame of the
+ * keys tracking clients must forget for every link that has some. */
 static void deliver_batch(const bbatch *b)
 {
     srv_bframe f = { .body = b->body.data, .len = b->body.len };
     srv_bcursor cur;
-    uint64_t v;
+    uint64_t v, writer;
     const char *event, *key;
     size_t elen, klen;
 
+    invbuf.len = 0;
     srv_bproto_cursor(&cur, &f);
     while (cur.p < cur.end && srv_bproto_get_u64(&cur, &v) == 0 &&
            srv_bproto_get_field(&cur, &event, &elen) == 0 &&
-           srv_bproto_get_field(&cur, &key, &klen) == 0)
-        publish_event((unsigned)(v & UINT32_MAX),
-                      (unsigned)(v >> DB_FLAGS_SHIFT), event, elen, key, klen);
+           srv_bproto_get_field(&cur, &key, &klen) == 0 &&
+           srv_bproto_get_u64(&cur, &writer) == 0) {
+        unsigned flags = (unsigned)(v >> DB_FLAGS_SHIFT);
+        publish_event((unsigned)(v & UINT32_MAX), flags, event, elen, key,
+                      klen);
+        if ((flags & SRV_NOTIFY_INVALIDATE) &&
+            (srv_bproto_put_u64(&invbuf, writer) ||
+             srv_bproto_put_u64(&invbuf, (flags & SRV_NOTIFY_FLUSH) != 0) ||
+             srv_bproto_put_field(&invbuf, key, klen)))
+            srv_log(SRV_LOG_WARNING, ENOMEM, "tracking invalidations lost");
+    }
+    if (invbuf.len) {
+        srv_bframe inv = { .type = SRV_BP_INVAL,
+                           .body = invbuf.data,
+                           .len = invbuf.len };
+        to_interested(SRV_BP_I_TRACKING, &inv);
+    }
 }
 
 /*
@@ -949,6 +992,9 @@ static void handle_frame(blink *l, const srv_bframe *f)
     case SRV_BP_SERVED: served(l, f); break;
     case SRV_BP_COMMITTED: committed(l, f); break;
     case SRV_BP_ASK: ask(l, f); break;
+    case SRV_BP_INTEREST: break; /* applied ahead */
+    case SRV_BP_MONITOR: to_interested(SRV_BP_I_MONITOR, f); break;
+    case SRV_BP_TOCLIENT: to_others(l, f); break;
     case SRV_BP_ANSWER: answer(l, f); break;
     default:
         srv_log(SRV_LOG_WARNING, 0, "worker#%d sent a broker's frame (%d)",
@@ -977,6 +1023,8 @@ static void apply_ahead(blink *l)
             apply_wait(l, &f);
         else if (f.type == SRV_BP_TXN)
             stage_txn(l, &f);
+        else if (f.type == SRV_BP_INTEREST)
+            l->interest[f.kind] = f.arg;
         off += size;
     }
     l->ahead = off;
@@ -1187,6 +1235,7 @@ int srv_broker_main(void)
         batch_remove(nbatches - 1);
     free(batches);
     srv_buf_free(&evbuf);
+    srv_buf_free(&invbuf);
     for (size_t i = 0; i < nqueries; i++)
         if (queries[i].qid)
             query_finish(&queries[i]);

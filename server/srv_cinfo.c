@@ -4,7 +4,9 @@
 #include "server/srv_cinfo.h"
 #include "server/cmd/srv_multi.h"
 #include "server/srv_block.h"
+#include "server/srv_monitor.h"
 #include "server/srv_pubsub.h"
+#include "server/srv_track.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 
@@ -19,12 +21,15 @@ static void flags_of(srv_conn *x, char *f)
 {
     char *p = f;
 
+    if (srv_monitor_is(x))
+        *p++ = 'O';
     if (x->flags & SRV_CONN_SUBSCRIBED)
         *p++ = 'P';
     if (srv_multi_queued(x) >= 0)
         *p++ = 'x';
     if (srv_block_is_blocked(x))
         *p++ = 'b';
+    srv_track_list(x, &p); /* t R B */
     if (x->flags & SRV_CONN_CLOSE_AFTER_REPLY)
         *p++ = 'c';
     if (x->flags & SRV_CONN_CLOSE_ASAP)
@@ -53,7 +58,7 @@ int srv_cinfo_line(srv_conn *x, const char *user, const char *cmd, srv_buf *out)
                  "flags=%s db=%u sub=%zu psub=%zu ssub=%zu multi=%d "
                  "qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
                  "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
-                 "user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s "
+                 "user=%s redir=%lld resp=%d lib-name=%s lib-ver=%s "
                  "worker=%d\n",
                  (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
                  (long long)((now - x->created_ms) / MS_PER_S),
@@ -67,7 +72,8 @@ int srv_cinfo_line(srv_conn *x, const char *user, const char *cmd, srv_buf *out)
                  cmd           ? cmd
                  : x->last_cmd ? x->last_cmd
                                : "NULL",
-                 user, x->resp, x->lib_name, x->lib_ver, x->worker->index);
+                 user, srv_track_list(x, NULL), x->resp, x->lib_name,
+                 x->lib_ver, x->worker->index);
     if (n < 0)
         return -1;
     return srv_buf_append(out, line,

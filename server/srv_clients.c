@@ -395,7 +395,8 @@ static void reply_list(srv_conn *c, const char *ans, size_t len)
         lines[n++] = p;
         p = nl ? nl + 1 : end;
     }
-    qsort(lines, n, sizeof *lines, by_id);
+    if (n > 1) /* lines is NULL when no client matched */
+        qsort(lines, n, sizeof *lines, by_id);
     for (size_t i = 0; i < n; i++) {
         const char *nl = memchr(lines[i], '\n', (size_t)(ans + len - lines[i]));
         size_t l = nl ? (size_t)(nl - lines[i]) + 1

@@ -98,7 +98,94 @@ static size_t field_size(const directive *d)
 {
     if (d->kind == SRV_CFG_TEXT || d->kind == SRV_CFG_SPECIAL)
         return SRV_CFG_TEXT_MAX;
+    if (d->kind == SRV_CFG_OBUF)
+        return sizeof(((srv_config *)0)->client_output_buffer_limit);
     return is_text(d->kind) ? SRV_PATH_MAX : sizeof(long long);
+}
+
+static int parse_bytes(const char *s, unsigned long long *out);
+
+static const char *const obuf_names[] = { "normal", "slave", "pubsub" };
+
+/*
+ * client-output-buffer-limit: "class hard soft seconds" groups, as Redis
+ * 7.0 reads them: the arguments joined and split at every single space
+ * (two spaces make an empty word, which reads as 0), sizes as memtoull,
+ * seconds as strtoll cut to an int that must not be negative; all or
+ * nothing. The classes not named keep their values.
+ */
+static int set_obuf(long long *limits, const char **args, int nargs, char *r,
+                    size_t rlen)
+{
+    long long next[SRV_OBUF_CLASSES * SRV_OBUF_FIELDS];
+    size_t len = 1;
+    char *text, *p;
+    int n = 0, rc = 0;
+
+    for (int i = 0; i < nargs; i++)
+        len += strlen(args[i]) + 1;
+    if (!(text = malloc(len))) {
+        snprintf(r, rlen, "out of memory");
+        return -1;
+    }
+    text[0] = '\0';
+    for (int i = 0, used = 0; i < nargs; i++)
+        used += snprintf(text + used, len - (size_t)used, "%s%s", i ? " " : "",
+                         args[i]);
+    if (text[0]) /* "" is no words (no change), as Redis's split */
+        for (n = 1, p = text; (p = strchr(p, ' ')); p++, n++)
+            *p = '\0';
+    if (n % (SRV_OBUF_FIELDS + 1)) {
+        snprintf(r, rlen,
+                 "Wrong number of arguments in buffer limit "
+                 "configuration.");
+        free(text);
+        return -1;
+    }
+    memcpy(next, limits, sizeof next);
+    p = text;
+    for (int i = 0; i < n && rc == 0; i += SRV_OBUF_FIELDS + 1) {
+        const char *w[SRV_OBUF_FIELDS + 1];
+        unsigned long long hard = 0, soft = 0;
+        int cls = -1, secs;
+        char *end;
+        for (int k = 0; k <= SRV_OBUF_FIELDS; k++) {
+            w[k] = p;
+            p += strlen(p) + 1;
+        }
+        for (int k = 0; k < SRV_OBUF_CLASSES; k++)
+            if (strcasecmp(w[0], obuf_names[k]) == 0)
+                cls = k;
+        if (strcasecmp(w[0], "replica") == 0)
+            cls = SRV_OBUF_REPLICA;
+        if (cls < 0) {
+            snprintf(r, rlen,
+                     "Invalid client class specified in buffer "
+                     "limit configuration.");
+            rc = -1;
+            break;
+        }
+        /* Redis keeps the seconds in an int: the low 32 bits of the
+         * number, saturated by strtoll (2^32 is 0, 2^31 negative). */
+        secs = (int)(int32_t)(uint32_t)(unsigned long long)
+            strtoll(w[SRV_OBUF_SECONDS + 1], &end, 10);
+        if (*end || secs < 0 || !parse_bytes(w[SRV_OBUF_HARD + 1], &hard) ||
+            !parse_bytes(w[SRV_OBUF_SOFT + 1], &soft)) {
+            snprintf(r, rlen,
+                     "Error in hard, soft or soft_seconds "
+                     "setting in buffer limit configuration.");
+            rc = -1;
+            break;
+        }
+        /* Kept as bits: srv_conn compares them unsigned, as Redis. */
+        next[cls * SRV_OBUF_FIELDS + SRV_OBUF_HARD] = (long long)hard;
+        next[cls * SRV_OBUF_FIELDS + SRV_OBUF_SOFT] = (long long)soft;
+        next[cls * SRV_OBUF_FIELDS + SRV_OBUF_SECONDS] = secs;
+    }
+    free(text);
+    if (rc == 0)
+        memcpy(limits, next, sizeof next);
+    return rc;
 }
 
 /*
@@ -253,6 +340,8 @@ static int set_value(srv_config *cfg, const directive *d, const char **args,
         memcpy(field, text, strlen(text));
         return 0;
     }
+    if (d->kind == SRV_CFG_OBUF)
+        return set_obuf(num, args, nargs, r, rlen);
     if (nargs < 1 || (nargs > 1 && d->kind != SRV_CFG_WORDS)) {
         snprintf(r, rlen, "wrong number of arguments");
         return -1;
@@ -654,6 +743,18 @@ static void format_value(const srv_config *cfg, const directive *d, char *out,
         break;
     case SRV_CFG_CHOICE: choice_name(d->def, v, out, size); break;
     case SRV_CFG_NOTIFY: srv_notify_format(v, out, size); break;
+    case SRV_CFG_OBUF: {
+        const long long *l = (const long long *)(const void *)field;
+        size_t n = 0;
+        for (int k = 0; k < SRV_OBUF_CLASSES && n < size; k++)
+            n += (size_t)snprintf(
+                out + n, size - n, "%s%s %llu %llu %lld", k ? " " : "",
+                obuf_names[k],
+                (unsigned long long)l[k * SRV_OBUF_FIELDS + SRV_OBUF_HARD],
+                (unsigned long long)l[k * SRV_OBUF_FIELDS + SRV_OBUF_SOFT],
+                l[k * SRV_OBUF_FIELDS + SRV_OBUF_SECONDS]);
+        break;
+    }
     default: snprintf(out, size, "%lld", v); break;
     }
 }
@@ -918,8 +1019,8 @@ static void put_directive(text *t, const srv_config *cfg, const directive *d)
     format_value(cfg, d, value, sizeof value);
     if (d->kind == SRV_CFG_SPECIAL && d->min == SRV_SPECIAL_SAVE && value[0])
         per_line = 2;
-    else if (d->kind == SRV_CFG_SPECIAL && d->min == SRV_SPECIAL_COBL)
-        per_line = 4;
+    else if (d->kind == SRV_CFG_OBUF)
+        per_line = SRV_OBUF_FIELDS + 1;
     if (per_line) {
         int i = 0;
         for (char *w = strtok_r(value, " ", &save); w;

@@ -45,11 +45,21 @@ enum srv_cfg_kind {
     SRV_CFG_CHOICE,      /* one word of the default's "first|second|...",
                           * kept as its index (the first is the default) */
     SRV_CFG_NOTIFY,      /* keyspace event letters (srv_notify.h) */
+    SRV_CFG_OBUF,        /* client-output-buffer-limit: class hard soft
+                          * seconds, for the classes named */
 };
 
 enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
 
 enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
+
+/* client-output-buffer-limit's classes (Redis's order) and fields. */
+enum srv_obuf_class { SRV_OBUF_NORMAL, SRV_OBUF_REPLICA, SRV_OBUF_PUBSUB };
+#define SRV_OBUF_CLASSES 3
+#define SRV_OBUF_FIELDS 3 /* hard, soft, soft seconds */
+#define SRV_OBUF_HARD 0
+#define SRV_OBUF_SOFT 1
+#define SRV_OBUF_SECONDS 2
 
 /* Flags of a directive. */
 #define SRV_CFG_RUNTIME 0x1 /* CONFIG SET may change it */
@@ -106,6 +116,9 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
     /* ==== issue 11 ==== */                                                   \
     X("notify-keyspace-events", notify_keyspace_events, SRV_CFG_NOTIFY, "", 0, \
       0, SRV_CFG_RUNTIME)                                                      \
+    X("client-output-buffer-limit", client_output_buffer_limit, SRV_CFG_OBUF,  \
+      "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",   \
+      0, 0, SRV_CFG_RUNTIME)                                                   \
     /* ==== issue 12 ==== */                                                   \
     X("busy-reply-threshold", busy_reply_threshold, SRV_CFG_INT, "5000", 0,    \
       0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
@@ -173,6 +186,10 @@ enum srv_sync { SRV_SYNC_NO, SRV_SYNC_EVERYSEC, SRV_SYNC_ALWAYS };
       "300", 0, 2147483647, 0)                                                 \
     X("tls-replication", tls_replication, SRV_CFG_YESNO, "no", 0, 0, 0)        \
     X("tls-cluster", tls_cluster, SRV_CFG_YESNO, "no", 0, 0, 0)                \
+    X("client-reply-limit", client_reply_limit, SRV_CFG_BYTES, "1gb",          \
+      1024 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                      \
+    X("client-reply-backlog", client_reply_backlog, SRV_CFG_BYTES, "64mb",     \
+      64 * 1024, 0x7fffffffffffffffll, SRV_CFG_RUNTIME)                        \
     /* ==== issue 17 ==== */                                                   \
     /* ==== end of the directives ==== */
 
@@ -208,6 +225,9 @@ typedef struct srv_config {
     long long compress_level;
     /* ==== issue 11 ==== */
     long long notify_keyspace_events; /* SRV_NOTIFY_* flags */
+    /* per class (enum srv_obuf_class): hard bytes, soft bytes, soft
+     * seconds; 0 = no limit */
+    long long client_output_buffer_limit[SRV_OBUF_CLASSES * SRV_OBUF_FIELDS];
     /* ==== issue 12 ==== */
     long long busy_reply_threshold; /* ms a script runs before BUSY */
     long long lua_memory_limit;     /* bytes a script may grow Lua by */
@@ -246,6 +266,10 @@ typedef struct srv_config {
     long long tls_session_cache_timeout;
     long long tls_replication;
     long long tls_cluster;
+    long long client_reply_limit;   /* a connection whose replies would
+                                     * pass it is closed */
+    long long client_reply_backlog; /* unsent replies above it: the
+                                     * connection's input waits */
     /* ==== issue 17 ==== */
     char config_file[SRV_PATH_MAX]; /* absolute path, "" if none */
 } srv_config;

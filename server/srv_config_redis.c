@@ -17,8 +17,6 @@
 #define OOMV_COUNT 3
 #define OOMV_MIN (-2000)
 #define OOMV_MAX 2000
-#define COBL_CLASSES 3
-#define COBL_WORDS 4
 #define PERCENT_MAX 100.0
 #define NUM_SIZE 64
 #define REPL_BACKLOG_MIN (16 * 1024)
@@ -142,39 +140,6 @@ static int parse_strtoll(const char *s, long long *v)
     return *s != '\0' && *end == '\0' && errno == 0;
 }
 
-/* Redis's memtoull: digits then an optional unit (b k kb m mb g gb). */
-static int parse_mem(const char *s, unsigned long long *v)
-{
-    const char *u = s;
-    unsigned long long mul;
-    char digits[NUM_SIZE];
-
-    while (*u >= '0' && *u <= '9')
-        u++;
-    if (!strcasecmp(u, "") || !strcasecmp(u, "b"))
-        mul = 1;
-    else if (!strcasecmp(u, "k"))
-        mul = 1000;
-    else if (!strcasecmp(u, "kb"))
-        mul = 1024;
-    else if (!strcasecmp(u, "m"))
-        mul = 1000ull * 1000;
-    else if (!strcasecmp(u, "mb"))
-        mul = 1024ull * 1024;
-    else if (!strcasecmp(u, "g"))
-        mul = 1000ull * 1000 * 1000;
-    else if (!strcasecmp(u, "gb"))
-        mul = 1024ull * 1024 * 1024;
-    else
-        return 0;
-    if ((size_t)(u - s) >= sizeof digits)
-        return 0;
-    memcpy(digits, s, (size_t)(u - s));
-    digits[u - s] = '\0';
-    *v = strtoull(digits, NULL, 10) * mul;
-    return 1;
-}
-
 /* ---- save ---- */
 
 static int parse_save(const char *const *w, int n, const char *cur, int replace,
@@ -203,88 +168,6 @@ static int parse_save(const char *const *w, int n, const char *cur, int replace,
         if (put_word(out, &len, num, err, errlen))
             return -1;
     }
-    return 0;
-}
-
-/* ---- client-output-buffer-limit ---- */
-
-static const char *const cobl_names[COBL_CLASSES] = { "normal", "slave",
-                                                      "pubsub" };
-
-static int cobl_class(const char *name)
-{
-    if (!strcasecmp(name, "replica"))
-        return 1;
-    for (int i = 0; i < COBL_CLASSES; i++)
-        if (!strcasecmp(name, cobl_names[i]))
-            return i;
-    return -1;
-}
-
-static int parse_cobl(const char *const *w, int n, const char *cur, char *out,
-                      char *err, size_t errlen)
-{
-    unsigned long long hard[COBL_CLASSES] = { 0 }, soft[COBL_CLASSES] = { 0 };
-    long long secs[COBL_CLASSES] = { 0 };
-    char copy[SRV_CFG_TEXT_MAX], *save = NULL, *tok;
-    int i = 0;
-
-    if (n == 1 && w[0][0] == '\0')
-        n = 0; /* CONFIG SET x "": nothing changes */
-    /* The current limits: "normal H S T slave H S T pubsub H S T". */
-    snprintf(copy, sizeof copy, "%s", cur);
-    for (tok = strtok_r(copy, " ", &save); tok && i < COBL_CLASSES * COBL_WORDS;
-         tok = strtok_r(NULL, " ", &save), i++) {
-        int cls = i / COBL_WORDS;
-        if (i % COBL_WORDS == 1)
-            hard[cls] = strtoull(tok, NULL, 10);
-        else if (i % COBL_WORDS == 2)
-            soft[cls] = strtoull(tok, NULL, 10);
-        else if (i % COBL_WORDS == 3)
-            secs[cls] = strtoll(tok, NULL, 10);
-    }
-    if (cur[0] && i != COBL_CLASSES * COBL_WORDS) {
-        snprintf(err, errlen, "the current limits are unreadable");
-        return -1;
-    }
-    if (n % COBL_WORDS) {
-        snprintf(err, errlen,
-                 "Wrong number of arguments in buffer limit "
-                 "configuration.");
-        return -1;
-    }
-    for (int j = 0; j < n; j += COBL_WORDS) {
-        int cls = cobl_class(w[j]);
-        unsigned long long h, s;
-        char *end;
-        long long t;
-        if (cls < 0) {
-            snprintf(err, errlen,
-                     "Invalid client class specified in buffer "
-                     "limit configuration.");
-            return -1;
-        }
-        errno = 0;
-        t = strtoll(w[j + 3], &end, 10);
-        if (!parse_mem(w[j + 1], &h) || !parse_mem(w[j + 2], &s) || t < 0 ||
-            *end != '\0') {
-            snprintf(err, errlen,
-                     "Error in hard, soft or soft_seconds setting "
-                     "in buffer limit configuration.");
-            return -1;
-        }
-    }
-    for (int j = 0; j < n; j += COBL_WORDS) {
-        int cls = cobl_class(w[j]);
-        parse_mem(w[j + 1], &hard[cls]);
-        parse_mem(w[j + 2], &soft[cls]);
-        secs[cls] = strtoll(w[j + 3], NULL, 10);
-    }
-    size_t len = 0;
-    for (int c = 0; c < COBL_CLASSES; c++)
-        len += (size_t)snprintf(out + len, SRV_CFG_TEXT_MAX - len,
-                                "%s%s %llu %llu %lld", c ? " " : "",
-                                cobl_names[c], hard[c], soft[c], secs[c]);
     return 0;
 }
 
@@ -424,8 +307,6 @@ int srv_config_special_parse(int id, const char *const *words, int nwords,
     switch (id) {
     case SRV_SPECIAL_SAVE:
         return parse_save(words, nwords, cur, replace, out, err, errlen);
-    case SRV_SPECIAL_COBL:
-        return parse_cobl(words, nwords, cur, out, err, errlen);
     case SRV_SPECIAL_OOMV: return parse_oomv(words, nwords, out, err, errlen);
     case SRV_SPECIAL_PERCENTILES:
         return parse_percentiles(words, nwords, out, err, errlen);

@@ -6,7 +6,7 @@
  * Redis 7.0 has, accepted, checked, stored and answered as Redis does so
  * that tools and test suites that set them go on (they change nothing in
  * larder). The value tables of enum directives and the checkers of the
- * special ones (save, client-output-buffer-limit, ...) are
+ * special ones (save, oom-score-adj-values, ...) are
  * srv_config_redis.c's.
  *
  * A row of another issue with the same name wins (srv_config.c looks the
@@ -54,7 +54,6 @@ enum srv_supervised {
 /* Checkers of SRV_CFG_SPECIAL directives (the row's `min`). */
 enum srv_cfg_special {
     SRV_SPECIAL_SAVE,        /* "seconds changes ..." pairs, or "" */
-    SRV_SPECIAL_COBL,        /* client-output-buffer-limit classes */
     SRV_SPECIAL_OOMV,        /* oom-score-adj-values: three integers */
     SRV_SPECIAL_PERCENTILES, /* latency-tracking-info-percentiles */
     SRV_SPECIAL_SHUTDOWN,    /* shutdown-on-sigint / -sigterm flags */
@@ -359,11 +358,6 @@ enum srv_cfg_special {
                "0", -100, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                       \
     SRV_CFG_M_(X, "auto-aof-rewrite-min-size", auto_aof_rewrite_min_size,      \
                "67108864", 0, SRV_CFG_LLONG_MAX, SRV_CFG_R_)                   \
-    SRV_CFG_X_(                                                                \
-        X, "client-output-buffer-limit", client_output_buffer_limit,           \
-        SRV_CFG_SPECIAL,                                                       \
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", \
-        SRV_SPECIAL_COBL, 0, SRV_CFG_R_ | SRV_CFG_MULTIARG)                    \
     SRV_CFG_X_(X, "oom-score-adj-values", oom_score_adj_values,                \
                SRV_CFG_SPECIAL, "0 200 800", SRV_SPECIAL_OOMV, 0,              \
                SRV_CFG_R_ | SRV_CFG_MULTIARG)                                  \
@@ -400,8 +394,8 @@ const srv_cfg_enum_value *srv_config_enum_table(int id);
 /*
  * Check and canonicalise the value of a SRV_CFG_SPECIAL directive of
  * checker `id` (enum srv_cfg_special): `words` are its nwords arguments.
- * `cur` is the current value (client-output-buffer-limit changes only the
- * classes given; save in a file adds to it unless `replace`). On success
+ * `cur` is the current value (save in a file adds to it unless
+ * `replace`). On success
  * writes the canonical text into out (SRV_CFG_TEXT_MAX bytes) and returns
  * 0; on error returns -1 with Redis's reason in err.
  */

@@ -32,6 +32,7 @@
 #define KEEPALIVE_DIVISOR 3
 #define PREFETCH_KEYS 64 /* keys hinted per input buffer */
 #define PREFETCH_ARGS 16 /* arguments a look-ahead looks at */
+#define MS_PER_S 1000
 
 static void on_write(evutil_socket_t fd, short what, void *arg);
 
@@ -131,6 +132,12 @@ void srv_conn_close(srv_conn *c)
 {
     srv_worker *w = c->worker;
 
+    if (c->flags & SRV_CONN_OVER_LIMIT)
+        srv_log(SRV_LOG_WARNING, 0,
+                "closing client %s: its replies passed client-reply-limit "
+                "(%zu bytes)",
+                c->addr, c->out_limit);
+
     srv_hooks_close(&c->hooks, c);
     srv_group_leave(&w->group, c);
     if (c->prev)
@@ -153,8 +160,64 @@ void srv_conn_close(srv_conn *c)
     atomic_fetch_sub(&srv_her.stats->clients, 1);
 }
 
+/* Unsent replies. */
+static size_t backlog(const srv_conn *c) { return c->out.len - c->out_sent; }
+
+/* c's replies are written down to half its backlog: read and run its
+ * input again (what is buffered runs at the next turn of the loop). */
+static void resume_input(srv_conn *c)
+{
+    if (!(c->flags & SRV_CONN_PAUSED) ||
+        backlog(c) > (size_t)srv_her.cfg->client_reply_backlog / 2 ||
+        c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP))
+        return;
+    c->flags &= ~SRV_CONN_PAUSED;
+    if (event_add(c->ev_read, NULL) == 0)
+        event_active(c->ev_read, EV_READ, 0);
+}
+
+/*
+ * client-output-buffer-limit, as Redis applies it: output still unsent
+ * past the hard limit of the connection's class (pubsub while it has
+ * subscriptions, else normal) closes it at once; past the soft limit for
+ * longer than its seconds, too. 1 when c is over.
+ */
+static int over_output_limit(srv_conn *c)
+{
+    int cls = (c->flags & SRV_CONN_SUBSCRIBED) ? SRV_OBUF_PUBSUB
+                                               : SRV_OBUF_NORMAL;
+    const long long *l = srv_her.cfg->client_output_buffer_limit +
+                         cls * SRV_OBUF_FIELDS;
+    unsigned long long used = c->out.len - c->out_sent;
+    int64_t now;
+
+    if (l[SRV_OBUF_HARD] && used >= (unsigned long long)l[SRV_OBUF_HARD])
+        return 1;
+    if (!l[SRV_OBUF_SOFT] || used < (unsigned long long)l[SRV_OBUF_SOFT]) {
+        c->obuf_soft_ms = 0;
+        return 0;
+    }
+    now = srv_util_mstime();
+    if (!c->obuf_soft_ms) {
+        c->obuf_soft_ms = now;
+        return 0;
+    }
+    return (now - c->obuf_soft_ms) / MS_PER_S > l[SRV_OBUF_SECONDS];
+}
+
 int srv_conn_flush(srv_conn *c)
 {
+    /* Only what is committed may leave (the group's turn writes the
+     * rest after its commit). */
+    size_t end = c->in_group ? c->grp_out_mark : c->out.len;
+
+    if (c->in_group && c->out_sent >= end) {
+        if (c->writing) {
+            event_del(c->ev_write);
+            c->writing = 0;
+        }
+        return 0;
+    }
     if (c->hold_ver) {
         if (c->hold_ver > atomic_load(&srv_her.stats->durable_txn)) {
             if (c->writing) {
@@ -165,11 +228,11 @@ int srv_conn_flush(srv_conn *c)
         }
         c->hold_ver = 0;
     }
-    while (c->out_sent < c->out.len) {
+    while (c->out_sent < end) {
         ssize_t n = c->tr ? c->tr->write(c, c->out.data + c->out_sent,
-                                         c->out.len - c->out_sent)
+                                         end - c->out_sent)
                           : write(c->fd, c->out.data + c->out_sent,
-                                  c->out.len - c->out_sent);
+                                  end - c->out_sent);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -183,6 +246,7 @@ int srv_conn_flush(srv_conn *c)
     }
     if (c->out_sent == c->out.len) {
         c->out.len = c->out_sent = 0;
+        c->obuf_soft_ms = 0;
         srv_buf_trim(&c->out, BUF_KEEP);
         if (c->writing) {
             event_del(c->ev_write);
@@ -194,8 +258,26 @@ int srv_conn_flush(srv_conn *c)
             srv_conn_close(c);
             return -1;
         }
+        resume_input(c);
         return 0;
     }
+    /* A client that reads while it sends must not keep the written part
+     * of a buffer that never empties (no marks point into it outside
+     * the group). */
+    if (!c->in_group && c->out_sent >= BUF_KEEP &&
+        c->out_sent >= c->out.len / 2) {
+        srv_buf_consume(&c->out, c->out_sent);
+        c->out_sent = 0;
+    }
+    if (over_output_limit(c)) {
+        srv_log(SRV_LOG_WARNING, 0,
+                "Client %s closed for overcoming of output buffer limits "
+                "(%zu bytes unsent).",
+                c->addr, c->out.len - c->out_sent);
+        srv_conn_close(c);
+        return -1;
+    }
+    resume_input(c);
     if (c->tr_want & SRV_TR_WRITE_WANTS_READ) {
         /* The transport must read first: the read event drives it. */
         if (c->writing) {
@@ -302,11 +384,18 @@ void srv_conn_run_input(srv_conn *c)
     srv_worker *w = c->worker;
     srv_group *g = &w->group;
 
+    c->out_limit = (size_t)srv_her.cfg->client_reply_limit;
     srv_group_join(g, c);
     prefetch_keys(c);
     while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) &&
            !g->failed && !c->blocked) {
         size_t pos = c->in_done;
+        if (backlog(c) > (size_t)srv_her.cfg->client_reply_backlog) {
+            /* The client is not reading: stop reading it. */
+            c->flags |= SRV_CONN_PAUSED;
+            event_del(c->ev_read);
+            break;
+        }
         int rc = srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
         if (rc == SRV_PARSE_MORE)
             break;
@@ -334,6 +423,11 @@ void srv_conn_run_input(srv_conn *c)
             pos = c->in_done; /* input was consumed */
             srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
             c->argv = c->parser.argv;
+        }
+        if (w->hold && w->hold(c)) {
+            /* Held (CLIENT PAUSE): the command runs when c is woken. */
+            srv_resp_parser_reset(&c->parser);
+            break;
         }
         srv_group_command_begins(g, c);
         srv_dispatch_execute(c);
@@ -407,8 +501,12 @@ void srv_conn_on_read(int fd, short what, void *arg)
         n = read(fd, c->in.data + c->in.len, c->in.cap - c->in.len);
     }
     if (n <= 0) {
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            /* Resumed after a pause: run what was buffered. */
+            if (c->in.len > c->in_done && !c->in_group)
+                srv_conn_run_input(c);
             return;
+        }
         if (c->in_group) {
             /* Its commands still commit with the group; then it closes. */
             event_del(c->ev_read);

@@ -37,6 +37,11 @@ struct srv_command;
 /* Inside EXEC or a script: the command runs in the open transaction and
  * its reply cannot wait (blocking, cross-worker queries answer at once). */
 #define SRV_CONN_IN_TXN (SRV_CONN_IN_EXEC | SRV_CONN_IN_SCRIPT)
+/* issue 11 (0x1000 and 0x2000 are issue 16a's) */
+#define SRV_CONN_REPLY_OFF 0x100u       /* CLIENT REPLY OFF */
+#define SRV_CONN_REPLY_SKIP_NEXT 0x200u /* CLIENT REPLY SKIP: the next */
+#define SRV_CONN_REPLY_SKIP 0x400u      /* this command's reply is dropped */
+#define SRV_CONN_TRACKING 0x800u        /* CLIENT TRACKING or CACHING state */
 
 /* What a transport waits for (srv_conn.tr_want). */
 #define SRV_TR_READ_WANTS_WRITE 0x1u /* its read needs the socket writable */
@@ -66,6 +71,12 @@ typedef struct srv_transport {
     /* c is being closed: release c->tr_state */
     void (*close)(struct srv_conn *c);
 } srv_transport;
+/* Bounded output (issue 16; high bits, clear of the flags above).
+ * OVER_LIMIT: its replies passed out_limit, it is closed (with
+ * CLOSE_ASAP). PAUSED: its unsent replies passed the backlog, its input
+ * is neither read nor run until they are written down. */
+#define SRV_CONN_OVER_LIMIT 0x1000u
+#define SRV_CONN_PAUSED 0x2000u
 
 typedef struct srv_conn {
     int fd;
@@ -80,7 +91,11 @@ typedef struct srv_conn {
     unsigned tr_want;        /* SRV_TR_*: what the transport waits for */
     srv_buf in;
     srv_buf out;
-    size_t out_sent; /* bytes of `out` already written */
+    size_t out_sent;      /* bytes of `out` already written */
+    size_t out_limit;     /* most bytes `out` may hold (client-reply-limit;
+                           * 0: none); the reply builder enforces it */
+    int64_t obuf_soft_ms; /* when output first stayed over the soft
+                           * limit (client-output-buffer-limit), 0 */
     srv_parser parser;
     /* group commit: input handled but not consumed until the commit */
     size_t in_done;      /* bytes of `in` already executed */
@@ -140,13 +155,19 @@ void srv_conn_close(srv_conn *c);
 
 /*
  * Write what c has pending (unless sync always holds it for a commit not
- * yet durable), arming the write event for the rest. 0, or -1 when c was
- * closed (written out with CLOSE_AFTER_REPLY, or the socket failed).
+ * yet durable; while c is in the group, only what is committed), arming
+ * the write event for the rest. A connection paused by its backlog
+ * (client-reply-backlog) resumes reading and running its input once half
+ * of it is written. 0, or -1 when c was closed (written out with
+ * CLOSE_AFTER_REPLY, or the socket failed).
  */
 int srv_conn_flush(srv_conn *c);
 
 /* Parse and run every complete command in c's input (the group's
- * run_input). */
+ * run_input), stopping while c's unsent replies exceed
+ * client-reply-backlog: then c is paused (SRV_CONN_PAUSED) and its socket
+ * is not read, so a client that sends without reading costs a bounded
+ * amount of memory. */
 void srv_conn_run_input(srv_conn *c);
 
 /*

@@ -57,7 +57,7 @@ typedef struct srv_hooks {
 } srv_hooks;
 
 /* Features one connection may carry at once. */
-#define SRV_HOOKS_MAX 6
+#define SRV_HOOKS_MAX 8
 
 typedef struct srv_hook_slot {
     const srv_hooks *hooks; /* NULL: free */

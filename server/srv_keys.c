@@ -46,6 +46,7 @@ static struct {
     int on; /* observing an environment (a worker's or the reaper's) */
     st_env_observer obs;
     srv_keys_ready_fn *ready;
+    srv_keys_inval_fn *inval;
     unsigned wanted; /* created types the blocking commands want */
     /* the open transaction's keys that came into being */
     created_key *created;
@@ -95,30 +96,25 @@ static void add_created(unsigned db, const uint8_t *name, size_t len,
 }
 
 /* An ordered record: keyspace event `event` of `key` (flags: which of
- * the two messages go out). */
-static void add_ordered(unsigned db, unsigned flags, const char *event,
-                        const void *key, size_t len)
+ * the two messages go out, and whether tracking clients forget the key,
+ * written by client `writer`). */
+void srv_keys_record(unsigned db, unsigned flags, const char *event,
+                     const void *key, size_t len, uint64_t writer)
 {
     size_t mark = ks.ordered.len;
 
+    if (!ks.on || !flags)
+        return;
     if (srv_bproto_put_u64(&ks.ordered,
                            db | (uint64_t)flags << DB_FLAGS_SHIFT) ||
         srv_bproto_put_field(&ks.ordered, event, strlen(event)) ||
-        srv_bproto_put_field(&ks.ordered, key, len)) {
+        srv_bproto_put_field(&ks.ordered, key, len) ||
+        srv_bproto_put_u64(&ks.ordered, writer)) {
         ks.ordered.len = mark;
         ks.lost = 1;
         return;
     }
     ks.nordered++;
-}
-
-void srv_keys_event(unsigned db, const char *event, const void *key, size_t len)
-{
-    unsigned flags = (unsigned)(srv_her.cfg->notify_keyspace_events &
-                                (SRV_NOTIFY_KEYSPACE | SRV_NOTIFY_KEYEVENT));
-
-    if (ks.on && flags)
-        add_ordered(db, flags, event, key, len);
 }
 
 void srv_keys_db_changed(unsigned db)
@@ -135,15 +131,16 @@ static void on_created(void *ctx, unsigned db, const uint8_t *name, size_t len,
     if (ks.wanted & (1u << type))
         add_created(db, name, len, n ? n : 1);
     if (fresh && (srv_her.cfg->notify_keyspace_events & SRV_NOTIFY_NEW))
-        srv_keys_event(db, "new", name, len);
+        srv_keys_record(db,
+                        (unsigned)(srv_her.cfg->notify_keyspace_events &
+                                   (SRV_NOTIFY_KEYSPACE | SRV_NOTIFY_KEYEVENT)),
+                        "new", name, len, 0);
 }
 
 static void on_expired(void *ctx, unsigned db, const uint8_t *name, size_t len)
 {
-    long long f = srv_her.cfg->notify_keyspace_events;
-
-    if (f & SRV_NOTIFY_EXPIRED)
-        srv_keys_event(db, "expired", name, len);
+    srv_keys_record(db, srv_notify_wanted(SRV_NOTIFY_EXPIRED), "expired", name,
+                    len, 0);
 }
 
 /* Before the commit, with the write lock held: the ordered records go to
@@ -180,12 +177,18 @@ static int send_committed(uint64_t txn, int ok)
     return 0;
 }
 
-/* Publish one record to this worker's subscribers (no broker). */
+static unsigned flags_of_record(uint64_t v)
+{
+    return (unsigned)(v >> DB_FLAGS_SHIFT);
+}
+
+/* Publish the records to this worker's subscribers and tracking clients
+ * (no broker). */
 static void publish_local(const char *p, const char *end)
 {
     srv_bframe f = { .body = p, .len = (uint64_t)(end - p) };
     srv_bcursor cur;
-    uint64_t v;
+    uint64_t v, writer;
     const char *event, *key;
     size_t elen, klen;
 
@@ -196,10 +199,13 @@ static void publish_local(const char *p, const char *end)
         int n;
         if (srv_bproto_get_u64(&cur, &v) ||
             srv_bproto_get_field(&cur, &event, &elen) ||
-            srv_bproto_get_field(&cur, &key, &klen))
+            srv_bproto_get_field(&cur, &key, &klen) ||
+            srv_bproto_get_u64(&cur, &writer))
             return;
         db = (unsigned)(v & UINT32_MAX);
-        flags = (unsigned)(v >> DB_FLAGS_SHIFT);
+        flags = flags_of_record(v);
+        if ((flags & SRV_NOTIFY_INVALIDATE) && ks.inval)
+            ks.inval(writer, (flags & SRV_NOTIFY_FLUSH) != 0, key, klen);
         if (flags & SRV_NOTIFY_KEYSPACE) {
             n = snprintf(head, sizeof head, "__keyspace@%u__:", db);
             ks.channel.len = 0;
@@ -246,6 +252,15 @@ static void on_aborted(void *ctx, uint64_t txn) { clear(); }
 /* ---- set-up ---- */
 
 void srv_keys_on_ready(srv_keys_ready_fn *fn) { ks.ready = fn; }
+
+void srv_keys_on_inval(srv_keys_inval_fn *fn) { ks.inval = fn; }
+
+void srv_keys_flushed(srv_conn *c)
+{
+    if (atomic_load_explicit(&srv_her.stats->trackers, memory_order_relaxed))
+        srv_keys_record(c->db, SRV_NOTIFY_INVALIDATE | SRV_NOTIFY_FLUSH, "", "",
+                        0, c->id);
+}
 
 void srv_keys_want_created(int type) { ks.wanted |= 1u << type; }
 

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/srv_conn.h"
 #include "server/srv_worker.h"
 
 /*
@@ -66,11 +67,27 @@ void srv_keys_on_ready(srv_keys_ready_fn *fn);
 void srv_keys_want_created(int type);
 
 /*
- * Keyspace event `event` of `key` in `db`, in the open write transaction
- * (srv_notify decides whether it is wanted). With the service only.
+ * Record `event` of `key` in `db` in the open write transaction, with
+ * `flags` saying what becomes of it (srv_notify.h: K and E messages,
+ * SRV_NOTIFY_INVALIDATE / _FLUSH for tracking clients; 0 records
+ * nothing); `writer` is the client id that wrote (NOLOOP), 0 for none.
+ * srv_notify.h's inlines decide the flags. With the service only.
  */
-void srv_keys_event(unsigned db, const char *event, const void *key,
-                    size_t len);
+void srv_keys_record(unsigned db, unsigned flags, const char *event,
+                     const void *key, size_t len, uint64_t writer);
+
+/*
+ * Tracking invalidations of this worker's own writes, while the broker
+ * is away: `key` written by client `writer` (`all`: every key, FLUSHALL).
+ * One listener (client tracking).
+ */
+typedef void srv_keys_inval_fn(uint64_t writer, int all, const char *key,
+                               size_t len);
+void srv_keys_on_inval(srv_keys_inval_fn *fn);
+
+/* FLUSHDB / FLUSHALL by c: tracking clients forget every key (recorded
+ * with the flush's first transaction). */
+void srv_keys_flushed(srv_conn *c);
 
 /*
  * Every key of `db` may have changed in the open write transaction

@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -375,6 +376,56 @@ static void open_unix_listener(void)
 }
 
 /* Create or check the environment, then close it before any fork. */
+/* Descriptors the server keeps beside its clients (Redis reserves 32),
+ * and per worker (its listeners, eventfds, LMDB files): per worker slot,
+ * since WORKERS may grow the pool up to workers-max at run time. */
+#define RESERVED_FDS 32
+#define RESERVED_FDS_PER_WORKER 4
+
+/*
+ * As Redis does for maxclients: raise the open files limit (inherited by
+ * every child) to room for maxclients connections plus what the server
+ * keeps open, the hard limit too when allowed; when the hard limit says
+ * no, take what it allows and lower maxclients to fit, with a warning.
+ */
+static void adjust_open_files(void)
+{
+    rlim_t reserved = RESERVED_FDS +
+                      RESERVED_FDS_PER_WORKER * (rlim_t)srv_her.workers_max;
+    rlim_t want = (rlim_t)srv_her.cfg->maxclients + reserved;
+    struct rlimit rl, up;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl)) {
+        srv_log(SRV_LOG_WARNING, errno, "getrlimit(RLIMIT_NOFILE) failed");
+        return;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= want)
+        return;
+    up.rlim_cur = want;
+    up.rlim_max = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want
+                      ? rl.rlim_max
+                      : want;
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+        return;
+    up.rlim_cur = up.rlim_max = rl.rlim_max;
+    if (rl.rlim_max == RLIM_INFINITY || setrlimit(RLIMIT_NOFILE, &up))
+        up.rlim_cur = rl.rlim_cur;
+    if (up.rlim_cur <= reserved) {
+        srv_log(SRV_LOG_WARNING, 0,
+                "open files limit %llu leaves no room for clients: "
+                "maxclients %lld kept (raise 'ulimit -n')",
+                (unsigned long long)up.rlim_cur, srv_her.cfg->maxclients);
+        return;
+    }
+    srv_log(SRV_LOG_WARNING, 0,
+            "maxclients %lld needs %llu open files but the limit is %llu: "
+            "maxclients reduced to %llu (raise 'ulimit -n' for more)",
+            srv_her.cfg->maxclients, (unsigned long long)want,
+            (unsigned long long)up.rlim_cur,
+            (unsigned long long)(up.rlim_cur - reserved));
+    srv_her.cfg->maxclients = (long long)(up.rlim_cur - reserved);
+}
+
 static void check_storage(void)
 {
     int rc = srv_heritage_boot();
@@ -998,6 +1049,7 @@ int srv_master_main(int argc, char **argv)
     if ((rc = srv_log_open(srv_her.cfg->logfile)))
         die("can't open logfile: %s", strerror(rc));
     open_syslog();
+    adjust_open_files();
     check_storage();
     open_tcp_listeners(srv_her.cfg->port, &tcp_set);
     open_tls_listeners();

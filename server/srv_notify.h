@@ -13,6 +13,7 @@
 #define SRV_NOTIFY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
@@ -49,29 +50,51 @@ int srv_notify_parse(const char *s, long long *flags);
 /* The flags as CONFIG GET shows them (Redis's order; "A" for all). */
 void srv_notify_format(long long flags, char *out, size_t size);
 
+/* Flags of a write's record (srv_keys.h) besides K and E. */
+#define SRV_NOTIFY_INVALIDATE (1 << 14) /* tracking clients forget it */
+#define SRV_NOTIFY_FLUSH (1 << 15)      /* ... forget every key */
+
+/*
+ * What srv_notify records for an event of class `type`: the messages
+ * notify-keyspace-events asks for (K, E), and the invalidation tracking
+ * clients need (any key a write touches) while some client tracks.
+ */
+static inline unsigned srv_notify_wanted(int type)
+{
+    long long f = srv_her.cfg->notify_keyspace_events;
+    unsigned w = (f & type) ? (unsigned)(f & (SRV_NOTIFY_KEYSPACE |
+                                              SRV_NOTIFY_KEYEVENT))
+                            : 0;
+
+    if (atomic_load_explicit(&srv_her.stats->trackers, memory_order_relaxed))
+        w |= SRV_NOTIFY_INVALIDATE;
+    return w;
+}
+
 /*
  * Event `event` of class `type` (SRV_NOTIFY_*) happened to `key` of c's
- * database in the running command: published after its transaction
- * commits, if `notify-keyspace-events` asks for it. Costs one load and
- * a test when notifications are off.
+ * database in the running command (the key was written): published after
+ * its transaction commits if notify-keyspace-events asks for it, and the
+ * key invalidated for tracking clients. Costs two loads and a test when
+ * neither is in use.
  */
 static inline void srv_notify(srv_conn *c, int type, const char *event,
                               const void *key, size_t len)
 {
-    long long f = srv_her.cfg->notify_keyspace_events;
+    unsigned w = srv_notify_wanted(type);
 
-    if ((f & type) && (f & (SRV_NOTIFY_KEYSPACE | SRV_NOTIFY_KEYEVENT)))
-        srv_keys_event(c->db, event, key, len);
+    if (w)
+        srv_keys_record(c->db, w, event, key, len, c->id);
 }
 
 /* srv_notify for a key of another database than c's (COPY ... DB). */
-static inline void srv_notify_db(unsigned db, int type, const char *event,
-                                 const void *key, size_t len)
+static inline void srv_notify_db(srv_conn *c, unsigned db, int type,
+                                 const char *event, const void *key, size_t len)
 {
-    long long f = srv_her.cfg->notify_keyspace_events;
+    unsigned w = srv_notify_wanted(type);
 
-    if ((f & type) && (f & (SRV_NOTIFY_KEYSPACE | SRV_NOTIFY_KEYEVENT)))
-        srv_keys_event(db, event, key, len);
+    if (w)
+        srv_keys_record(db, w, event, key, len, c->id);
 }
 
 /* srv_notify for the key at argv[i] (most handlers' case). */

@@ -15,6 +15,7 @@
 #include "server/srv_keys.h"
 #include "server/srv_link.h"
 #include "server/srv_log.h"
+#include "server/srv_pause.h"
 #include "server/srv_role.h"
 #include "server/srv_stats.h"
 #include "server/srv_syncer.h"
@@ -114,7 +115,10 @@ int srv_reaper_main(void)
 
         srv_config_refresh();
         srv_link_pump();
-        n = expire_tick(env, tick_ms / REAPER_BUDGET_SHARE);
+        /* As Redis, keys do not expire while clients are paused. */
+        n = srv_pause_active(srv_util_mstime())
+                ? 0
+                : expire_tick(env, tick_ms / REAPER_BUDGET_SHARE);
         if (n) {
             SRV_STAT_ADD(slot, expired_keys, (int64_t)n);
             srv_log(SRV_LOG_DEBUG, 0, "expired %zu keys", n);

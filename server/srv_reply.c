@@ -22,12 +22,34 @@ const char SRV_ERR_WRONGTYPE[] =
 const char SRV_ERR_NO_KEY[] = "ERR no such key";
 const char SRV_ERR_OVERFLOW[] = "ERR increment or decrement would overflow";
 
+/* n more bytes would take c's output past its limit: drop c. */
+static int over_limit(srv_conn *c, size_t n)
+{
+    if (c->out_limit == 0 || c->out.len + n <= c->out_limit)
+        return 0;
+    c->flags |= SRV_CONN_CLOSE_ASAP | SRV_CONN_OVER_LIMIT;
+    return 1;
+}
+
 void srv_reply_raw(srv_conn *c, const void *p, size_t n)
 {
-    if (c->flags & SRV_CONN_CLOSE_ASAP)
+    if (c->flags & SRV_CONN_CLOSE_ASAP || over_limit(c, n))
         return;
     if (srv_buf_append(&c->out, p, n))
         c->flags |= SRV_CONN_CLOSE_ASAP;
+}
+
+int srv_reply_room_or_drop(srv_conn *c, unsigned long long n, size_t each)
+{
+    size_t room;
+
+    if (c->out_limit == 0)
+        return 0;
+    room = c->out.len < c->out_limit ? c->out_limit - c->out.len : 0;
+    if (n <= room / each)
+        return 0;
+    c->flags |= SRV_CONN_CLOSE_ASAP | SRV_CONN_OVER_LIMIT;
+    return -1;
 }
 
 /* "<t><n>\r\n" */
@@ -64,10 +86,16 @@ void srv_reply_error(srv_conn *c, const char *msg)
 
     srv_cmdstats_error(msg); /* errorstats, and the command's failed_calls */
     srv_reply_raw(c, "-", 1);
-    /* An error line must not break the protocol: no CR/LF inside. */
-    for (size_t i = 0; i < n; i++) {
-        char ch = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
-        srv_reply_raw(c, &ch, 1);
+    /* An error line must not break the protocol: no CR/LF inside (each
+     * becomes a space; the runs between them go in one append). */
+    for (size_t i = 0; i < n;) {
+        size_t run = strcspn(msg + i, "\r\n");
+        srv_reply_raw(c, msg + i, run);
+        i += run;
+        if (i < n) {
+            srv_reply_raw(c, " ", 1);
+            i++;
+        }
     }
     srv_reply_raw(c, "\r\n", 2);
 }
@@ -87,6 +115,8 @@ void srv_reply_int(srv_conn *c, long long v) { header(c, ':', v); }
 
 void srv_reply_bulk(srv_conn *c, const void *p, size_t n)
 {
+    if (c->flags & SRV_CONN_CLOSE_ASAP || over_limit(c, n))
+        return;
     if (srv_buf_reserve(&c->out, n + HEADER_MAX + 2)) {
         c->flags |= SRV_CONN_CLOSE_ASAP;
         return;

@@ -1,8 +1,12 @@
 /*
  * srv_reply.h - appending RESP2/RESP3 replies to a connection's output
  * buffer. Each function picks the encoding for the connection's protocol
- * (HELLO 2 or 3). Out of memory marks the connection to be closed: a
- * reply is never half-written.
+ * (HELLO 2 or 3). Out of memory, or a reply that would take the buffer
+ * past the connection's out_limit (client-reply-limit, as Redis's output
+ * buffer hard limit), marks the connection to be closed (CLOSE_ASAP;
+ * OVER_LIMIT for the limit) and appends nothing more: a reply is never
+ * half-written, and loops that emit many elements stop when
+ * srv_reply_dropped says so.
  */
 #ifndef SRV_REPLY_H
 #define SRV_REPLY_H
@@ -40,6 +44,24 @@ void srv_reply_double(srv_conn *c, double d);
 void srv_reply_verbatim(srv_conn *c, const char *p, size_t n);
 /* An array of the n simple strings `lines` (a HELP subcommand's text). */
 void srv_reply_lines(srv_conn *c, const char *const *lines, size_t n);
+
+/* Nothing more reaches c: it is being dropped (out of memory, or its
+ * replies passed its limit). A loop emitting many elements stops. */
+static inline int srv_reply_dropped(const srv_conn *c)
+{
+    return (c->flags & SRV_CONN_CLOSE_ASAP) != 0;
+}
+
+/*
+ * Before a reply of `n` elements, each at least `each` bytes, whose size
+ * is known up front (SRANDMEMBER's negative count): if it cannot fit the
+ * connection's limit, drop the connection now rather than build the part
+ * that fits. 0 if it may fit, -1 if c is dropped.
+ */
+int srv_reply_room_or_drop(srv_conn *c, unsigned long long n, size_t each);
+
+/* Smallest element of a reply: an empty bulk string, "$0\r\n\r\n". */
+#define SRV_REPLY_BULK_MIN 6
 
 /* Canned errors shared by many commands. */
 extern const char SRV_ERR_SYNTAX[];

@@ -9,7 +9,10 @@
 #include "server/srv_clients.h"
 #include "server/srv_keys.h"
 #include "server/srv_link.h"
+#include "server/srv_monitor.h"
+#include "server/srv_pause.h"
 #include "server/srv_pubsub.h"
+#include "server/srv_track.h"
 
 /* The link first: the features' services join it at their start. */
 const srv_service *const srv_services[] = {
@@ -20,6 +23,9 @@ const srv_service *const srv_services[] = {
     &srv_block_service,
     &srv_ask_service,
     &srv_clients_service,
+    &srv_pause_service,
+    &srv_monitor_service,
+    &srv_track_service,
     /* ==== issue 12 ==== */
     &srv_script_service,
     /* ==== issue 13 ==== */

@@ -31,11 +31,12 @@ typedef struct srv_stats_slot {
     _Atomic int64_t keyspace_misses;
     _Atomic int64_t commits;
     _Atomic int64_t respawns;
-    _Atomic int64_t ops_per_sec;     /* gauge, sampled by the worker */
-    _Atomic int64_t ticks;           /* reaper */
-    _Atomic int64_t busy_us;         /* reaper: time spent in ticks */
-    _Atomic int64_t syncs;           /* syncer */
-    _Atomic int64_t blocked_clients; /* gauge: in blocking commands */
+    _Atomic int64_t ops_per_sec;      /* gauge, sampled by the worker */
+    _Atomic int64_t ticks;            /* reaper */
+    _Atomic int64_t busy_us;          /* reaper: time spent in ticks */
+    _Atomic int64_t syncs;            /* syncer */
+    _Atomic int64_t blocked_clients;  /* gauge: in blocking commands */
+    _Atomic int64_t tracking_clients; /* gauge: CLIENT TRACKING on */
 } __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
 
 typedef struct srv_stats {
@@ -60,13 +61,18 @@ typedef struct srv_stats {
     _Atomic int64_t saves;            /* atomic: good SAVE/BGSAVEs */
     _Atomic int64_t workers;          /* atomic; written by the master:
                                        * the pool's size asked for */
+    _Atomic int64_t pause_until_ms;   /* atomic: CLIENT PAUSE's end, 0 */
+    _Atomic int64_t pause_mode;       /* atomic: srv_pause.h's modes */
+    _Atomic int64_t monitors;         /* atomic: MONITOR clients, all workers */
+    _Atomic int64_t trackers;         /* atomic: tracking clients, all
+                                       * workers (the fast test) */
     srv_stats_slot slot[];
 } srv_stats;
 
 /*
  * Map the region for a tree of at most `nworkers` workers: a slot per
- * worker and one per background child (srv_role_nslots). The master, before fork (an
- * embedded worker: for itself). NULL with errno set if mmap fails.
+ * worker and one per background child (srv_role_nslots). The master, before
+ * fork (an embedded worker: for itself). NULL with errno set if mmap fails.
  */
 srv_stats *srv_stats_create(unsigned nworkers);
 

@@ -125,6 +125,55 @@ int srv_util_str2d(const char *s, size_t len, double *out)
     return 1;
 }
 
+/*
+ * s[0..len) up to its first NUL byte as a C string for the C parsers
+ * Redis calls on its NUL-terminated arguments: in buf (SRV_LDSTR_SIZE
+ * bytes) when it fits, else in memory returned in *heap for the caller to
+ * free. NULL when out of memory.
+ */
+static const char *cstring(const char *s, size_t len, char *buf, char **heap)
+{
+    const char *nul = memchr(s, '\0', len);
+    size_t n = nul ? (size_t)(nul - s) : len;
+    char *p = buf;
+
+    *heap = NULL;
+    if (n >= SRV_LDSTR_SIZE && !(p = *heap = malloc(n + 1)))
+        return NULL;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+int srv_util_str2d_lax(const char *s, size_t len, double *out)
+{
+    char buf[SRV_LDSTR_SIZE], *heap, *end;
+    const char *p = cstring(s, len, buf, &heap);
+    int ok;
+
+    if (!p)
+        return 0;
+    *out = strtod(p, &end);
+    ok = *end == '\0' && !isnan(*out);
+    free(heap);
+    return ok;
+}
+
+int srv_util_str2cursor(const char *s, size_t len, uint64_t *out)
+{
+    char buf[SRV_LDSTR_SIZE], *heap, *end;
+    const char *p = cstring(s, len, buf, &heap);
+    int ok;
+
+    if (!p)
+        return 0;
+    errno = 0;
+    *out = strtoull(p, &end, 10);
+    ok = !isspace((unsigned char)p[0]) && *end == '\0' && errno != ERANGE;
+    free(heap);
+    return ok;
+}
+
 int srv_util_ld2str(char *buf, size_t size, long double v)
 {
     int n;

@@ -31,6 +31,21 @@ int srv_util_str2ld(const char *s, size_t len, long double *out);
 int srv_util_str2d(const char *s, size_t len, double *out);
 
 /*
+ * Parse a score range bound as Redis does (strtod, as ZRANGEBYSCORE's min
+ * and max): the text up to its first NUL byte, leading spaces allowed, ""
+ * is 0, overflow is +-inf. 1 when strtod used all of that text and the
+ * value is not NaN, else 0 (also when a very long text cannot be copied).
+ */
+int srv_util_str2d_lax(const char *s, size_t len, double *out);
+
+/*
+ * Parse a SCAN cursor as Redis does (strtoul): the text up to its first
+ * NUL byte, no leading space, a sign allowed ("-1" wraps to the largest
+ * cursor), "" is 0. 1 when all of it is used and in range, else 0.
+ */
+int srv_util_str2cursor(const char *s, size_t len, uint64_t *out);
+
+/*
  * Human text of a long double (INCRBYFLOAT): fixed notation with 17
  * digits after the point, trailing zeros and point trimmed. Returns the
  * length, 0 if it cannot be printed (infinite).

@@ -135,7 +135,9 @@ static void group_finish(srv_worker *w)
      * expiry: GET p99 10-45 ms against 1 ms), and the reaper deletes them
      * anyway within its tick.
      */
+    int64_t paused = atomic_load(&srv_her.stats->pause_until_ms);
     if (!atomic_load(&srv_her.stats->reaper_expiring) &&
+        (!paused || srv_util_mstime() >= paused) && /* CLIENT PAUSE */
         st_keyspace_reap_seen(w->env, srv_util_mstime(), &reaped) == 0 &&
         reaped)
         SRV_STAT_ADD(w->stats, expired_keys, (int64_t)reaped);
@@ -315,6 +317,9 @@ int srv_worker_open(srv_worker *w, int index,
     memset(w, 0, sizeof *w);
     w->index = index;
     w->services = services;
+    for (const srv_service *const *sv = services; sv && *sv; sv++)
+        if ((*sv)->hold && !w->hold)
+            w->hold = (*sv)->hold;
     w->stats = srv_stats_slot_of(srv_her.stats, SRV_ROLE_WORKER, index);
     atomic_store(&w->stats->pid, getpid());
     atomic_store(&w->stats->started_ms, srv_util_mstime());

@@ -38,6 +38,10 @@ typedef struct srv_service {
     /* a connection was accepted: set its starting state, or refuse it
      * (reply, close after it) and return 1; else 0 */
     int (*accepted)(struct srv_worker *w, srv_conn *c);
+    /* before a looked-up command of c runs: 1 to hold it (c runs none of
+     * its commands until the service wakes it with srv_group_wake), else
+     * 0. One service of the table may have it (CLIENT PAUSE's). */
+    int (*hold)(srv_conn *c);
 } srv_service;
 
 typedef struct srv_worker {
@@ -46,6 +50,7 @@ typedef struct srv_worker {
     struct st_env *env;
     srv_stats_slot *stats;
     const srv_service *const *services; /* NULL-terminated */
+    int (*hold)(srv_conn *c);           /* the services' hold, or NULL */
     srv_conn *clients;                  /* doubly linked list */
     unsigned nclients;
     int nlisten;

@@ -6,3 +6,5 @@ libstorage_a_SOURCES += \
 	storage/st_list.c storage/st_list.h \
 	storage/st_rank.c storage/st_rank.h \
 	storage/st_zset.c storage/st_zset.h
+# ==== issue 13 ====
+libstorage_a_SOURCES += storage/st_stream.c storage/st_stream.h

@@ -136,7 +136,7 @@ int st_codec_rec_decode(const void *p, size_t len, st_rec *out)
     memcpy(&nlen, b + REC_OFF_NAMELEN, sizeof nlen);
     memcpy(&out->version, b + REC_OFF_VERSION, sizeof out->version);
     memcpy(&out->expire_at, b + REC_OFF_EXPIRE, sizeof out->expire_at);
-    if (out->type < ST_TYPE_STRING || out->type > ST_TYPE_HASH)
+    if (out->type < ST_TYPE_STRING || out->type > ST_TYPE_STREAM)
         return ST_ECORRUPT;
     b += ST_REC_HEADER;
     len -= ST_REC_HEADER;

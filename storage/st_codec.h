@@ -82,6 +82,7 @@ enum st_type {
     ST_TYPE_SET = 3,
     ST_TYPE_ZSET = 4,
     ST_TYPE_HASH = 5,
+    ST_TYPE_STREAM = 6,
 };
 
 /* Record flags. */

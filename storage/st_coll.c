@@ -65,6 +65,10 @@ static int type_dbis(const st_env *e, int type, MDB_dbi out[2])
         out[0] = e->dbi[ST_DBI_ZMEMBERS];
         out[1] = e->dbi[ST_DBI_ZSCORES];
         return 2;
+    case ST_TYPE_STREAM:
+        out[0] = e->dbi[ST_DBI_STREAMS];
+        out[1] = e->dbi[ST_DBI_SGROUPS];
+        return 2;
     default: return 0;
     }
 }
@@ -275,7 +279,8 @@ int st_coll_save(st_txn *t, st_obj *o, int64_t now)
 {
     int rc;
 
-    if (o->c.card > 0)
+    /* A stream outlives its last entry (XDEL, XTRIM, MKSTREAM). */
+    if (o->c.card > 0 || o->type == ST_TYPE_STREAM)
         return rec_write(t, o);
     if (!o->exists)
         return 0;

@@ -68,7 +68,7 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
  */
 typedef struct st_obj {
     st_keyref *k;
-    int type;   /* ST_TYPE_HASH, _SET, _LIST or _ZSET */
+    int type;   /* ST_TYPE_HASH, _SET, _LIST, _ZSET or _STREAM */
     int exists; /* a record is stored */
     int64_t expire_at;
     st_coll c; /* id, cardinality, list bounds */
@@ -86,9 +86,9 @@ int st_coll_create(st_txn *t, st_obj *o);
 
 /*
  * Write the record of `o` back after its elements changed: a collection
- * left empty is deleted (the key disappears), otherwise the record is
- * rewritten with the new cardinality and list bounds, its TTL kept and
- * the transaction's version stamped. Write transaction.
+ * left empty is deleted (the key disappears; a stream stays), otherwise the
+ * record is rewritten with the new cardinality and list bounds, its TTL kept
+ * and the transaction's version stamped. Write transaction.
  */
 int st_coll_save(st_txn *t, st_obj *o, int64_t now);
 

@@ -27,10 +27,8 @@ static const char *const dbi_names[ST_DBI_COUNT] = {
     [ST_DBI_LISTS] = "lists",         [ST_DBI_GARBAGE] = "garbage",
     [ST_DBI_META] = "meta",           [ST_DBI_SCRIPTS] = "scripts",
     [ST_DBI_FUNCTIONS] = "functions", [ST_DBI_CHUNKS] = "chunks",
+    [ST_DBI_STREAMS] = "streams",     [ST_DBI_SGROUPS] = "sgroups",
 };
-
-/* The oldest schema this build migrates (see check_schema). */
-#define ST_SCHEMA_MIGRATES_FROM 2
 
 int st_env_scratch(st_env *env, size_t len, uint8_t **out)
 {
@@ -47,6 +45,8 @@ int st_env_scratch(st_env *env, size_t len, uint8_t **out)
  * 2 -> 3: version 3 adds the chunks database (opened by the caller) and
  * chunked strings; every version 2 record, inline strings of any length
  * included, reads the same in version 3, so the stamp is the migration.
+ * 3 -> 4: version 4 adds the streams and sgroups databases (opened by
+ * the caller, empty): the stamp again is the whole migration.
  */
 static int check_schema(st_env *e, MDB_txn *txn)
 {

@@ -19,9 +19,12 @@
 /* 2: order-statistic count records in hashes, sets and zscores
  * (st_rank.h) replace version 1's one-level zset rank blocks. Pre-release:
  * a version 1 environment is refused, not migrated.
- * 3: long strings in spans (the chunks database, st_string.h); a version
- * 2 environment is migrated on open (st_env.c's check_schema). */
-#define ST_SCHEMA_VERSION 3
+ * 3: long strings in spans (the chunks database, st_string.h).
+ * 4: the streams and sgroups databases (st_stream.h). A version 2 or 3
+ * environment is migrated on open (st_env.c's check_schema). */
+#define ST_SCHEMA_VERSION 4
+/* The oldest version st_env_open migrates to ST_SCHEMA_VERSION. */
+#define ST_SCHEMA_MIGRATES_FROM 2
 #define ST_DEFAULT_MAP_SIZE (64ull << 30)
 #define ST_DEFAULT_DATABASES 16
 #define ST_DEFAULT_MAX_READERS 1024

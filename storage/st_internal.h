@@ -32,6 +32,8 @@ enum st_dbi {
     ST_DBI_SCRIPTS,   /* scripting (st_script.h): bodies by SHA1 */
     ST_DBI_FUNCTIONS, /* function libraries by name */
     ST_DBI_CHUNKS,    /* spans of chunked strings (st_string.h) */
+    ST_DBI_STREAMS,   /* stream entries by id (st_stream.h) */
+    ST_DBI_SGROUPS,   /* stream state, groups, consumers, PEL */
     ST_DBI_COUNT
 };
 

@@ -10,6 +10,7 @@
 #include "storage/st_dbmap.h"
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
+#include "storage/st_stream.h"
 #include "storage/st_string.h"
 #include "storage/st_txn.h"
 
@@ -229,6 +230,14 @@ static int detach_owned(st_txn *t, const st_rec *r)
                                      : st_coll_detach(t, r);
 }
 
+/* A stream went (deleted, overwritten): its blocked readers are told,
+ * as of an entry (st_stream_signal), and find it gone. */
+static void stream_gone(st_txn *t, const st_keyref *k)
+{
+    st_internal_created(t->env, k->db, k->name, k->len, ST_TYPE_STREAM,
+                        ST_STREAM_READERS_ANY, 0);
+}
+
 /*
  * Remove the record of `k` (known to exist as `r`) and its expiry entry; a
  * collection's elements are detached for lazy freeing unless `keep_elems`
@@ -243,6 +252,8 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
 
     if (!keep_elems && (rc = detach_owned(t, r)))
         return rc;
+    if (r->type == ST_TYPE_STREAM && !keep_elems)
+        stream_gone(t, k);
     if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
     cache_invalidate(t, k);
@@ -425,6 +436,8 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
         old_at = old.expire_at;
         if (!same_value && (rc = detach_owned(t, &old)))
             return rc;
+        if (old.type == ST_TYPE_STREAM && !same_value)
+            stream_gone(t, k);
     } else if (rc != ST_ENOTFOUND) {
         return rc;
     }

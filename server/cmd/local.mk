@@ -36,6 +36,11 @@ libserver_a_SOURCES += \
 libserver_a_CFLAGS += $(LUA_CFLAGS) $(LUACJSON_CFLAGS) $(LUABITOP_CFLAGS)
 
 # ==== issue 13 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_commands_stream.def \
+	server/cmd/srv_stream.c server/cmd/srv_stream.h \
+	server/cmd/srv_cmd_stream.c \
+	server/cmd/srv_sgroup.h server/cmd/srv_cmd_sgroup.c
 
 # ==== issue 14 ====
 # issue 14 (i14a): bitmaps, HyperLogLog, geo, SORT, LCS, OBJECT, MEMORY.

@@ -28,9 +28,10 @@ int srv_args_clamp_range(long long start, long long stop, uint64_t n,
 int srv_args_count_or_reply(srv_conn *c, const srv_slice *a, long long *out);
 
 /*
- * HRANDFIELD / ZRANDMEMBER's count argv[2]: an integer, and with
- * WITHVALUES / WITHSCORES (`pairs`) one whose double still fits. 0, or -1
- * after replying Redis's error.
+ * SRANDMEMBER / HRANDFIELD / ZRANDMEMBER's count argv[2]: an integer in
+ * [-LLONG_MAX, LLONG_MAX], and with WITHVALUES / WITHSCORES (`pairs`) one
+ * whose double still fits (within +-LLONG_MAX / 2). 0, or -1 after
+ * replying Redis's error.
  */
 int srv_args_rand_count_or_reply(srv_conn *c, int pairs, long long *out);
 

@@ -13,6 +13,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -107,7 +108,8 @@ void srv_cmd_setbit(srv_conn *c)
     uint64_t off, len;
     long long on;
     st_keyref k;
-    int rc;
+    st_rec r;
+    int rc, found;
 
     if (offset_or_reply(c, &c->argv[2], 0, 0, &off))
         return;
@@ -118,6 +120,8 @@ void srv_cmd_setbit(srv_conn *c)
     if (!(t = srv_txn_write_or_reply(c)))
         return;
     srv_key_ref(c, 1, &k);
+    if ((found = srv_key_lookup_string(c, t, &k, &r)) < 0)
+        return;
     s.mask = TOP_BIT >> (off & 7);
     s.on = (int)on;
     rc = st_string_patch(t, &k, srv_cmd_now(c), off >> 3, 1, setbit_patch, &s,
@@ -126,7 +130,9 @@ void srv_cmd_setbit(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
-    /* TODO(#11): keyspace event "setbit" on argv[1]. */
+    /* Redis: an event when the key was created or grown or the bit flipped. */
+    if (!found || st_string_len(&r) <= off >> 3 || s.old != s.on)
+        srv_notify_arg(c, SRV_NOTIFY_STRING, "setbit", 1);
     srv_reply_int(c, s.old);
 }
 
@@ -464,7 +470,7 @@ void srv_cmd_bitop(srv_conn *c)
     struct st_txn *t;
     uint64_t maxlen = 0, len;
     uint8_t *acc = NULL, *src;
-    int op, dst_is_src = 0, rc = 0;
+    int op, dst_is_src = 0, deleted = 0, rc = 0;
     st_keyref dk;
 
     if (srv_util_streq(o->ptr, o->len, "and"))
@@ -511,6 +517,8 @@ void srv_cmd_bitop(srv_conn *c)
      * rewritten window by window, each read before it is overwritten. */
     if (!dst_is_src || maxlen == 0) {
         rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
+        if (rc == 0 && maxlen == 0)
+            deleted = 1;
         rc = rc == ST_ENOTFOUND ? 0 : rc;
     }
     if (rc == 0 && maxlen > 0) {
@@ -536,8 +544,11 @@ void srv_cmd_bitop(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
-    /* TODO(#11): keyspace event "set" on argv[2] (or "del" when an empty
-     * result deleted it). */
+    /* Redis: "set" on a result, "del" when an empty one removed the key. */
+    if (maxlen > 0)
+        srv_notify_arg(c, SRV_NOTIFY_STRING, "set", 2);
+    else if (deleted)
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 2);
     srv_reply_int(c, (long long)maxlen);
 }
 
@@ -757,16 +768,19 @@ static int bf_read(srv_conn *c, struct st_txn *t, st_keyref *k, const bf_op *op,
                                    bytes);
 }
 
-/* Run the parsed ops on argv[1], replying one element each. On a storage
- * error nothing of the reply is left (the caller replies the error). */
+/* Run the parsed ops on argv[1], replying one element each; *wrote counts
+ * the SETs and INCRBYs that wrote (an overflow FAIL writes nothing). On a
+ * storage error nothing of the reply is left (the caller replies the
+ * error). */
 static int bf_run(srv_conn *c, struct st_txn *t, st_keyref *k, const bf_op *ops,
-                  int nops)
+                  int nops, int *wrote)
 {
     uint8_t bytes[FIELD_BYTES_MAX];
     size_t mark = c->out.len;
     uint64_t len;
     int rc = 0;
 
+    *wrote = 0;
     srv_reply_array(c, nops);
     for (int i = 0; i < nops; i++) {
         const bf_op *op = &ops[i];
@@ -805,6 +819,7 @@ static int bf_run(srv_conn *c, struct st_txn *t, st_keyref *k, const bf_op *ops,
         if ((rc = st_string_write(t, k, srv_cmd_now(c), op->offset >> 3, bytes,
                                   field_span(op), ST_STRING_ENC_RAW, &len)))
             break;
+        (*wrote)++;
         srv_reply_int(c, op->opcode == BF_SET ? shown_old : shown_new);
     }
     if (rc)
@@ -824,7 +839,7 @@ static void bitfield_generic(srv_conn *c, int readonly)
     bf_op *ops = malloc(sizeof *ops * (size_t)c->argc);
     struct st_txn *t;
     uint64_t max_bit, len;
-    int nops, writes, rc;
+    int nops, writes, wrote, rc;
     st_keyref k;
     st_rec r;
 
@@ -852,10 +867,10 @@ static void bitfield_generic(srv_conn *c, int readonly)
         srv_txn_error(c, rc);
         goto out;
     }
-    if ((rc = bf_run(c, t, &k, ops, nops)))
+    if ((rc = bf_run(c, t, &k, ops, nops, &wrote)))
         srv_txn_error(c, rc); /* poisons: the group is replayed */
-    /* TODO(#11): keyspace event "setbit" on argv[1] when a SET or INCRBY
-     * wrote (or the string was created or grown). */
+    else if (wrote)           /* Redis: only when a SET or INCRBY wrote */
+        srv_notify_arg(c, SRV_NOTIFY_STRING, "setbit", 1);
 out:
     free(ops);
 }

@@ -222,6 +222,7 @@ static void reply_docs(srv_conn *c, const srv_command *cmd)
     int nhist = count_history(cmd);
 
     srv_reply_bulk_cstr(c, cmd->name);
+    /* A command without a complexity (MONITOR) has no such field. */
     srv_reply_map(c, DOCS_FIELDS - (cmd->complexity == NULL) +
                          (cmd->doc_flags != 0) +
                          (cmd->deprecated_since != NULL) +

@@ -10,7 +10,10 @@
 #include "server/srv_cinfo.h"
 #include "server/srv_clients.h"
 #include "server/srv_conn.h"
+#include "server/srv_monitor.h"
+#include "server/srv_pause.h"
 #include "server/srv_reply.h"
+#include "server/srv_track.h"
 #include "server/srv_util.h"
 
 /*
@@ -104,3 +107,65 @@ void srv_cmd_client_onoff(srv_conn *c)
     }
     srv_reply_ok(c);
 }
+
+/* CLIENT PAUSE timeout [WRITE|ALL] (ms; ALL by default). */
+void srv_cmd_client_pause(srv_conn *c)
+{
+    long long ms;
+    int mode = SRV_PAUSE_ALL;
+
+    if (c->argc > 4) {
+        srv_args_subcommand_syntax(c);
+        return;
+    }
+    if (!srv_util_str2ll(c->argv[2].ptr, c->argv[2].len, &ms)) {
+        srv_reply_error(c, "ERR timeout is not an integer or out of range");
+        return;
+    }
+    if (ms < 0) {
+        srv_reply_error(c, "ERR timeout is negative");
+        return;
+    }
+    if (c->argc == 4) {
+        const srv_slice *m = &c->argv[3];
+        if (srv_util_streq(m->ptr, m->len, "write"))
+            mode = SRV_PAUSE_WRITE;
+        else if (!srv_util_streq(m->ptr, m->len, "all")) {
+            srv_reply_error(c, "ERR CLIENT PAUSE mode must be WRITE or ALL");
+            return;
+        }
+    }
+    srv_pause_clients(c, (int64_t)ms, mode);
+}
+
+void srv_cmd_client_unpause(srv_conn *c) { srv_pause_lift(c); }
+
+/* CLIENT REPLY ON|OFF|SKIP (the dispatcher drops the replies). */
+void srv_cmd_client_reply(srv_conn *c)
+{
+    const srv_slice *v = &c->argv[2];
+
+    if (srv_util_streq(v->ptr, v->len, "on")) {
+        c->flags &= ~(SRV_CONN_REPLY_OFF | SRV_CONN_REPLY_SKIP |
+                      SRV_CONN_REPLY_SKIP_NEXT);
+        srv_reply_ok(c);
+    } else if (srv_util_streq(v->ptr, v->len, "off")) {
+        c->flags |= SRV_CONN_REPLY_OFF;
+    } else if (srv_util_streq(v->ptr, v->len, "skip")) {
+        if (!(c->flags & SRV_CONN_REPLY_OFF))
+            c->flags |= SRV_CONN_REPLY_SKIP_NEXT;
+    } else {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
+    }
+}
+
+void srv_cmd_monitor(srv_conn *c) { srv_monitor_start(c); }
+
+/* CLIENT TRACKING, TRACKINGINFO, CACHING, GETREDIR (srv_track.h). */
+void srv_cmd_client_tracking(srv_conn *c) { srv_track_command(c); }
+
+void srv_cmd_client_trackinginfo(srv_conn *c) { srv_track_info(c); }
+
+void srv_cmd_client_caching(srv_conn *c) { srv_track_caching(c); }
+
+void srv_cmd_client_getredir(srv_conn *c) { srv_track_getredir(c); }

@@ -10,6 +10,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_block.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_dbmap.h"
@@ -46,8 +47,12 @@ void srv_cmd_move(srv_conn *c)
         srv_reply_int(c, 0);
     else if (rc)
         srv_txn_error(c, rc);
-    else
+    else {
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "move_from", 1);
+        srv_notify_db(c, (unsigned)db, SRV_NOTIFY_GENERIC, "move_to",
+                      c->argv[1].ptr, c->argv[1].len);
         srv_reply_int(c, 1);
+    }
 }
 
 /* A database index argument of SWAPDB: any failure is `msg`. */
@@ -91,6 +96,7 @@ void srv_cmd_swapdb(srv_conn *c)
      * needs nothing: its destination key comes into being through
      * st_keyspace_rename, which storage reports as created.
      */
+    /* No keyspace event: Redis 7.0's SWAPDB emits none. */
     srv_block_db_changed(c, (unsigned)a);
     if (b != a)
         srv_block_db_changed(c, (unsigned)b);

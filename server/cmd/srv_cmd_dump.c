@@ -19,6 +19,7 @@
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_notify.h"
 #include "server/srv_rdbkey.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -194,7 +195,10 @@ void srv_cmd_restore(srv_conn *c)
     }
     at = restore_expire(c, ttl, o.absttl);
     if (at && at <= srv_cmd_now(c)) {
-        srv_reply_ok(c); /* already expired: nothing to create */
+        /* Already expired: nothing to create; a replaced key was deleted. */
+        if (existed)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", 1);
+        srv_reply_ok(c);
         srv_rdbkey_kit_trim(kit);
         return;
     }
@@ -211,5 +215,6 @@ void srv_cmd_restore(srv_conn *c)
         srv_txn_error(c, rc);
         return;
     }
+    srv_notify_arg(c, SRV_NOTIFY_GENERIC, "restore", 1);
     srv_reply_ok(c);
 }

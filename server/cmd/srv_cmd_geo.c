@@ -13,6 +13,7 @@
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
 #include "server/srv_geo.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -538,10 +539,11 @@ static void reply_points(srv_conn *c, const geo_found *f, size_t n,
 
 /* Replace argv[di] with a zset of the first n points (scores: their
  * hashes, or with STOREDIST their distances in the unit); none deletes
- * it. */
+ * it. Then the keyspace event, as Redis: `event` on a stored result,
+ * "del" when an empty one removed the key, nothing when there was none. */
 static int store_points(srv_conn *c, struct st_txn *t, int di,
                         const geo_found *f, size_t n, const geo_opts *g,
-                        double conversion)
+                        double conversion, const char *event)
 {
     st_keyref dk;
     st_obj d;
@@ -551,8 +553,11 @@ static int store_points(srv_conn *c, struct st_txn *t, int di,
     rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
     if (rc && rc != ST_ENOTFOUND)
         return rc;
-    if (n == 0)
+    if (n == 0) {
+        if (rc == 0)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", di);
         return 0;
+    }
     rc = st_coll_open(t, &dk, ST_TYPE_ZSET, srv_cmd_now(c), &d);
     if (rc != ST_ENOTFOUND)
         return rc ? rc : ST_ECORRUPT;
@@ -564,7 +569,10 @@ static int store_points(srv_conn *c, struct st_txn *t, int di,
                          g->storedist ? p->dist / conversion : p->score,
                          &created);
     }
-    return rc ? rc : st_coll_save(t, &d, srv_cmd_now(c));
+    if (rc || (rc = st_coll_save(t, &d, srv_cmd_now(c))))
+        return rc;
+    srv_notify_arg(c, SRV_NOTIFY_ZSET, event, di);
+    return 0;
 }
 
 /*
@@ -577,6 +585,7 @@ static void search_generic(srv_conn *c, int src, unsigned flags)
     geo_opts g = { 0 };
     geo_found f = { 0 };
     struct st_txn *t;
+    const char *event = flags & S_SEARCH ? "geosearchstore" : "georadiusstore";
     int found, base, rc, writes;
     size_t n;
     st_keyref k;
@@ -621,11 +630,10 @@ static void search_generic(srv_conn *c, int src, unsigned flags)
         return;
     if (!found) {
         if (g.store) {
-            if ((rc = store_points(c, t, g.store, &f, 0, &g, 1))) {
+            if ((rc = store_points(c, t, g.store, &f, 0, &g, 1, event))) {
                 srv_txn_error(c, rc);
                 return;
             }
-            /* TODO(#11): keyspace event "del" on the destination. */
             srv_reply_int(c, 0);
         } else {
             srv_reply_array(c, 0);
@@ -650,12 +658,11 @@ static void search_generic(srv_conn *c, int src, unsigned flags)
         reply_points(c, &f, n, &g, shape.conversion);
         goto out;
     }
-    if ((rc = store_points(c, t, g.store, &f, n, &g, shape.conversion))) {
+    if ((rc = store_points(c, t, g.store, &f, n, &g, shape.conversion,
+                           event))) {
         srv_txn_error(c, rc);
         goto out;
     }
-    /* TODO(#11): keyspace event "georadiusstore" / "geosearchstore" on the
-     * destination (or "del" when the result was empty). */
     srv_reply_int(c, (long long)n);
 out:
     free(f.v);

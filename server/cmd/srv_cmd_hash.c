@@ -336,12 +336,16 @@ void srv_cmd_hrandfield(srv_conn *c)
         rc = st_hash_sample(t, &o, srv_coll_rand64(), n, emit_rand, &r);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
+        if (srv_reply_room_or_drop(c, n,
+                                   SRV_REPLY_BULK_MIN * (r.withvalues + 1)))
+            return;
         if (r.withvalues && c->resp == 2)
             srv_reply_array(c, (long long)n * 2);
         else
             srv_reply_array(c, (long long)n);
         rc = 0;
-        for (unsigned long long i = 0; i < n && !rc; i++)
+        for (unsigned long long i = 0; i < n && !rc && !srv_reply_dropped(c);
+             i++)
             rc = st_hash_sample(t, &o, srv_coll_rand64(), 1, emit_rand, &r);
     }
     if (rc) {

@@ -12,6 +12,7 @@
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
 #include "server/srv_hll.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -131,7 +132,7 @@ void srv_cmd_pfadd(srv_conn *c)
         srv_hll_invalidate(h.buf);
         if (store_hll(c, t, &k, &h))
             return;
-        /* TODO(#11): keyspace event "pfadd" on argv[1]. */
+        srv_notify_arg(c, SRV_NOTIFY_STRING, "pfadd", 1);
     }
     srv_reply_int(c, updated ? 1 : 0);
 }
@@ -246,7 +247,7 @@ void srv_cmd_pfmerge(srv_conn *c)
     srv_hll_invalidate(h.buf);
     if (store_hll(c, t, &k, &h))
         return;
-    /* TODO(#11): keyspace event "pfadd" on argv[1]. */
+    srv_notify_arg(c, SRV_NOTIFY_STRING, "pfadd", 1); /* as Redis names it */
     srv_reply_ok(c);
 }
 

@@ -325,6 +325,10 @@ static const info_field server_fields[] = {
 
 static void v_connected(info_ctx *x) { add(x->b, "%lld", SUM(connected)); }
 static void v_blocked(info_ctx *x) { add(x->b, "%lld", SUM(blocked_clients)); }
+static void v_tracking(info_ctx *x)
+{
+    add(x->b, "%lld", SUM(tracking_clients));
+}
 static void v_maxclients(info_ctx *x)
 {
     add(x->b, "%lld", srv_her.cfg->maxclients);
@@ -338,7 +342,7 @@ static const info_field clients_fields[] = {
     { "client_recent_max_output_buffer", NULL, "0" },
     /* ==== issue 11: blocked_clients, tracking_clients ==== */
     { "blocked_clients", v_blocked, NULL },
-    { "tracking_clients", NULL, "0" },
+    { "tracking_clients", v_tracking, NULL },
     { "clients_in_timeout_table", NULL, "0" },
     /* ==== issue 16 ==== */
     { NULL, NULL, NULL },

@@ -28,9 +28,10 @@
 #define HALF_S_MS 500
 
 static const char *const type_names[] = {
-    [ST_TYPE_NONE] = "none", [ST_TYPE_STRING] = "string",
-    [ST_TYPE_LIST] = "list", [ST_TYPE_SET] = "set",
-    [ST_TYPE_ZSET] = "zset", [ST_TYPE_HASH] = "hash",
+    [ST_TYPE_NONE] = "none",     [ST_TYPE_STRING] = "string",
+    [ST_TYPE_LIST] = "list",     [ST_TYPE_SET] = "set",
+    [ST_TYPE_ZSET] = "zset",     [ST_TYPE_HASH] = "hash",
+    [ST_TYPE_STREAM] = "stream",
 };
 
 /* What count_keys_generic does with each key. */
@@ -295,7 +296,7 @@ void srv_cmd_keys(srv_conn *c)
 
 static int type_by_name(const srv_slice *s)
 {
-    for (int i = ST_TYPE_STRING; i <= ST_TYPE_HASH; i++)
+    for (int i = ST_TYPE_STRING; i <= ST_TYPE_STREAM; i++)
         if (srv_util_streq(s->ptr, s->len, type_names[i]))
             return i;
     return -1;
@@ -429,7 +430,7 @@ void srv_cmd_copy(srv_conn *c)
     else if (rc)
         srv_txn_error(c, rc);
     else {
-        srv_notify_db(dst.db, SRV_NOTIFY_GENERIC, "copy_to", c->argv[2].ptr,
+        srv_notify_db(c, dst.db, SRV_NOTIFY_GENERIC, "copy_to", c->argv[2].ptr,
                       c->argv[2].len);
         srv_reply_int(c, 1);
     }

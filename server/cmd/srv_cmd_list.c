@@ -423,9 +423,17 @@ void srv_cmd_lpos(srv_conn *c)
             srv_reply_error(c, SRV_ERR_SYNTAX);
             return;
         }
-        if (srv_args_ll_or_reply(c, &c->argv[j + 1], &v))
-            return;
+        const srv_slice *va = &c->argv[j + 1];
         if (srv_util_streq(a->ptr, a->len, "rank")) {
+            if (srv_args_ll_or_reply(c, va, &v))
+                return;
+            if (v == LLONG_MIN) {
+                /* Redis 7.0 negates it into itself; 7.2's answer. */
+                srv_reply_error(c, "ERR value is out of range, value must "
+                                   "between -9223372036854775807 and "
+                                   "9223372036854775807");
+                return;
+            }
             if (v == 0) {
                 srv_reply_error(c, "ERR RANK can't be zero: use 1 to start "
                                    "from the first match, 2 from the second "
@@ -435,13 +443,14 @@ void srv_cmd_lpos(srv_conn *c)
             }
             rank = v;
         } else if (srv_util_streq(a->ptr, a->len, "count")) {
-            if (v < 0) {
+            /* Redis's one text for both: not a number, or negative. */
+            if (!srv_util_str2ll(va->ptr, va->len, &v) || v < 0) {
                 srv_reply_error(c, "ERR COUNT can't be negative");
                 return;
             }
             count = v;
         } else {
-            if (v < 0) {
+            if (!srv_util_str2ll(va->ptr, va->len, &v) || v < 0) {
                 srv_reply_error(c, "ERR MAXLEN can't be negative");
                 return;
             }
@@ -460,7 +469,7 @@ void srv_cmd_lpos(srv_conn *c)
     }
     lpos_ctx p = { c,
                    &c->argv[2],
-                   rank < 0 ? (rank == LLONG_MIN ? LLONG_MAX : -rank) : rank,
+                   rank < 0 ? -rank : rank,
                    count < 0 ? 1 : count,
                    0,
                    0,

@@ -20,6 +20,7 @@
 #include "server/cmd/srv_key.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_buf.h"
+#include "server/srv_notify.h"
 #include "server/srv_rdbkey.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -357,8 +358,9 @@ static int delete_sent(srv_conn *c, const sent *keys, const int *acked, int n)
             return -1;
         srv_key_ref(c, keys[i].argi, &k);
         rc = st_keyspace_lookup(t, &k, srv_cmd_now(c), &r);
-        if (rc == 0 && r.version == keys[i].version)
-            rc = st_keyspace_delete(t, &k, srv_cmd_now(c));
+        if (rc == 0 && r.version == keys[i].version &&
+            (rc = st_keyspace_delete(t, &k, srv_cmd_now(c))) == 0)
+            srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", keys[i].argi);
         if (rc && rc != ST_ENOTFOUND) {
             srv_txn_error(c, rc);
             return -1;

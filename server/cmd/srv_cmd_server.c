@@ -11,6 +11,7 @@
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
+#include "server/srv_keys.h"
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
@@ -74,8 +75,10 @@ static void flush_generic(srv_conn *c, int db)
         struct st_txn *t = srv_txn_write_or_reply(c);
         if (!t)
             return;
+        srv_keys_flushed(c);
         rc = st_keyspace_flush_txn(t, db);
     } else {
+        srv_keys_flushed(c); /* with the flush's first transaction */
         rc = st_keyspace_flush(c->worker->env, db, &version);
     }
     if (rc) {

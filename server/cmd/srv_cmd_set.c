@@ -254,7 +254,7 @@ void srv_cmd_srandmember(srv_conn *c)
         srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    if (srv_args_ll_or_reply(c, &c->argv[2], &count))
+    if (srv_args_rand_count_or_reply(c, 0, &count))
         return;
     if (!(t = srv_txn_read_or_reply(c)) ||
         (rc = open_or_reply(c, t, 1, &k, &o)) < 0)
@@ -270,9 +270,12 @@ void srv_cmd_srandmember(srv_conn *c)
         rc = st_set_sample(t, &o, srv_coll_rand64(), n, srv_coll_emit_elem, &e);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
+        if (srv_reply_room_or_drop(c, n, SRV_REPLY_BULK_MIN))
+            return;
         srv_reply_array(c, (long long)n);
         rc = 0;
-        for (unsigned long long i = 0; i < n && !rc; i++)
+        for (unsigned long long i = 0; i < n && !rc && !srv_reply_dropped(c);
+             i++)
             rc = st_set_sample(t, &o, srv_coll_rand64(), 1, srv_coll_emit_elem,
                                &e);
     }

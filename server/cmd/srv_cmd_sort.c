@@ -16,6 +16,7 @@
 #include "server/cmd/srv_objinfo.h"
 #include "server/cmd/srv_txn.h"
 #include "server/srv_conn.h"
+#include "server/srv_notify.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
 #include "storage/st_err.h"
@@ -410,7 +411,9 @@ static int output(srv_conn *c, struct st_txn *t, const sort_args *a, sorting *s,
                          p, len, keybuf, keycap);
 }
 
-/* STORE: the outputs as a new list at argv[store] (none deletes it). */
+/* STORE: the outputs as a new list at argv[store] (none deletes it), and
+ * Redis's event: "sortstore" on a stored list, "del" when an empty result
+ * removed the key, none when there was no key. */
 static int store_list(srv_conn *c, struct st_txn *t, const sort_args *a,
                       sorting *s, long long start, long long end, char **keybuf,
                       size_t *keycap, long long *n)
@@ -419,7 +422,7 @@ static int store_list(srv_conn *c, struct st_txn *t, const sort_args *a,
     size_t *offs = NULL, nout = 0;
     st_keyref dk;
     st_obj d;
-    int rc = 0;
+    int rc = 0, existed = 0;
 
     *n = 0;
     if (end >= start) {
@@ -442,6 +445,7 @@ static int store_list(srv_conn *c, struct st_txn *t, const sort_args *a,
     srv_key_ref(c, a->store, &dk);
     if (rc == 0) {
         rc = st_keyspace_delete(t, &dk, srv_cmd_now(c));
+        existed = rc == 0;
         rc = rc == ST_ENOTFOUND ? 0 : rc;
     }
     if (rc == 0 && nout) {
@@ -455,6 +459,10 @@ static int store_list(srv_conn *c, struct st_txn *t, const sort_args *a,
         if (rc == 0)
             rc = st_coll_save(t, &d, srv_cmd_now(c));
     }
+    if (rc == 0 && nout)
+        srv_notify_arg(c, SRV_NOTIFY_LIST, "sortstore", a->store);
+    else if (rc == 0 && existed)
+        srv_notify_arg(c, SRV_NOTIFY_GENERIC, "del", a->store);
     *n = (long long)nout;
     free(offs);
     free(out.p);
@@ -531,8 +539,7 @@ static void sort_generic(srv_conn *c, int readonly)
         if ((rc = store_list(c, t, &a, &s, start, end, &keybuf, &keycap, &n)))
             srv_txn_error(c, rc);
         else
-            srv_reply_int(c, n); /* TODO(#11): keyspace event "sortstore" (or
-                                    "del" when empty) on the STORE key. */
+            srv_reply_int(c, n);
         goto out;
     }
     size_t mark = c->out.len;

@@ -264,7 +264,8 @@ void srv_cmd_zrevrank(srv_conn *c) { rank_generic(c, 1); }
 
 /* ---- range parsing ---- */
 
-/* "(1.5", "-inf", "3": 1 ok, 0 invalid. */
+/* "(1.5", "-inf", "3": 1 ok, 0 invalid. Redis parses these with a bare
+ * strtod (so "", "(", " 1" and 1e400 are bounds), unlike scores. */
 static int parse_score_bound(const srv_slice *a, double *d, int *ex)
 {
     const char *p = a->ptr;
@@ -276,7 +277,7 @@ static int parse_score_bound(const srv_slice *a, double *d, int *ex)
         p++;
         n--;
     }
-    return srv_util_str2d(p, n, d) && !isnan(*d);
+    return srv_util_str2d_lax(p, n, d);
 }
 
 static int parse_lex_bound(const srv_slice *a, st_zlex *b)
@@ -840,8 +841,11 @@ void srv_cmd_zrandmember(srv_conn *c)
         rc = st_zset_sample(t, &o, srv_coll_rand64(), n, emit_member, &e);
     } else {
         unsigned long long n = 0ull - (unsigned long long)count;
+        if (srv_reply_room_or_drop(c, n, SRV_REPLY_BULK_MIN * (withscores + 1)))
+            return;
         rc = 0;
-        for (unsigned long long i = 0; i < n && !rc; i++)
+        for (unsigned long long i = 0; i < n && !rc && !srv_reply_dropped(c);
+             i++)
             rc = st_zset_sample(t, &o, srv_coll_rand64(), 1, emit_member, &e);
     }
     if (rc) {

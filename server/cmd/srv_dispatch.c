@@ -15,8 +15,10 @@
 #include "server/srv_heritage.h"
 #include "server/srv_hooks.h"
 #include "server/srv_latency.h"
+#include "server/srv_monitor.h"
 #include "server/srv_reply.h"
 #include "server/srv_slowlog.h"
+#include "server/srv_track.h"
 #include "server/srv_util.h"
 #include "server/srv_worker.h"
 
@@ -118,7 +120,7 @@ static void reply_unknown(srv_conn *c)
                      namelen, c->argv[0].ptr, args);
 }
 
-void srv_dispatch_execute(srv_conn *c)
+static void execute(srv_conn *c)
 {
     const srv_command *cmd = c->cmd;
 
@@ -172,10 +174,29 @@ void srv_dispatch_execute(srv_conn *c)
     srv_dispatch_run(c);
 }
 
+/*
+ * CLIENT REPLY OFF and SKIP: the command's reply is dropped (Redis drops
+ * what it would send, errors of refused commands too); SKIP covers one
+ * command, the one after CLIENT REPLY SKIP.
+ */
+void srv_dispatch_execute(srv_conn *c)
+{
+    size_t mark = c->out.len;
+
+    execute(c);
+    srv_track_seen(c, 1); /* CLIENT CACHING lasts one command */
+    if (c->flags & (SRV_CONN_REPLY_OFF | SRV_CONN_REPLY_SKIP))
+        c->out.len = mark;
+    c->flags &= ~SRV_CONN_REPLY_SKIP;
+    if (c->flags & SRV_CONN_REPLY_SKIP_NEXT) {
+        c->flags &= ~SRV_CONN_REPLY_SKIP_NEXT;
+        c->flags |= SRV_CONN_REPLY_SKIP;
+    }
+}
+
 void srv_dispatch_run(srv_conn *c)
 {
     srv_command *cmd = (srv_command *)c->cmd;
-
     int64_t t0;
 
     /* EXEC's and a script's commands share one clock */
@@ -185,6 +206,8 @@ void srv_dispatch_run(srv_conn *c)
     t0 = srv_util_monotonic_ns();
     cmd->proc(c);
     record(c, cmd, srv_util_monotonic_ns() - t0);
+    srv_monitor_feed(c);  /* after it ran, as Redis */
+    srv_track_seen(c, 0); /* the keys a tracking client read */
     if (cmd->flags & F_NOREPLAY)
         srv_group_commit_after(&c->worker->group); /* never replayed */
     cmd->calls++;

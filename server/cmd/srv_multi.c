@@ -134,6 +134,16 @@ static void show(srv_conn *c, const srv_multi *m)
     c->multi_queued = m->active ? (int)m->nq : -1;
 }
 
+unsigned srv_multi_queued_flags(const srv_conn *c)
+{
+    const srv_multi *m = multi_of(c);
+    unsigned f = 0;
+
+    for (unsigned i = 0; m && m->active && i < m->nq; i++)
+        f |= m->q[i].cmd->flags;
+    return f;
+}
+
 /* ---- the connection's hooks ---- */
 
 /* A command refused by the dispatcher's checks: EXEC will answer

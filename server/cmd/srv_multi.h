@@ -32,4 +32,8 @@ static inline int srv_multi_queued(const srv_conn *c)
     return c->multi_queued;
 }
 
+/* The F_* flags of c's queued commands, OR-ed (0 outside MULTI): an EXEC
+ * that writes waits out CLIENT PAUSE WRITE. */
+unsigned srv_multi_queued_flags(const srv_conn *c);
+
 #endif

@@ -354,6 +354,7 @@ int srv_objinfo_encoding(struct st_txn *t, st_keyref *k, const st_rec *r,
     switch (r->type) {
     case ST_TYPE_STRING: *name = string_encoding(t, r); return 0;
     case ST_TYPE_LIST: *name = "quicklist"; return 0;
+    case ST_TYPE_STREAM: *name = "stream"; return 0;
     case ST_TYPE_SET:
     case ST_TYPE_HASH:
     case ST_TYPE_ZSET:

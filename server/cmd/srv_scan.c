@@ -17,28 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Redis's rule (strtoul): no leading space, all digits used, in range;
- * a sign is accepted ("-1" wraps to the largest cursor). */
-static int parse_cursor(const srv_slice *a, uint64_t *cursor)
-{
-    char buf[SRV_LLSTR_SIZE + 2], *end;
-
-    if (a->len == 0 || a->len >= sizeof buf ||
-        isspace((unsigned char)a->ptr[0]))
-        return -1;
-    memcpy(buf, a->ptr, a->len);
-    buf[a->len] = '\0';
-    errno = 0;
-    *cursor = strtoull(buf, &end, 10);
-    return *end == '\0' && errno == 0 ? 0 : -1;
-}
-
 int srv_scan_args_or_reply(srv_conn *c, int first, int allow_type,
                            srv_scan_args *a)
 {
     a->count = SRV_SCAN_DEFAULT_COUNT;
     a->match = a->type = NULL;
-    if (parse_cursor(&c->argv[first], &a->cursor)) {
+    if (!srv_util_str2cursor(c->argv[first].ptr, c->argv[first].len,
+                             &a->cursor)) {
         srv_reply_error(c, "ERR invalid cursor");
         return -1;
     }

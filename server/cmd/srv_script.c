@@ -36,9 +36,11 @@
  * aborted.
  *
  * Not here yet: PUBLISH inside a script gives the script 0 when the
- * broker carries the message (its count arrives after the script ended);
- * the blocking commands of issue #11 must behave as their non-blocking
- * forms under SRV_CONN_IN_SCRIPT.
+ * broker carries the message (its count arrives after the script ended).
+ * A command of another client that ran in the same loop turn just before
+ * a long script keeps its reply with the turn's group until the script
+ * ends or is killed (busy serving answers only connections with nothing
+ * in the group; Redis would have written that reply).
  */
 #include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"
@@ -596,7 +598,9 @@ void srv_script_eval(srv_conn *c, int by_sha, int ro)
     script *s;
     int rc;
 
-    if (srv_script_numkeys_or_reply(c, 0, &nkeys))
+    /* EVAL checks numkeys first; EVALSHA finds its script first (Redis
+     * answers NOSCRIPT whatever numkeys says). */
+    if (!by_sha && srv_script_numkeys_or_reply(c, 0, &nkeys))
         return;
     if (by_sha) {
         if (c->argv[1].len != SRV_SHA1_HEX_LEN) {
@@ -631,6 +635,8 @@ void srv_script_eval(srv_conn *c, int by_sha, int ro)
             return;
         }
     }
+    if (by_sha && srv_script_numkeys_or_reply(c, 0, &nkeys))
+        return;
     if (!by_sha && !s->in_lmdb) {
         /* Keep the body where every worker finds it, in the transaction
          * the script runs in (a read-only run that finds it missing takes

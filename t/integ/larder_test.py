@@ -338,6 +338,64 @@ def proc_comm(pid):
         return ''
 
 
+def proc_kib(pid, field='VmRSS'):
+    """A size field of /proc/PID/status (VmRSS, VmHWM) in KiB; 0 when the
+    process is gone."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith(field + ':'):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+# An AddressSanitizer build (tools/dev san) holds memory of its own in each
+# process: shadow (an eighth of what the heap touches), a redzone around
+# every block, its runtime, and a quarantine of freed blocks that is
+# 256 MiB by default. A test that bounds RSS calls asan_small_quarantine()
+# before starting servers and states its bounds through rss_bound_mib():
+# under ASan they become ASAN_RSS_FACTOR times as large plus
+# ASAN_RSS_EXTRA_MIB per process (runtime and the small quarantine), still
+# far below what allocating without bound reaches.
+ASAN_QUARANTINE_MIB = 16
+ASAN_RSS_FACTOR = 2
+ASAN_RSS_EXTRA_MIB = 32
+_sanitized = []
+
+
+def sanitized():
+    """True when the server under test is an AddressSanitizer build (its
+    binary carries the ASan runtime's entry point)."""
+    if not _sanitized:
+        try:
+            with open(server_binary(), 'rb') as f:
+                _sanitized.append(not IS_REDIS and b'__asan_init' in f.read())
+        except OSError:
+            _sanitized.append(False)
+    return _sanitized[0]
+
+
+def asan_small_quarantine():
+    """Servers started from now on keep ASAN_QUARANTINE_MIB of freed blocks
+    in ASan's quarantine instead of its default 256 MiB (no effect on a
+    plain build)."""
+    if sanitized():
+        os.environ['ASAN_OPTIONS'] = ':'.join(filter(None, [
+            os.environ.get('ASAN_OPTIONS'),
+            'quarantine_size_mb=%d' % ASAN_QUARANTINE_MIB]))
+
+
+def rss_bound_mib(mib, processes=1):
+    """A test's RSS bound of mib MiB over `processes` server processes, as
+    it applies to the server under test (widened for an ASan build, see
+    ASAN_RSS_FACTOR)."""
+    if not sanitized():
+        return mib
+    return mib * ASAN_RSS_FACTOR + ASAN_RSS_EXTRA_MIB * processes
+
+
 def wait_until(fn, deadline=10.0, what='condition', interval=0.01):
     """Poll fn until it returns a true value; return it. Fails after
     deadline seconds."""

@@ -35,9 +35,15 @@ INTEG_TESTS_I11 = \
 	t/integ/test_blocking.py \
 	t/integ/test_clients.py \
 	t/integ/test_notify.py \
-	t/integ/test_jobqueue.py
+	t/integ/test_jobqueue.py \
+	t/integ/test_clientctl.py
 TESTS += $(INTEG_TESTS_I11)
 EXTRA_DIST += $(INTEG_TESTS_I11)
+
+# ==== issue 11 x 14: keyspace events of issue 14's write commands ====
+INTEG_TESTS_I14N = t/integ/test_notify14.py
+TESTS += $(INTEG_TESTS_I14N)
+EXTRA_DIST += $(INTEG_TESTS_I14N)
 
 # ==== issue 12 ====
 SCRIPT_INTEG_TESTS = \
@@ -49,6 +55,10 @@ EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
 	t/integ/bullmq/setup t/integ/bullmq/e2e.js
 
 # ==== issue 13 ====
+INTEG_TESTS_I13 = \
+	t/integ/test_stream.py
+TESTS += $(INTEG_TESTS_I13)
+EXTRA_DIST += $(INTEG_TESTS_I13)
 
 # ==== issue 14 ====
 # issue 14 (i14a): differential helpers; long strings in spans.
@@ -80,5 +90,7 @@ EXTRA_DIST += $(OPS_TESTS)
 
 # ==== issue 16 ====
 INTEG_TESTS += t/integ/test_acl.py t/integ/test_tls.py
+INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py \
+	t/integ/test_chaos.py t/integ/test_connections.py
 
 # ==== issue 17 ====

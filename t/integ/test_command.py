@@ -36,8 +36,8 @@ def client(server, proto):
 
 def call_raw(c, *args):
     """(decoded reply, its exact bytes)."""
-    # Drop what was read already, so the buffer is not compacted under
-    # the slice taken below while the reply is read.
+    # Drop what was read already, so the client's buffer compaction
+    # (past 64 KiB read) cannot move the reply's start while it is read.
     del c.buf[:c.pos]
     c.pos = 0
     c.send(*args)

@@ -31,6 +31,12 @@ LMDB_NO_TXN = (1 << 64) - 1     # a reset read transaction's slot
 SLOT_POLL = 0.02
 CHURN_RECONNECT = 20
 FILE_SLACK = 64 * 1024
+# After a dead reader's slot is cleared the file may still grow by what
+# the syncer's durable pin holds (st_durable.h "Cost": the commits of
+# about two flush cycles allocate fresh pages, more when flushes are slow
+# on a busy machine: 7 MB measured in CI's run), not with every write as
+# while the dead reader pinned its snapshot.
+PIN_CLEARED_SLACK = 16 * 1024 * 1024
 CHURN_THREADS = 6
 CHURN_WRITES = 150              # SETs per second, all churn threads
 # A dead reader pins its snapshot until the reaper clears it (<= ~1 s):
@@ -616,7 +622,7 @@ def test_dead_reader_pinning_a_snapshot():
                         t_clear - t_kill <= READER_CLEAR_DEADLINE,
                         'the dead reader was cleared within %.1fs'
                         % READER_CLEAR_DEADLINE)
-            assert_true(size_end <= size_clear + FILE_SLACK,
+            assert_true(size_end <= size_clear + PIN_CLEARED_SLACK,
                         'data.mdb grew from %d to %d after the dead reader '
                         'was cleared' % (size_clear, size_end))
         finally:

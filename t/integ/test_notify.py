@@ -4,7 +4,7 @@ import shutil
 import threading
 import time
 
-from larder_test import (IS_REDIS, Client, RespError, Server, Skip,
+from larder_test import (IS_REDIS, Client, Push, RespError, Server, Skip,
                          assert_eq, assert_error, assert_true, larder_only,
                          main, short, wait_until)
 
@@ -30,14 +30,20 @@ def peer():
     return RedisPeer()
 
 
-def run_script(srv, script, flags='KEA', db=0):
+def run_script(srv, script, flags='KEA', db=0, proto=2):
     """The replies of `script` and the events it caused, as (channel,
-    message) pairs in arrival order."""
+    message) pairs in arrival order; both clients speak RESP `proto` (in
+    RESP3 the subscription's ack and every event must be pushes)."""
     with srv.client() as sub, srv.client() as c:
+        if proto == 3:
+            for x in (sub, c):
+                x.call('HELLO', '3')
         assert_eq(c.call('CONFIG', 'SET', 'notify-keyspace-events', flags),
                   'OK')
-        assert_eq(sub.call('PSUBSCRIBE', '__key*__:*'),
-                  [b'psubscribe', b'__key*__:*', 1])
+        ack = sub.call('PSUBSCRIBE', '__key*__:*')
+        assert_eq(list(ack), [b'psubscribe', b'__key*__:*', 1])
+        if proto == 3:
+            assert_true(isinstance(ack, Push), 'RESP3 ack is a push')
         if db:
             assert_eq(c.call('SELECT', db), 'OK')
         replies = [c.call(*cmd) for cmd in script]
@@ -49,6 +55,8 @@ def run_script(srv, script, flags='KEA', db=0):
         while True:
             m = sub.read_reply()
             assert_true(m[0] == b'pmessage', 'a pmessage: %r' % (m,))
+            if proto == 3:
+                assert_true(isinstance(m, Push), 'RESP3 event is a push')
             if m[2] == b'__keyevent@0__:set' and m[3] == MARKER.encode():
                 break
             if m[2] == b'__keyspace@0__:' + MARKER.encode():

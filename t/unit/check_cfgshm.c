@@ -86,7 +86,7 @@ START_TEST(test_layout_pinned)
     ck_assert_uint_eq(srv_cfgshm_size(NACKS),
                       offsetof(srv_cfgshm_sh, ack) +
                           NACKS * sizeof(srv_cfgshm_ack_sh));
-    ck_assert_uint_eq(SRV_CFGSHM_VERSION, 1);
+    ck_assert_uint_eq(SRV_CFGSHM_VERSION, 3);
 }
 END_TEST
 

@@ -6,7 +6,8 @@
  * 7.0 writes them; doubles as Redis prints them (%.17g, inf, -inf);
  * integers at the ends of long long; error texts with CR or LF made
  * safe; deferred headers (alone, nested, after a big body); and a reply
- * that cannot be allocated leaving nothing half-written.
+ * that cannot be allocated leaving nothing half-written; the
+ * connection's reply limit (out_limit) and the up-front room check.
  */
 #include "server/srv_buf.h"
 #include "server/srv_conn.h"
@@ -27,6 +28,7 @@
 #define MANY_ITEMS 20000       /* elements behind one deferred head */
 #define LONG_ARG 5000          /* longer than any error line */
 #define ERROR_LINE_MAX 1024    /* an error reply's text is cut below */
+#define REPLY_LIMIT 4000       /* out_limit of the limit tests (5 | it) */
 
 static srv_conn conn;
 static srv_conn *c = &conn;
@@ -508,6 +510,57 @@ START_TEST(test_close_asap_appends_nothing)
 }
 END_TEST
 
+START_TEST(test_reply_limit)
+{
+    /* A reply that would take the buffer past out_limit appends nothing
+     * and marks the connection to be dropped, as over the limit. */
+    char big[REPLY_LIMIT];
+
+    memset(big, 'v', sizeof big);
+    c->out_limit = REPLY_LIMIT;
+    srv_reply_bulk(c, "ab", 2);
+    ck_assert_uint_eq(c->flags, 0);
+    srv_reply_bulk(c, big, sizeof big);
+    ck_assert_uint_eq(c->flags, SRV_CONN_CLOSE_ASAP | SRV_CONN_OVER_LIMIT);
+    EXPECT("$2\r\nab\r\n");
+    srv_reply_ok(c);
+    EXPECT("");
+
+    /* Up to the limit exactly is fine; one byte more is not. */
+    c->flags = 0;
+    for (size_t i = 0; i < REPLY_LIMIT / 5; i++)
+        srv_reply_ok(c);
+    ck_assert_uint_eq(c->flags, 0);
+    srv_reply_raw(c, "x", 1);
+    ck_assert_uint_eq(c->flags, SRV_CONN_CLOSE_ASAP | SRV_CONN_OVER_LIMIT);
+    ck_assert_uint_eq(c->out.len, REPLY_LIMIT);
+    c->out.len = 0;
+}
+END_TEST
+
+START_TEST(test_reply_room)
+{
+    /* A reply whose least size is known up front is refused before any
+     * of it is built; with no limit, nothing is refused. */
+    ck_assert_int_eq(srv_reply_room_or_drop(c, ULLONG_MAX, 1), 0);
+    ck_assert_uint_eq(c->flags, 0);
+    c->out_limit = REPLY_LIMIT;
+    ck_assert_int_eq(srv_reply_room_or_drop(c, REPLY_LIMIT / SRV_REPLY_BULK_MIN,
+                                            SRV_REPLY_BULK_MIN),
+                     0);
+    ck_assert_uint_eq(c->flags, 0);
+    srv_reply_ok(c);
+    ck_assert_int_eq(srv_reply_room_or_drop(c, REPLY_LIMIT / SRV_REPLY_BULK_MIN,
+                                            SRV_REPLY_BULK_MIN),
+                     -1);
+    ck_assert_uint_eq(c->flags, SRV_CONN_CLOSE_ASAP | SRV_CONN_OVER_LIMIT);
+    ck_assert(srv_reply_dropped(c));
+    c->flags = 0;
+    ck_assert_int_eq(srv_reply_room_or_drop(c, ULLONG_MAX / 2, 12), -1);
+    c->out.len = 0;
+}
+END_TEST
+
 static Suite *reply_suite(void)
 {
     Suite *s = suite_create("srv_reply");
@@ -555,6 +608,8 @@ static Suite *reply_suite(void)
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_close_asap_appends_nothing);
+    tcase_add_test(tc, test_reply_limit);
+    tcase_add_test(tc, test_reply_room);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -192,7 +192,7 @@ START_TEST(test_record_codec)
                      ST_ECORRUPT);
     buf[0] = 0;
     ck_assert_int_eq(st_codec_rec_decode(buf, sizeof buf, &r), ST_ECORRUPT);
-    buf[0] = ST_TYPE_HASH + 1;
+    buf[0] = ST_TYPE_STREAM + 1;
     ck_assert_int_eq(st_codec_rec_decode(buf, sizeof buf, &r), ST_ECORRUPT);
     free(name);
 }

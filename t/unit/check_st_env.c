@@ -213,6 +213,12 @@ START_TEST(test_schema_stamp)
     st_env_close(&unit_st_env);
     ck_assert_int_eq(raw_schema(&ver, 0), 0);
     ck_assert_uint_eq(ver, ST_SCHEMA_VERSION);
+    /* The oldest migrated version opens, stamped as the current one. */
+    ck_assert_int_eq(raw_schema(&ver, ST_SCHEMA_MIGRATES_FROM), 0);
+    ck_assert_int_eq(st_env_open(&o, &unit_st_env), 0);
+    st_env_close(&unit_st_env);
+    ck_assert_int_eq(raw_schema(&ver, 0), 0);
+    ck_assert_uint_eq(ver, ST_SCHEMA_VERSION);
     /* A newer schema on disk is refused, not used. */
     ck_assert_int_eq(raw_schema(&ver, ST_SCHEMA_VERSION + 1), 0);
     rc = st_env_open(&o, &unit_st_env);

@@ -234,6 +234,71 @@ START_TEST(test_str2d_range)
 }
 END_TEST
 
+START_TEST(test_str2d_lax)
+{
+    /*
+     * Score range bounds: Redis's zslParseRange calls strtod on the text
+     * and only checks that it used it all and that it is not NaN, so
+     * "", " 1", 1e400 (inf) and hex floats are bounds, and the text ends
+     * at a NUL byte.
+     */
+    double v;
+
+    ck_assert(srv_util_str2d_lax("", 0, &v) && v == 0);
+    ck_assert(srv_util_str2d_lax(" 1", 2, &v) && v == 1);
+    ck_assert(srv_util_str2d_lax("\t-2.5", 5, &v) && v == -2.5);
+    ck_assert(srv_util_str2d_lax("1e400", 5, &v) && isinf(v) && v > 0);
+    ck_assert(srv_util_str2d_lax("-1e400", 6, &v) && isinf(v) && v < 0);
+    ck_assert(srv_util_str2d_lax("1e-400", 6, &v) && v == 0);
+    ck_assert(srv_util_str2d_lax("0x10", 4, &v) && v == 16);
+    ck_assert(srv_util_str2d_lax("-inf", 4, &v) && isinf(v) && v < 0);
+    ck_assert(srv_util_str2d_lax("1\0abc", 5, &v) && v == 1);
+    ck_assert(!srv_util_str2d_lax("nan", 3, &v));
+    ck_assert(!srv_util_str2d_lax("1 ", 2, &v));
+    ck_assert(!srv_util_str2d_lax("abc", 3, &v));
+    ck_assert(!srv_util_str2d_lax("(1", 2, &v)); /* the caller strips '(' */
+}
+END_TEST
+
+START_TEST(test_str2d_lax_long)
+{
+    /* Longer than the stack copy: the heap one gives the same answer. */
+    size_t n = SRV_LDSTR_SIZE * 2;
+    char *s = malloc(n);
+    double v;
+
+    ck_assert_ptr_nonnull(s);
+    memset(s, '0', n);
+    s[n - 1] = '7';
+    ck_assert(srv_util_str2d_lax(s, n, &v) && v == 7);
+    s[0] = 'x';
+    ck_assert(!srv_util_str2d_lax(s, n, &v));
+    free(s);
+}
+END_TEST
+
+START_TEST(test_str2cursor)
+{
+    /* SCAN's cursor: strtoul's rules as Redis applies them. */
+    uint64_t v;
+
+    ck_assert(srv_util_str2cursor("", 0, &v) && v == 0);
+    ck_assert(srv_util_str2cursor("0", 1, &v) && v == 0);
+    ck_assert(srv_util_str2cursor("+5", 2, &v) && v == 5);
+    ck_assert(srv_util_str2cursor("-1", 2, &v) && v == UINT64_MAX);
+    ck_assert(srv_util_str2cursor("18446744073709551615", 20, &v) &&
+              v == UINT64_MAX);
+    ck_assert(srv_util_str2cursor("0000000000000000000000012", 25, &v) &&
+              v == 12);
+    ck_assert(srv_util_str2cursor("7\0x", 3, &v) && v == 7);
+    ck_assert(!srv_util_str2cursor("18446744073709551616", 20, &v));
+    ck_assert(!srv_util_str2cursor(" 1", 2, &v));
+    ck_assert(!srv_util_str2cursor("1 ", 2, &v));
+    ck_assert(!srv_util_str2cursor("0x1", 3, &v));
+    ck_assert(!srv_util_str2cursor("abc", 3, &v));
+}
+END_TEST
+
 START_TEST(test_long_ld_text)
 {
     /*
@@ -541,6 +606,9 @@ static Suite *util_suite(void)
     tcase_add_test(tc, test_str2ld_underflow);
     tcase_add_test(tc, test_str2d);
     tcase_add_test(tc, test_str2d_range);
+    tcase_add_test(tc, test_str2d_lax);
+    tcase_add_test(tc, test_str2d_lax_long);
+    tcase_add_test(tc, test_str2cursor);
     tcase_add_test(tc, test_long_ld_text);
     tcase_add_test(tc, test_long_d_text);
     tcase_add_test(tc, test_ld2str);

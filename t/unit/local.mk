@@ -222,6 +222,12 @@ t_unit_check_script_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_script
 
 # ==== issue 13 ====
+# Streams: entries, groups, consumers, PEL (storage/st_stream.h).
+check_PROGRAMS += t/unit/check_st_stream
+t_unit_check_st_stream_SOURCES = t/unit/check_st_stream.c $(UNIT_ST)
+t_unit_check_st_stream_CFLAGS = $(UNIT_CFLAGS) $(LMDB_CFLAGS)
+t_unit_check_st_stream_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_st_stream
 
 # ==== issue 14 ====
 # issue 14 (i14a): string values inline and in spans.

@@ -1,0 +1,773 @@
+/*
+ * st_stream.c - stream entries by id, and the stream's groups, consumers
+ * and pending entries, as st_stream.h lays them out.
+ */
+#include "storage/st_stream.h"
+#include "storage/st_err.h"
+#include "storage/st_internal.h"
+
+#include <string.h>
+
+#define ENTRIES(t) ((t)->env->dbi[ST_DBI_STREAMS])
+#define GROUPS(t) ((t)->env->dbi[ST_DBI_SGROUPS])
+
+#define ID_BYTES 16 /* ms, seq */
+#define ENTRY_KEY_BYTES (ST_COLL_ID_BYTES + ID_BYTES)
+#define NUM_BYTES 8
+#define LEN_BYTES 4 /* of each string in an entry's value */
+#define ORD_BYTES 8 /* the entry's ordinal, before them */
+#define VAL_HEAD (ORD_BYTES + LEN_BYTES)
+
+/* Kinds of the stream-groups database's keys, after the collection id. */
+#define KIND_META 'm'
+#define KIND_GROUP 'g'
+#define KIND_CONSUMER 'c'
+#define KIND_CNAME 'n'
+#define KIND_PEL 'p'
+#define KIND_CPEL 'q'
+
+#define KEY_MAX \
+    (ST_COLL_ID_BYTES + 1 + 2 * NUM_BYTES + ID_BYTES + ST_STREAM_NAME_MAX)
+
+int st_stream_id_cmp(const st_stream_id *a, const st_stream_id *b)
+{
+    if (a->ms != b->ms)
+        return a->ms < b->ms ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+static void put_id(uint8_t *p, const st_stream_id *id)
+{
+    st_codec_put_be64(p, id->ms);
+    st_codec_put_be64(p + NUM_BYTES, id->seq);
+}
+
+static void get_id(const uint8_t *p, st_stream_id *id)
+{
+    id->ms = st_codec_get_be64(p);
+    id->seq = st_codec_get_be64(p + NUM_BYTES);
+}
+
+static void entry_key(uint8_t *buf, uint64_t cid, const st_stream_id *id)
+{
+    st_codec_put_be64(buf, cid);
+    put_id(buf + ST_COLL_ID_BYTES, id);
+}
+
+/*
+ * A key of the groups database: collection id, kind, then up to two
+ * numbers (nnums), an optional id and an optional name. Returns its size.
+ */
+static size_t gkey(uint8_t *buf, uint64_t cid, int kind, int nnums, uint64_t a,
+                   uint64_t b, const st_stream_id *id, const void *name,
+                   size_t len)
+{
+    size_t n = 0;
+
+    st_codec_put_be64(buf, cid);
+    n += ST_COLL_ID_BYTES;
+    buf[n++] = (uint8_t)kind;
+    if (nnums > 0) {
+        st_codec_put_be64(buf + n, a);
+        n += NUM_BYTES;
+    }
+    if (nnums > 1) {
+        st_codec_put_be64(buf + n, b);
+        n += NUM_BYTES;
+    }
+    if (id) {
+        put_id(buf + n, id);
+        n += ID_BYTES;
+    }
+    if (len)
+        memcpy(buf + n, name, len);
+    return n + len;
+}
+
+/* mdb_get of a fixed-size struct from the groups database. */
+static int get_fixed(st_txn *t, const uint8_t *key, size_t klen, void *out,
+                     size_t size)
+{
+    MDB_val k = { klen, (void *)key }, v;
+    int rc = mdb_get(t->txn, GROUPS(t), &k, &v);
+
+    if (rc)
+        return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
+    if (v.mv_size != size)
+        return ST_ECORRUPT;
+    memcpy(out, v.mv_data, size);
+    return 0;
+}
+
+static int put_raw(st_txn *t, const uint8_t *key, size_t klen, const void *val,
+                   size_t size)
+{
+    MDB_val k = { klen, (void *)key }, v = { size, (void *)val };
+
+    return st_err_map(mdb_put(t->txn, GROUPS(t), &k, &v, 0));
+}
+
+static int del_raw(st_txn *t, const uint8_t *key, size_t klen)
+{
+    MDB_val k = { klen, (void *)key };
+    int rc = mdb_del(t->txn, GROUPS(t), &k, NULL);
+
+    return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
+}
+
+int st_stream_meta_get(st_txn *t, const st_obj *o, st_stream_meta *m)
+{
+    uint8_t key[KEY_MAX];
+    size_t klen = gkey(key, o->c.id, KIND_META, 0, 0, 0, NULL, NULL, 0);
+    int rc = get_fixed(t, key, klen, m, sizeof *m);
+
+    if (rc == ST_ENOTFOUND) {
+        memset(m, 0, sizeof *m);
+        return 0;
+    }
+    return rc;
+}
+
+int st_stream_meta_put(st_txn *t, const st_obj *o, const st_stream_meta *m)
+{
+    uint8_t key[KEY_MAX];
+    size_t klen = gkey(key, o->c.id, KIND_META, 0, 0, 0, NULL, NULL, 0);
+
+    return put_raw(t, key, klen, m, sizeof *m);
+}
+
+/* ---- entries ---- */
+
+int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
+                  uint64_t ordinal, size_t n, st_stream_field_fn *field,
+                  void *ctx)
+{
+    uint8_t kb[ENTRY_KEY_BYTES], *p;
+    MDB_val k = { sizeof kb, kb }, v;
+    size_t size = VAL_HEAD;
+    uint32_t u;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *s;
+        size_t len;
+        field(ctx, i, &s, &len);
+        if (len > UINT32_MAX)
+            return E2BIG;
+        size += LEN_BYTES + len;
+    }
+    entry_key(kb, o->c.id, id);
+    v.mv_size = size;
+    v.mv_data = NULL;
+    /* The newest stream's entries are the database's last keys: appending
+     * fills pages instead of splitting them in half. Any other stream's
+     * append is an ordinary put. */
+    rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE | MDB_APPEND);
+    if (rc == MDB_KEYEXIST) {
+        v.mv_size = size;
+        v.mv_data = NULL;
+        rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE);
+    }
+    if (rc)
+        return st_err_map(rc);
+    p = v.mv_data;
+    memcpy(p, &ordinal, ORD_BYTES);
+    p += ORD_BYTES;
+    u = (uint32_t)n;
+    memcpy(p, &u, LEN_BYTES);
+    p += LEN_BYTES;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *s;
+        size_t len;
+        field(ctx, i, &s, &len);
+        u = (uint32_t)len;
+        memcpy(p, &u, LEN_BYTES);
+        p += LEN_BYTES;
+        if (len)
+            memcpy(p, s, len);
+        p += len;
+    }
+    o->c.card++;
+    return 0;
+}
+
+size_t st_stream_value_count(const uint8_t *val, size_t len)
+{
+    uint32_t n;
+
+    if (len < VAL_HEAD)
+        return 0;
+    memcpy(&n, val + ORD_BYTES, LEN_BYTES);
+    return n;
+}
+
+void st_stream_value_init(st_stream_value *v, const uint8_t *val, size_t len)
+{
+    v->p = len >= VAL_HEAD ? val + VAL_HEAD : val + len;
+    v->end = val + len;
+}
+
+int st_stream_value_next(st_stream_value *v, const uint8_t **p, size_t *len)
+{
+    uint32_t n;
+
+    if ((size_t)(v->end - v->p) < LEN_BYTES)
+        return 0;
+    memcpy(&n, v->p, LEN_BYTES);
+    if ((size_t)(v->end - v->p) - LEN_BYTES < n)
+        return 0;
+    *p = v->p + LEN_BYTES;
+    *len = n;
+    v->p += LEN_BYTES + n;
+    return 1;
+}
+
+int st_stream_range(st_txn *t, const st_obj *o, const st_stream_id *start,
+                    const st_stream_id *end, int rev, uint64_t count,
+                    st_stream_entry_fn *fn, void *ctx)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    MDB_cursor *cur;
+    MDB_val k = { sizeof kb, kb }, v;
+    uint64_t seen = 0;
+    int rc;
+
+    if (st_stream_id_cmp(start, end) > 0)
+        return 0;
+    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
+        return st_err_map(rc);
+    entry_key(kb, o->c.id, rev ? end : start);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    if (rev) {
+        /* SET_RANGE lands on the first key >= end: step back unless it is
+         * end itself; past the last key, start from the database's last. */
+        if (rc == MDB_NOTFOUND)
+            rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+        else if (rc == 0 && memcmp(k.mv_data, kb, sizeof kb) != 0)
+            rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    }
+    for (; rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, rev ? MDB_PREV : MDB_NEXT)) {
+        st_stream_id id;
+        if (k.mv_size != ENTRY_KEY_BYTES ||
+            st_codec_get_be64(k.mv_data) != o->c.id)
+            break;
+        get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
+        if (rev ? st_stream_id_cmp(&id, start) < 0
+                : st_stream_id_cmp(&id, end) > 0)
+            break;
+        if (rev && st_stream_id_cmp(&id, end) > 0)
+            continue;
+        if (fn(ctx, &id, v.mv_data, v.mv_size))
+            break;
+        if (count && ++seen == count)
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
+}
+
+int st_stream_get(st_txn *t, const st_obj *o, const st_stream_id *id,
+                  const uint8_t **val, size_t *len)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    MDB_val k = { sizeof kb, kb }, v;
+    int rc;
+
+    entry_key(kb, o->c.id, id);
+    if ((rc = mdb_get(t->txn, ENTRIES(t), &k, &v)))
+        return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
+    *val = v.mv_data;
+    *len = v.mv_size;
+    return 0;
+}
+
+/* The walk callback of st_stream_edge: keep the id, stop. */
+static int edge_fn(void *ctx, const st_stream_id *id, const uint8_t *val,
+                   size_t len)
+{
+    (void)val;
+    (void)len;
+    *(st_stream_id *)ctx = *id;
+    return 1;
+}
+
+int st_stream_edge(st_txn *t, const st_obj *o, int last, st_stream_id *id)
+{
+    const st_stream_id lo = { 0, 0 }, hi = { UINT64_MAX, UINT64_MAX };
+    st_stream_id found = { 0, 0 };
+    int rc;
+
+    if (o->c.card == 0)
+        return ST_ENOTFOUND;
+    if ((rc = st_stream_range(t, o, &lo, &hi, last, 1, edge_fn, &found)))
+        return rc;
+    *id = found;
+    return 0;
+}
+
+int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    MDB_val k = { sizeof kb, kb };
+    int rc;
+
+    entry_key(kb, o->c.id, id);
+    if ((rc = mdb_del(t->txn, ENTRIES(t), &k, NULL)))
+        return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
+    o->c.card--;
+    return 0;
+}
+
+static uint64_t ordinal_of(const MDB_val *v)
+{
+    uint64_t ord = 0;
+
+    if (v->mv_size >= ORD_BYTES)
+        memcpy(&ord, v->mv_data, ORD_BYTES);
+    return ord;
+}
+
+/*
+ * The node the cursor's entry starts (approximate trimming): *count gets
+ * its live entries and *last its last id, the cursor is left where it
+ * was. O(node).
+ */
+static int node_span(MDB_cursor *cur, uint64_t cid, uint64_t node,
+                     uint64_t *count, st_stream_id *last)
+{
+    MDB_val k, v;
+    uint8_t at[ENTRY_KEY_BYTES];
+    uint64_t end;
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+
+    if (rc)
+        return rc;
+    memcpy(at, k.mv_data, sizeof at);
+    end = (ordinal_of(&v) ? (ordinal_of(&v) - 1) / node + 1 : 1) * node;
+    *count = 0;
+    while (rc == 0 && k.mv_size == ENTRY_KEY_BYTES &&
+           st_codec_get_be64(k.mv_data) == cid && ordinal_of(&v) <= end) {
+        get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, last);
+        (*count)++;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    k.mv_size = sizeof at;
+    k.mv_data = at;
+    return mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
+}
+
+int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
+                   const st_stream_id *minid, uint64_t node, uint64_t limit,
+                   uint64_t *deleted)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    const st_stream_id zero = { 0, 0 };
+    MDB_cursor *cur;
+    MDB_val k = { sizeof kb, kb }, v;
+    uint64_t take = 0; /* entries of the current node still to delete */
+    int rc;
+
+    *deleted = 0;
+    if (o->c.card == 0 || (!by_minid && o->c.card <= maxlen))
+        return 0;
+    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
+        return st_err_map(rc);
+    entry_key(kb, o->c.id, &zero);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && o->c.card > 0) {
+        st_stream_id id;
+        if (k.mv_size != ENTRY_KEY_BYTES ||
+            st_codec_get_be64(k.mv_data) != o->c.id)
+            break;
+        if (node && take == 0) {
+            uint64_t n = 0;
+            st_stream_id last = { 0, 0 };
+            if (!by_minid && o->c.card <= maxlen)
+                break;
+            if ((rc = node_span(cur, o->c.id, node, &n, &last)))
+                break;
+            if (limit && *deleted + n > limit)
+                break;
+            if (by_minid ? st_stream_id_cmp(&last, minid) >= 0
+                         : o->c.card - n < maxlen)
+                break;
+            take = n;
+        } else if (!node) {
+            if (limit && *deleted == limit)
+                break;
+            if (by_minid) {
+                get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
+                if (st_stream_id_cmp(&id, minid) >= 0)
+                    break;
+            } else if (o->c.card <= maxlen) {
+                break;
+            }
+        }
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+        o->c.card--;
+        (*deleted)++;
+        if (take)
+            take--;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND || rc == EINVAL ? 0 : st_err_map(rc);
+}
+
+/* ---- groups, consumers, pending entries ---- */
+
+/*
+ * Walk the groups-database keys that start with prefix[0..plen), calling
+ * `fn` with the rest of each key and its value; a non-zero return stops.
+ * With `del` each key is deleted after fn saw it.
+ */
+typedef int prefix_fn(void *ctx, const uint8_t *rest, size_t rlen,
+                      const uint8_t *val, size_t vlen);
+
+static int walk_prefix(st_txn *t, const uint8_t *prefix, size_t plen,
+                       const uint8_t *from, size_t flen, int del, prefix_fn *fn,
+                       void *ctx)
+{
+    uint8_t kb[KEY_MAX];
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    memcpy(kb, from ? from : prefix, from ? flen : plen);
+    k.mv_size = from ? flen : plen;
+    k.mv_data = kb;
+    if ((rc = mdb_cursor_open(t->txn, GROUPS(t), &cur)))
+        return st_err_map(rc);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0) {
+        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+            break;
+        if (fn && fn(ctx, (const uint8_t *)k.mv_data + plen, k.mv_size - plen,
+                     v.mv_data, v.mv_size))
+            break;
+        if (del) {
+            if ((rc = mdb_cursor_del(cur, 0)))
+                break;
+            rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+        } else {
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        }
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND || rc == EINVAL ? 0 : st_err_map(rc);
+}
+
+int st_stream_group_get(st_txn *t, const st_obj *o, const void *name,
+                        size_t len, st_stream_group *g)
+{
+    uint8_t key[KEY_MAX];
+
+    if (len > ST_STREAM_NAME_MAX)
+        return ST_ENOTFOUND;
+    return get_fixed(t, key,
+                     gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, name, len),
+                     g, sizeof *g);
+}
+
+int st_stream_group_put(st_txn *t, const st_obj *o, const void *name,
+                        size_t len, const st_stream_group *g)
+{
+    uint8_t key[KEY_MAX];
+
+    if (len > ST_STREAM_NAME_MAX)
+        return ST_EKEYSIZE;
+    return put_raw(t, key,
+                   gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, name, len), g,
+                   sizeof *g);
+}
+
+int st_stream_group_del(st_txn *t, const st_obj *o, const void *name,
+                        size_t len)
+{
+    static const int kinds[] = { KIND_CONSUMER, KIND_CNAME, KIND_PEL,
+                                 KIND_CPEL };
+    uint8_t key[KEY_MAX];
+    st_stream_group g;
+    int rc;
+
+    if ((rc = st_stream_group_get(t, o, name, len, &g)))
+        return rc;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t klen = gkey(key, o->c.id, kinds[i], 1, g.num, 0, NULL, NULL, 0);
+        if ((rc = walk_prefix(t, key, klen, NULL, 0, 1, NULL, NULL)))
+            return rc;
+    }
+    return del_raw(t, key,
+                   gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, name, len));
+}
+
+struct group_walk {
+    st_stream_group_fn *fn;
+    void *ctx;
+};
+
+static int group_step(void *ctx, const uint8_t *rest, size_t rlen,
+                      const uint8_t *val, size_t vlen)
+{
+    struct group_walk *w = ctx;
+    st_stream_group g;
+
+    if (vlen != sizeof g)
+        return 0;
+    memcpy(&g, val, sizeof g);
+    return w->fn(w->ctx, rest, rlen, &g);
+}
+
+int st_stream_groups(st_txn *t, const st_obj *o, st_stream_group_fn *fn,
+                     void *ctx)
+{
+    uint8_t key[KEY_MAX];
+    size_t klen = gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, NULL, 0);
+    struct group_walk w = { fn, ctx };
+
+    return walk_prefix(t, key, klen, NULL, 0, 0, group_step, &w);
+}
+
+int st_stream_consumer_get(st_txn *t, const st_obj *o, uint64_t gnum,
+                           const void *name, size_t len,
+                           st_stream_consumer *cons)
+{
+    uint8_t key[KEY_MAX];
+
+    if (len > ST_STREAM_NAME_MAX)
+        return ST_ENOTFOUND;
+    return get_fixed(t, key,
+                     gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, name,
+                          len),
+                     cons, sizeof *cons);
+}
+
+int st_stream_consumer_put(st_txn *t, const st_obj *o, uint64_t gnum,
+                           const void *name, size_t len,
+                           const st_stream_consumer *cons)
+{
+    uint8_t key[KEY_MAX];
+    int rc;
+
+    if (len > ST_STREAM_NAME_MAX)
+        return ST_EKEYSIZE;
+    rc = put_raw(t, key,
+                 gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, name, len),
+                 cons, sizeof *cons);
+    if (rc)
+        return rc;
+    return put_raw(t, key,
+                   gkey(key, o->c.id, KIND_CNAME, 2, gnum, cons->num, NULL,
+                        NULL, 0),
+                   name, len);
+}
+
+int st_stream_consumer_del(st_txn *t, const st_obj *o, uint64_t gnum,
+                           const void *name, size_t len, uint64_t cnum)
+{
+    uint8_t key[KEY_MAX];
+    int rc;
+
+    rc = del_raw(t, key,
+                 gkey(key, o->c.id, KIND_CNAME, 2, gnum, cnum, NULL, NULL, 0));
+    if (rc && rc != ST_ENOTFOUND)
+        return rc;
+    return del_raw(t, key,
+                   gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, name,
+                        len));
+}
+
+int st_stream_consumer_name(st_txn *t, const st_obj *o, uint64_t gnum,
+                            uint64_t cnum, const uint8_t **name, size_t *len)
+{
+    uint8_t key[KEY_MAX];
+    MDB_val k, v;
+    int rc;
+
+    k.mv_size = gkey(key, o->c.id, KIND_CNAME, 2, gnum, cnum, NULL, NULL, 0);
+    k.mv_data = key;
+    if ((rc = mdb_get(t->txn, GROUPS(t), &k, &v)))
+        return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
+    *name = v.mv_data;
+    *len = v.mv_size;
+    return 0;
+}
+
+struct consumer_walk {
+    st_stream_consumer_fn *fn;
+    void *ctx;
+};
+
+static int consumer_step(void *ctx, const uint8_t *rest, size_t rlen,
+                         const uint8_t *val, size_t vlen)
+{
+    struct consumer_walk *w = ctx;
+    st_stream_consumer cons;
+
+    if (vlen != sizeof cons)
+        return 0;
+    memcpy(&cons, val, sizeof cons);
+    return w->fn(w->ctx, rest, rlen, &cons);
+}
+
+int st_stream_consumers(st_txn *t, const st_obj *o, uint64_t gnum,
+                        st_stream_consumer_fn *fn, void *ctx)
+{
+    uint8_t key[KEY_MAX];
+    size_t klen = gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, NULL, 0);
+    struct consumer_walk w = { fn, ctx };
+
+    return walk_prefix(t, key, klen, NULL, 0, 0, consumer_step, &w);
+}
+
+int st_stream_pel_get(st_txn *t, const st_obj *o, uint64_t gnum,
+                      const st_stream_id *id, st_stream_pel *p)
+{
+    uint8_t key[KEY_MAX];
+
+    return get_fixed(t, key,
+                     gkey(key, o->c.id, KIND_PEL, 1, gnum, 0, id, NULL, 0), p,
+                     sizeof *p);
+}
+
+int st_stream_pel_put(st_txn *t, const st_obj *o, uint64_t gnum,
+                      const st_stream_id *id, const st_stream_pel *p,
+                      uint64_t old_consumer)
+{
+    uint8_t key[KEY_MAX];
+    int rc;
+
+    rc = put_raw(t, key, gkey(key, o->c.id, KIND_PEL, 1, gnum, 0, id, NULL, 0),
+                 p, sizeof *p);
+    if (rc || old_consumer == p->consumer)
+        return rc;
+    if (old_consumer != UINT64_MAX) {
+        rc = del_raw(t, key,
+                     gkey(key, o->c.id, KIND_CPEL, 2, gnum, old_consumer, id,
+                          NULL, 0));
+        if (rc && rc != ST_ENOTFOUND)
+            return rc;
+    }
+    return put_raw(t, key,
+                   gkey(key, o->c.id, KIND_CPEL, 2, gnum, p->consumer, id, NULL,
+                        0),
+                   NULL, 0);
+}
+
+int st_stream_pel_del(st_txn *t, const st_obj *o, uint64_t gnum,
+                      const st_stream_id *id, uint64_t consumer)
+{
+    uint8_t key[KEY_MAX];
+    int rc;
+
+    rc = del_raw(t, key, gkey(key, o->c.id, KIND_PEL, 1, gnum, 0, id, NULL, 0));
+    if (rc)
+        return rc;
+    rc = del_raw(t, key,
+                 gkey(key, o->c.id, KIND_CPEL, 2, gnum, consumer, id, NULL, 0));
+    return rc == ST_ENOTFOUND ? 0 : rc;
+}
+
+struct pel_walk {
+    st_txn *t;
+    const st_obj *o;
+    uint64_t gnum;
+    int by_consumer;
+    st_stream_id end;
+    uint64_t count, seen;
+    st_stream_pel_fn *fn;
+    void *ctx;
+    int rc;
+};
+
+static int pel_step(void *ctx, const uint8_t *rest, size_t rlen,
+                    const uint8_t *val, size_t vlen)
+{
+    struct pel_walk *w = ctx;
+    st_stream_id id;
+    st_stream_pel p;
+
+    if (rlen != ID_BYTES)
+        return 0;
+    get_id(rest, &id);
+    if (st_stream_id_cmp(&id, &w->end) > 0)
+        return 1;
+    if (w->by_consumer) {
+        /* The consumer's index holds ids only: the entry is in the PEL. */
+        if ((w->rc = st_stream_pel_get(w->t, w->o, w->gnum, &id, &p)))
+            return 1;
+    } else {
+        if (vlen != sizeof p)
+            return 0;
+        memcpy(&p, val, sizeof p);
+    }
+    if (w->fn(w->ctx, &id, &p))
+        return 1;
+    return w->count && ++w->seen == w->count;
+}
+
+int st_stream_pels(st_txn *t, const st_obj *o, uint64_t gnum, uint64_t consumer,
+                   const st_stream_id *start, const st_stream_id *end,
+                   uint64_t count, st_stream_pel_fn *fn, void *ctx)
+{
+    uint8_t prefix[KEY_MAX], from[KEY_MAX];
+    struct pel_walk w = { t,  o,   gnum, consumer != UINT64_MAX, *end, count, 0,
+                          fn, ctx, 0 };
+    size_t plen, flen;
+    int rc;
+
+    if (st_stream_id_cmp(start, end) > 0)
+        return 0;
+    if (w.by_consumer) {
+        plen = gkey(prefix, o->c.id, KIND_CPEL, 2, gnum, consumer, NULL, NULL,
+                    0);
+        flen = gkey(from, o->c.id, KIND_CPEL, 2, gnum, consumer, start, NULL,
+                    0);
+    } else {
+        plen = gkey(prefix, o->c.id, KIND_PEL, 1, gnum, 0, NULL, NULL, 0);
+        flen = gkey(from, o->c.id, KIND_PEL, 1, gnum, 0, start, NULL, 0);
+    }
+    rc = walk_prefix(t, prefix, plen, from, flen, 0, pel_step, &w);
+    return rc ? rc : w.rc;
+}
+
+int st_stream_pel_last(st_txn *t, const st_obj *o, uint64_t gnum,
+                       st_stream_id *id)
+{
+    uint8_t prefix[KEY_MAX], kb[KEY_MAX];
+    size_t plen = gkey(prefix, o->c.id, KIND_PEL, 1, gnum, 0, NULL, NULL, 0);
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    /* The first key past the group's (the next group's), one step back. */
+    k.mv_size = gkey(kb, o->c.id, KIND_PEL, 1, gnum + 1, 0, NULL, NULL, 0);
+    k.mv_data = kb;
+    if ((rc = mdb_cursor_open(t->txn, GROUPS(t), &cur)))
+        return st_err_map(rc);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    rc = rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST)
+         : rc               ? rc
+                            : mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    if (rc == 0 && k.mv_size == plen + ID_BYTES &&
+        memcmp(k.mv_data, prefix, plen) == 0)
+        get_id((const uint8_t *)k.mv_data + plen, id);
+    else if (rc == 0 || rc == MDB_NOTFOUND)
+        rc = ST_ENOTFOUND;
+    else
+        rc = st_err_map(rc);
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+void st_stream_signal(st_txn *t, const st_obj *o)
+{
+    st_internal_created(t->env, o->k->db, o->k->name, o->k->len, ST_TYPE_STREAM,
+                        ST_STREAM_READERS_ANY, 0);
+}
