@@ -72,6 +72,17 @@ libserver_a_SOURCES += server/srv_rdbkey.c server/srv_rdbkey.h \
 	server/srv_rdbtool.c server/srv_rdbtool.h
 
 # ==== issue 15 ====
+libserver_a_SOURCES += \
+	server/srv_config_redis.c server/srv_config_redis.h \
+	server/srv_cfgops.c server/srv_cfgops.h \
+	server/srv_cmdstats.c server/srv_cmdstats.h \
+	server/srv_slowlog.c server/srv_slowlog.h \
+	server/srv_latency.c server/srv_latency.h \
+	server/srv_admin.c server/srv_admin.h \
+	server/srv_daemon.c server/srv_daemon.h
+include tools/larderctl/local.mk
+include tools/init/local.mk
+include doc/local.mk
 
 # ==== issue 16 ====
 # ACL (rules, the shared region, the rules in force) and TLS.

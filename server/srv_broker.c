@@ -1189,8 +1189,6 @@ int srv_broker_main(void)
 {
     sigset_t waitmask;
     int rounds, busy = 0;
-    /* Idle, it still wakes once a tick to apply configuration changes. */
-    int tick_ms = (int)(MS_PER_S / srv_her.cfg->hz);
 
     if (setup(&waitmask) || grow_links() ||
         !(waiters = srv_bwait_create(grant, NULL)))
@@ -1198,7 +1196,10 @@ int srv_broker_main(void)
     srv_log(SRV_LOG_VERBOSE, 0, "serving pub/sub");
     while (!stop) {
         int n;
+        /* Idle, it still wakes once a tick to apply configuration
+         * changes (hz itself among them). */
         srv_config_refresh();
+        int tick_ms = (int)(MS_PER_S / srv_her.cfg->hz);
         if (size_events()) {
             srv_log(SRV_LOG_WARNING, ENOMEM, "epoll event array");
             return 1;

@@ -38,7 +38,7 @@
 #include "shm/shm_lock.h"
 
 #define SRV_CFGSHM_MAGIC 0x314746435244524cull /* "LRDRCFG1" */
-#define SRV_CFGSHM_VERSION 2
+#define SRV_CFGSHM_VERSION 3
 /* The sequence counter moves this much per publish (odd in between). */
 #define SRV_CFGSHM_SEQ_STEP 2
 /* A srv_config as 64-bit words: the unit readers and writers copy with

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/srv_config_redis.h"
+#include "server/srv_resp.h"
 #include "server/srv_role.h"
 
 #define SRV_CONFIG_ERR_SIZE 512
@@ -28,11 +30,23 @@ enum srv_cfg_kind {
     SRV_CFG_SYNC, /* always | everysec | no */
     SRV_CFG_YESNO,
     SRV_CFG_DEBUGMODE, /* no | yes | local */
-    SRV_CFG_CHOICE,    /* one word of the default's "first|second|...",
-                        * kept as its index (the first is the default) */
-    SRV_CFG_NOTIFY,    /* keyspace event letters (srv_notify.h) */
-    SRV_CFG_OBUF,      /* client-output-buffer-limit: class hard soft
-                        * seconds, for the classes named */
+    /* ==== issue 15: Redis 7.0's kinds (srv_config_redis.h) ==== */
+    SRV_CFG_ENUM,        /* one of a value table: `min` names it (enum
+                          * srv_cfg_enum), the field holds its value */
+    SRV_CFG_TEXT,        /* any text, at most SRV_CFG_TEXT_MAX - 1 bytes */
+    SRV_CFG_UBYTES,      /* a memory value up to 2^64 - 1 (maxmemory) */
+    SRV_CFG_BYTES_PCT,   /* a memory value or "N%" (stored as -N) */
+    SRV_CFG_HZ,          /* an integer clamped into [1, 500] as Redis's hz */
+    SRV_CFG_APPENDONLY,  /* yes | no, mapped to the sync level */
+    SRV_CFG_APPENDFSYNC, /* always | everysec | no: the level appendonly
+                          * yes gives */
+    SRV_CFG_SPECIAL,     /* text checked by a parser of srv_config_redis.c
+                          * named by `min` (enum srv_cfg_special) */
+    SRV_CFG_CHOICE,      /* one word of the default's "first|second|...",
+                          * kept as its index (the first is the default) */
+    SRV_CFG_NOTIFY,      /* keyspace event letters (srv_notify.h) */
+    SRV_CFG_OBUF,        /* client-output-buffer-limit: class hard soft
+                          * seconds, for the classes named */
 };
 
 enum srv_debug_mode { SRV_DEBUG_NO, SRV_DEBUG_YES, SRV_DEBUG_LOCAL };
@@ -49,7 +63,13 @@ enum srv_obuf_class { SRV_OBUF_NORMAL, SRV_OBUF_REPLICA, SRV_OBUF_PUBSUB };
 
 /* Flags of a directive. */
 #define SRV_CFG_RUNTIME 0x1 /* CONFIG SET may change it */
-#define SRV_CFG_ALIAS 0x2   /* another name of a directive; not listed */
+#define SRV_CFG_ALIAS                             \
+    0x2 /* another name of a directive (listed by \
+         * CONFIG GET, as Redis lists its aliases) */
+#define SRV_CFG_PROTECTED                                       \
+    0x4                      /* Redis's protected configs (dir, \
+                              * dbfilename): CONFIG SET refuses them */
+#define SRV_CFG_MULTIARG 0x8 /* CONFIG SET splits the value into words */
 
 /*
  * X(name, field, kind, default, min, max, flags). Strings default to the
@@ -60,13 +80,14 @@ enum srv_obuf_class { SRV_OBUF_NORMAL, SRV_OBUF_REPLICA, SRV_OBUF_PUBSUB };
     X("port", port, SRV_CFG_INT, "6379", 0, 65535, 0)                          \
     X("unixsocket", unixsocket, SRV_CFG_STRING, "", 0, 0, 0)                   \
     X("unixsocketperm", unixsocketperm, SRV_CFG_OCTAL, "0", 0, 0777, 0)        \
-    X("dir", dir, SRV_CFG_STRING, "./var", 0, 0, 0)                            \
+    X("dir", dir, SRV_CFG_STRING, "./var", 0, 0, SRV_CFG_PROTECTED)            \
     X("workers", workers, SRV_CFG_INT, "0", 0, 256, 0)                         \
     X("databases", databases, SRV_CFG_INT, "16", 1, 4096, 0)                   \
-    X("maxclients", maxclients, SRV_CFG_INT, "10000", 1, 1000000,              \
+    X("maxclients", maxclients, SRV_CFG_INT, "10000", 1, 4294967295ll,         \
       SRV_CFG_RUNTIME)                                                         \
     X("timeout", timeout, SRV_CFG_INT, "0", 0, 2147483647, SRV_CFG_RUNTIME)    \
-    X("tcp-keepalive", tcp_keepalive, SRV_CFG_INT, "300", 0, 2147483647, 0)    \
+    X("tcp-keepalive", tcp_keepalive, SRV_CFG_INT, "300", 0, 2147483647,       \
+      SRV_CFG_RUNTIME)                                                         \
     X("tcp-backlog", tcp_backlog, SRV_CFG_INT, "511", 1, 65535, 0)             \
     X("loglevel", loglevel, SRV_CFG_LOGLEVEL, "notice", 0, 0, SRV_CFG_RUNTIME) \
     X("logfile", logfile, SRV_CFG_STRING, "", 0, 0, 0)                         \
@@ -78,13 +99,13 @@ enum srv_obuf_class { SRV_OBUF_NORMAL, SRV_OBUF_REPLICA, SRV_OBUF_PUBSUB };
     X("requirepass", requirepass, SRV_CFG_STRING, "", 0, 0, SRV_CFG_RUNTIME)   \
     X("maxdisk", maxdisk, SRV_CFG_BYTES, "64gb", 1024 * 1024,                  \
       0x7fffffffffffffffll, 0)                                                 \
-    X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, 0)                         \
+    X("sync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_RUNTIME)           \
     X("enable-debug-command", enable_debug_command, SRV_CFG_DEBUGMODE, "no",   \
       0, 0, 0)                                                                 \
-    X("dbfilename", dbfilename, SRV_CFG_STRING, "backup.mdb", 0, 0, 0)         \
+    X("dbfilename", dbfilename, SRV_CFG_STRING, "backup.mdb", 0, 0,            \
+      SRV_CFG_PROTECTED)                                                       \
     X("lmdb-writemap", lmdb_writemap, SRV_CFG_YESNO, "no", 0, 0, 0)            \
-    X("appendfsync", sync, SRV_CFG_SYNC, "everysec", 0, 0, SRV_CFG_ALIAS)      \
-    X("hz", hz, SRV_CFG_INT, "10", 1, 500, 0)                                  \
+    X("hz", hz, SRV_CFG_HZ, "10", 0, 2147483647, SRV_CFG_RUNTIME)              \
     X("syncer-thread", syncer_thread, SRV_CFG_YESNO, "no", 0, 0, 0)            \
     X("reaper-batch", reaper_batch, SRV_CFG_INT, "1000", 1, 1000000, 0)        \
     X("cache-mb", cache_mb, SRV_CFG_INT, "64", 0, 1048576, SRV_CFG_RUNTIME)    \
@@ -100,9 +121,9 @@ enum srv_obuf_class { SRV_OBUF_NORMAL, SRV_OBUF_REPLICA, SRV_OBUF_PUBSUB };
       0, 0, SRV_CFG_RUNTIME)                                                   \
     /* ==== issue 12 ==== */                                                   \
     X("busy-reply-threshold", busy_reply_threshold, SRV_CFG_INT, "5000", 0,    \
-      2147483647, SRV_CFG_RUNTIME)                                             \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
     X("lua-time-limit", busy_reply_threshold, SRV_CFG_INT, "5000", 0,          \
-      2147483647, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                             \
+      0x7fffffffffffffffll, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)                   \
     X("lua-memory-limit", lua_memory_limit, SRV_CFG_BYTES, "128mb", 0,         \
       0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
     /* ==== issue 13 ==== */                                                   \
@@ -133,12 +154,14 @@ enum srv_obuf_class { SRV_OBUF_NORMAL, SRV_OBUF_REPLICA, SRV_OBUF_PUBSUB };
     X("list-max-ziplist-size", list_max_listpack_size, SRV_CFG_INT, "-2",      \
       -2147483648ll, 2147483647, SRV_CFG_RUNTIME | SRV_CFG_ALIAS)              \
     /* ==== issue 15 ==== */                                                   \
+    SRV_CONFIG_OPS_DIRECTIVES(X)                                               \
+    SRV_CONFIG_REDIS_DIRECTIVES(X, X)                                          \
     /* ==== issue 16 ==== */                                                   \
     X("aclfile", aclfile, SRV_CFG_STRING, "", 0, 0, 0)                         \
     X("acllog-max-len", acllog_max_len, SRV_CFG_INT, "128", 0,                 \
       0x7fffffffffffffffll, SRV_CFG_RUNTIME)                                   \
-    X("acl-pubsub-default", acl_pubsub_default, SRV_CFG_CHOICE,                \
-      "resetchannels|allchannels", 0, 0, SRV_CFG_RUNTIME)                      \
+    X("acl-pubsub-default", acl_pubsub_default, SRV_CFG_ENUM, "resetchannels", \
+      SRV_ENUM_ACL_PUBSUB, 0, SRV_CFG_RUNTIME)                                 \
     X("protected-mode", protected_mode, SRV_CFG_YESNO, "yes", 0, 0,            \
       SRV_CFG_RUNTIME)                                                         \
     X("tls-port", tls_port, SRV_CFG_INT, "0", 0, 65535, 0)                     \
@@ -219,6 +242,8 @@ typedef struct srv_config {
     long long set_max_intset_entries;
     long long list_max_listpack_size;
     /* ==== issue 15 ==== */
+    SRV_CONFIG_OPS_FIELDS
+    SRV_CONFIG_REDIS_FIELDS
     /* ==== issue 16 ==== */
     char aclfile[SRV_PATH_MAX];
     long long acllog_max_len;
@@ -284,6 +309,70 @@ void srv_config_each(const srv_config *cfg, const char *pattern, size_t plen,
 
 /* Number of workers to run: the setting, or one per online CPU. */
 int srv_config_workers(const srv_config *cfg);
+
+/* workers-max 0: this many times the workers at start, at least
+ * SRV_WORKERS_MAX_MIN. */
+#define SRV_WORKERS_MAX_FACTOR 4
+#define SRV_WORKERS_MAX_MIN 16
+
+/*
+ * The most workers the tree may grow to (WORKERS n of the admin socket):
+ * workers-max, or its default above, never fewer than srv_config_workers
+ * nor more than SRV_WORKERS_LIMIT. The shared regions have a slot for
+ * each from the start.
+ */
+int srv_config_workers_max(const srv_config *cfg);
+
+/* ==== issue 15: CONFIG GET, SET and REWRITE as Redis 7.0 ==== */
+
+/*
+ * CONFIG GET pattern [pattern ...]: call fn(ctx, name, value) once for
+ * each directive (aliases included, as Redis) whose name matches any of
+ * the globs (any case), in table order.
+ */
+void srv_config_get_many(
+    const srv_config *cfg, const srv_slice *patterns, int npatterns,
+    void (*fn)(void *ctx, const char *name, const char *value), void *ctx);
+
+/* The value of directive `name` as CONFIG GET prints it, into out; -1 if
+ * there is no such directive. */
+int srv_config_get_one(const srv_config *cfg, const char *name, char *out,
+                       size_t size);
+
+/*
+ * CONFIG SET's checks and changes of `npairs` name/value pairs (pairs[2i]
+ * the name, pairs[2i+1] the value) applied to *cfg, the caller's copy of
+ * the published configuration (srv_config_begin): unknown names, names not
+ * changeable at run time and names given twice are refused before any
+ * value is looked at; then each value is checked and set. On error returns
+ * -1 with the whole error reply in err ("ERR CONFIG SET failed (possibly
+ * related to argument 'x') - reason", Redis's texts) and *cfg part
+ * changed: drop it (srv_config_abort). Values of SRV_CFG_MULTIARG
+ * directives are split into words as Redis splits them.
+ */
+int srv_config_set_pairs(srv_config *cfg, const srv_slice *pairs, int npairs,
+                         char *err, size_t errlen);
+
+/*
+ * Call fn(ctx, name, runtime) for each directive whose value differs
+ * between *a and *b (aliases not repeated); `runtime`: CONFIG SET may
+ * change it (else it needs a restart). For a reload.
+ */
+void srv_config_diff(const srv_config *a, const srv_config *b,
+                     void (*fn)(void *ctx, const char *name, int runtime),
+                     void *ctx);
+
+/*
+ * CONFIG REWRITE: rewrite the config file at `path` to hold *cfg, as
+ * Redis does: comments, blank lines, unknown lines and the order kept,
+ * each directive's first line replaced by its current value (later lines
+ * of it dropped), directives the file lacks appended after a "# Generated
+ * by CONFIG REWRITE" line if they differ from their defaults. The new
+ * file is written beside the old one, flushed and renamed over it.
+ * 0, or -1 with the reason in err.
+ */
+int srv_config_rewrite(const srv_config *cfg, const char *path, char *err,
+                       size_t errlen);
 
 /* Copy the SRV_CFG_RUNTIME directives of *src over those of *dst; the
  * others (fixed at start) are left alone. */

@@ -26,6 +26,7 @@ int srv_embed_open(const char *dir)
     cfg.workers = 1;
     srv_her.cfg = &cfg;
     srv_her.nworkers = 1;
+    srv_her.workers_max = 1;
     srv_her.unix_fd = -1;
     srv_her.sync_efd = -1;
     srv_her.master_pid = 0; /* no master to signal */

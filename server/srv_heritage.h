@@ -1,7 +1,9 @@
 /*
  * srv_heritage.h - everything a child process inherits from the master
  * across fork: the listening sockets, the shared regions (the published
- * configuration among them) and the master's copy of the configuration,
+ * configuration among them; the statistics regions srv_cmdstats,
+ * srv_slowlog and srv_latency keep their own pointer, inherited the same
+ * way) and the master's copy of the configuration,
  * which each process then keeps current (srv_config_refresh). Nothing else
  * crosses fork (LMDB in particular is opened anew).
  */
@@ -24,10 +26,12 @@
 typedef struct srv_heritage {
     srv_config *cfg;           /* this process's copy (srv_config.h) */
     struct srv_cfgshm *cfgshm; /* the published one; NULL when embedded */
-    int nworkers;
-    int ntcp;     /* TCP listeners per worker */
-    int *tcp_fds; /* nworkers * ntcp, SO_REUSEPORT groups */
-    int unix_fd;  /* shared by all workers; -1 if none */
+    int nworkers;    /* workers at start (the pool's size: srv_stats) */
+    int workers_max; /* slots for workers in every region (workers-max) */
+    int ntcp;        /* TCP listeners per worker */
+    int *tcp_fds;    /* workers_max * ntcp, SO_REUSEPORT groups; -1: none
+                      * (a worker holds only its own) */
+    int unix_fd;     /* shared by all workers; -1 if none */
     srv_stats *stats;
     struct shm_cache *cache; /* shared cache; NULL when cache-mb is 0 */
     struct srv_scriptshm_sh *scripts; /* scripting region (srv_scriptshm.h);
@@ -40,7 +44,7 @@ typedef struct srv_heritage {
     char broker_name[SRV_BROKER_NAME_MAX]; /* its abstract address */
     struct srv_aclshm *aclshm;       /* the users in force (srv_aclshm.h) */
     int ntls;                        /* TLS listeners per worker (tls-port) */
-    int *tls_fds;                    /* nworkers * ntls, as tcp_fds */
+    int *tls_fds;                    /* workers_max * ntls, as tcp_fds */
     const struct srv_transport *tls; /* TLS connections' (srv_conn.h) */
     pid_t master_pid;
     int64_t start_ms;

@@ -1,5 +1,8 @@
 /*
- * srv_log.c - timestamped, role-tagged, rate-limited log lines.
+ * srv_log.c - timestamped, role-tagged, rate-limited log lines, in
+ * Redis's format ("4711:W 01 Dec 2026 15:20:55.618 * text": pid, role
+ * letter, time, level mark), to the log file and, with syslog-enabled,
+ * to syslog.
  */
 #include "server/srv_log.h"
 #include "server/srv_util.h"
@@ -11,11 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOG_LINE_MAX 1024
-#define LOG_ROLE_MAX 32
 #define LOG_RATE_SLOTS 16
 #define LOG_RATE_WINDOW_MS 1000
 #define LOG_FILE_MODE 0644
@@ -24,7 +27,22 @@ static int log_fd = STDERR_FILENO;
 /* Atomic: the reaper's syncer thread logs while the reaper applies a new
  * level (srv_config_refresh). */
 static _Atomic int log_level = SRV_LOG_NOTICE;
-static char log_role[LOG_ROLE_MAX] = "master";
+static char log_letter = 'M';
+static int log_syslog;
+
+/* The role letters of Redis's log lines: M for the master (as Redis), C
+ * for a child that only copies (the backup, as Redis's RDB child), and
+ * larder's own for the rest. */
+static const struct {
+    const char *role;
+    char letter;
+} letters[] = {
+    { "master", 'M' }, { "worker", 'W' }, { "reaper", 'R' },
+    { "syncer", 'Y' }, { "broker", 'B' }, { "backup", 'C' },
+};
+
+static const int syslog_levels[] = { LOG_DEBUG, LOG_INFO, LOG_NOTICE,
+                                     LOG_WARNING };
 
 static const char *const level_names[] = { "debug", "verbose", "notice",
                                            "warning" };
@@ -87,12 +105,21 @@ int srv_log_get_level(void)
     return atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
+void srv_log_syslog(const char *ident, int facility)
+{
+    /* ident must outlive the log: it is a field of the configuration. */
+    openlog(ident, LOG_PID | LOG_NDELAY | LOG_NOWAIT, facility);
+    log_syslog = 1;
+}
+
 void srv_log_set_role(const char *role, int index)
 {
-    if (index >= 0)
-        snprintf(log_role, sizeof log_role, "%s#%d", role, index);
-    else
-        snprintf(log_role, sizeof log_role, "%s", role);
+    /* The index is not in Redis's format: the master logs which pid each
+     * worker is when it starts it. */
+    log_letter = '?';
+    for (size_t i = 0; i < sizeof letters / sizeof letters[0]; i++)
+        if (!strcmp(letters[i].role, role))
+            log_letter = letters[i].letter;
 }
 
 /* 1 if this line should be written; *suppressed gets the skipped count. */
@@ -152,15 +179,19 @@ void srv_log(int level, int err, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &ts);
     localtime_r(&ts.tv_sec, &tm);
     put(line, sizeof line, &n,
-        snprintf(line, sizeof line, "%s[%d] ", log_role, (int)getpid()));
+        snprintf(line, sizeof line, "%d:%c ", (int)getpid(), log_letter));
     n += strftime(line + n, sizeof line - n, "%d %b %Y %H:%M:%S", &tm);
     put(line, sizeof line, &n,
-        snprintf(line + n, sizeof line - n, ".%03d %c %s",
-                 (int)(ts.tv_nsec / 1000000), level_marks[level], msg));
+        snprintf(line + n, sizeof line - n, ".%03d %c ",
+                 (int)(ts.tv_nsec / 1000000), level_marks[level]));
+    size_t text = n;
+    put(line, sizeof line, &n, snprintf(line + n, sizeof line - n, "%s", msg));
     if (suppressed)
         put(line, sizeof line, &n,
             snprintf(line + n, sizeof line - n, " (%u like it suppressed)",
                      suppressed));
+    if (log_syslog)
+        syslog(syslog_levels[level], "%s", line + text);
     line[n++] = '\n';
     if (write(log_fd, line, n) < 0) {
         /* nowhere left to report it */

@@ -1,6 +1,9 @@
 /*
- * srv_log.h - the server's log: one line per event with time, role and pid
- * (`worker#2[4711]`), a level, the message and, when given, the errno text.
+ * srv_log.h - the server's log: one line per event in Redis's format: pid
+ * and role letter (M master, W worker, R reaper, Y syncer, B broker, C
+ * backup), time, level mark (. - * #), the message and, when given, the
+ * errno text ("4711:W 01 Dec 2026 15:20:55.618 * text"); copied to syslog
+ * at its level's priority when srv_log_syslog was called.
  * Any process may log; lines are written with one write() so processes
  * sharing a log file do not interleave within a line.
  */
@@ -29,6 +32,13 @@ int srv_log_fd(void);
  * process applies CONFIG SET's loglevel through srv_config_refresh. */
 void srv_log_set_level(int level);
 int srv_log_get_level(void);
+
+/*
+ * Send every later line to syslog too, as `ident` (LOG_PID) in `facility`
+ * (LOG_LOCAL0...). The master before it forks (children inherit it);
+ * ident must stay valid.
+ */
+void srv_log_syslog(const char *ident, int facility);
 
 /* Name this process in every later line: role "worker" (srv_role_name)
  * and index 2 give "worker#2"; index < 0 gives just the role. The master

@@ -2,6 +2,7 @@
  * srv_reply.c - RESP reply encoding into the output buffer.
  */
 #include "server/srv_reply.h"
+#include "server/srv_cmdstats.h"
 #include "server/srv_util.h"
 
 #include <stdarg.h>
@@ -83,6 +84,7 @@ void srv_reply_error(srv_conn *c, const char *msg)
 {
     size_t n = strlen(msg);
 
+    srv_cmdstats_error(msg); /* errorstats, and the command's failed_calls */
     srv_reply_raw(c, "-", 1);
     /* An error line must not break the protocol: no CR/LF inside (each
      * becomes a space; the runs between them go in one append). */

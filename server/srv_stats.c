@@ -26,6 +26,7 @@ srv_stats *srv_stats_create(unsigned nworkers)
     s->nslots = nslots;
     s->nworkers = nworkers;
     atomic_store(&s->next_client_id, 1);
+    atomic_store(&s->workers, nworkers);
     return s;
 }
 

@@ -14,7 +14,7 @@
 #include "server/srv_role.h"
 
 #define SRV_STATS_MAGIC 0x6c61726465727374ull
-#define SRV_STATS_VERSION 2
+#define SRV_STATS_VERSION 3
 #define SRV_CACHELINE 64
 
 typedef struct srv_stats_slot {
@@ -43,7 +43,8 @@ typedef struct srv_stats {
     uint64_t magic;                   /* immutable after init */
     uint32_t version;                 /* immutable after init */
     uint32_t nslots;                  /* immutable after init */
-    uint32_t nworkers;                /* immutable after init */
+    uint32_t nworkers;                /* immutable after init: worker
+                                       * slots (workers-max) */
     _Atomic uint64_t next_client_id;  /* atomic */
     _Atomic int64_t clients;          /* atomic: across workers */
     _Atomic int64_t last_sync_ms;     /* atomic */
@@ -56,6 +57,10 @@ typedef struct srv_stats {
     _Atomic int64_t save_in_progress; /* atomic: pid doing a BGSAVE, 0 */
     _Atomic int64_t last_save_status; /* atomic: 0 ok, else error code */
     _Atomic int64_t last_save_us;     /* atomic: its duration */
+    _Atomic int64_t last_save_txn;    /* atomic: newest txn in that save */
+    _Atomic int64_t saves;            /* atomic: good SAVE/BGSAVEs */
+    _Atomic int64_t workers;          /* atomic; written by the master:
+                                       * the pool's size asked for */
     _Atomic int64_t pause_until_ms;   /* atomic: CLIENT PAUSE's end, 0 */
     _Atomic int64_t pause_mode;       /* atomic: srv_pause.h's modes */
     _Atomic int64_t monitors;         /* atomic: MONITOR clients, all workers */
@@ -67,9 +72,9 @@ typedef struct srv_stats {
 } srv_stats;
 
 /*
- * Map the region for a tree of `nworkers` workers: a slot per worker and
- * one per background child (srv_role_nslots). The master, before fork (an
- * embedded worker: for itself). NULL with errno set if mmap fails.
+ * Map the region for a tree of at most `nworkers` workers: a slot per
+ * worker and one per background child (srv_role_nslots). The master, before
+ * fork (an embedded worker: for itself). NULL with errno set if mmap fails.
  */
 srv_stats *srv_stats_create(unsigned nworkers);
 

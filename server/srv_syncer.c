@@ -5,7 +5,8 @@
  * record), publishes that id as durable and wakes every worker so replies
  * held for durability (sync always) can leave. Commits that land during a
  * flush are covered by the next one. Under `sync no` it flushes only every
- * SYNC_NO_PERIOD_MS, which keeps a restore point for power cuts. Runs as
+ * SYNC_NO_PERIOD_MS, which keeps a restore point for power cuts, or when a
+ * worker pokes (replies held from before a CONFIG SET sync no). Runs as
  * its own process, or as a thread of the reaper.
  */
 #include "server/srv_syncer.h"
@@ -44,8 +45,9 @@ static void wake_workers(void)
 {
     uint64_t one = 1;
 
-    for (int i = 0; i < srv_her.nworkers; i++)
-        if (write(srv_her.worker_efd[i], &one, sizeof one) < 0) {
+    for (int i = 0; i < srv_her.workers_max; i++)
+        if (atomic_load(&srv_her.stats->slot[i].pid) &&
+            write(srv_her.worker_efd[i], &one, sizeof one) < 0) {
             /* saturated: that worker has a wake-up pending already */
         }
 }
@@ -114,9 +116,12 @@ void srv_syncer_loop(st_env *env, srv_stats_slot *slot)
         if (srv_child_stop || (!d && !(d = open_durable(env, &failing))))
             continue;
         /* always: at once (a worker poked); everysec: on the beat; no:
-         * every SYNC_NO_PERIOD_MS; any level: when the pin says so. */
+         * every SYNC_NO_PERIOD_MS, or at once when a worker pokes (replies
+         * still held from before a CONFIG SET sync no: nothing else
+         * releases them); any level: when the pin says so. */
         if (((level == SRV_SYNC_EVERYSEC && !beat) ||
-             (level == SRV_SYNC_NO && now < next_no_flush)) &&
+             (level == SRV_SYNC_NO && now < next_no_flush &&
+              !(pfd.revents & POLLIN))) &&
             !st_durable_due(d, &look))
             continue;
         if (st_env_stat_get(env, &st))

@@ -17,6 +17,7 @@
 #define US_PER_S 1000000
 #define NS_PER_MS 1000000
 #define NS_PER_US 1000
+#define NS_PER_S 1000000000ll
 
 int srv_util_str2ll(const char *s, size_t len, long long *out)
 {
@@ -310,6 +311,13 @@ int64_t srv_util_monotonic_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / NS_PER_MS;
+}
+
+int64_t srv_util_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 int srv_util_streq(const char *s, size_t len, const char *lit)

@@ -66,6 +66,9 @@ int64_t srv_util_ustime(void);
 /* Monotonic time in ms (timeouts, back-off). */
 int64_t srv_util_monotonic_ms(void);
 
+/* Monotonic time in ns (command durations). */
+int64_t srv_util_monotonic_ns(void);
+
 /* ASCII case-insensitive comparison of a slice with a C string. */
 int srv_util_streq(const char *s, size_t len, const char *lit);
 

@@ -29,7 +29,6 @@
 
 #define ACCEPTS_PER_EVENT 16
 #define MS_PER_S 1000
-#define STOP_DEADLINE_S 10
 #define US_PER_MS 1000
 #define CHECK_FINISH_MS 100
 
@@ -168,13 +167,23 @@ static void close_idle(srv_worker *w, int64_t now)
     }
 }
 
+/* (Re)arm the tick at 1/hz s. */
+static int arm_tick(srv_worker *w)
+{
+    struct timeval tick = { 0, (int)(MS_PER_S / srv_her.cfg->hz) * US_PER_MS };
+
+    w->tick_hz = srv_her.cfg->hz;
+    return event_add(w->ev_tick, &tick);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     srv_worker *w = arg;
     int64_t now = srv_util_mstime();
     int64_t mono = srv_util_monotonic_ms();
 
-    srv_config_refresh();
+    if (srv_config_refresh() > 0 && srv_her.cfg->hz != w->tick_hz)
+        arm_tick(w); /* CONFIG SET hz */
     group_finish(w); /* its own txns below need the slot */
     close_idle(w, now);
     if (mono - w->last_sample_ms >= MS_PER_S) {
@@ -226,7 +235,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 static void on_term(evutil_socket_t fd, short what, void *arg)
 {
     srv_worker *w = arg;
-    struct timeval deadline = { STOP_DEADLINE_S, 0 };
+    /* The master kills what is left at shutdown-timeout anyway. */
+    struct timeval deadline = { (time_t)srv_her.cfg->shutdown_timeout, 0 };
 
     if (w->stopping)
         return;
@@ -359,7 +369,6 @@ void srv_worker_close(srv_worker *w)
  * check, the syncer's wake-up. 0 or -1. */
 static int arm(srv_worker *w)
 {
-    struct timeval tick = { 0, (int)(MS_PER_S / srv_her.cfg->hz) * US_PER_MS };
     struct timeval check = { 0, CHECK_FINISH_MS * US_PER_MS };
 
     w->listen_ev = calloc((size_t)(srv_her.ntcp + srv_her.ntls) + 1,
@@ -383,7 +392,7 @@ static int arm(srv_worker *w)
     w->ev_durable = srv_worker_io_event(w, srv_her.worker_efd[w->index],
                                         EV_READ | EV_PERSIST, on_durable, w);
     if (!w->ev_durable || event_add(w->ev_durable, NULL) || !w->ev_tick ||
-        !w->ev_term || !w->ev_check || event_add(w->ev_tick, &tick) ||
+        !w->ev_term || !w->ev_check || arm_tick(w) ||
         event_add(w->ev_term, NULL) || event_add(w->ev_check, &check))
         return -1;
     return 0;

@@ -62,6 +62,7 @@ typedef struct srv_worker {
     struct event *ev_durable; /* the syncer published a durable id */
     int stopping;
     srv_group group;
+    long long tick_hz; /* the hz the tick is armed with */
     int64_t last_sample_ms;
     int64_t last_sample_cmds;
 } srv_worker;

@@ -57,6 +57,9 @@ libserver_a_SOURCES += server/cmd/srv_commands_dump.def \
 	server/cmd/srv_cmd_db.c server/cmd/srv_cmd_sync.c
 
 # ==== issue 15 ====
+libserver_a_SOURCES += \
+	server/cmd/srv_cmd_config.c server/cmd/srv_cmd_info.c \
+	server/cmd/srv_cmd_ops.c server/cmd/srv_commands_ops.def
 
 # ==== issue 16 ====
 libserver_a_SOURCES += \

@@ -872,7 +872,7 @@ const srv_service srv_script_service = {
 
 /* ---- the master ---- */
 
-int srv_script_master_init(struct st_env *env, unsigned nworkers)
+int srv_script_master_init(struct st_env *env, unsigned nslots)
 {
     struct st_txn *t;
     uint64_t n = 0;
@@ -895,7 +895,7 @@ int srv_script_master_init(struct st_env *env, unsigned nworkers)
         if ((rc = st_txn_commit(&t)))
             return rc;
     }
-    if (!(srv_her.scripts = srv_scriptshm_create(nworkers)))
+    if (!(srv_her.scripts = srv_scriptshm_create(nslots)))
         return errno;
     return 0;
 }

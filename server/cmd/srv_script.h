@@ -67,10 +67,11 @@ int srv_script_running(char *name, size_t size, long long *ms, int *function);
 
 /*
  * The master at boot, before forking: empty the script cache (volatile,
- * as Redis's) in env and create the scripting region for `nworkers`.
- * 0, or an error code (errno or storage).
+ * as Redis's) in env and create the scripting region with a slot for
+ * each of `nslots` workers (workers-max: the pool may grow to it while
+ * running). 0, or an error code (errno or storage).
  */
-int srv_script_master_init(struct st_env *env, unsigned nworkers);
+int srv_script_master_init(struct st_env *env, unsigned nslots);
 
 /*
  * c's command flags as this call of it has them: a scripting command

@@ -84,6 +84,15 @@ EXTRA_DIST += t/integ/dump_data.py t/integ/rdb_data.py
 INTEG_TESTS += t/integ/test_rdb_bulk.py
 
 # ==== issue 15 ====
+OPS_TESTS = \
+	t/integ/test_config_redis.py \
+	t/integ/test_admin.py \
+	t/integ/test_install.py \
+	t/integ/test_twemproxy.py \
+	t/integ/test_client_libs.py \
+	t/integ/test_monitoring.py
+TESTS += $(OPS_TESTS)
+EXTRA_DIST += $(OPS_TESTS)
 
 # ==== issue 16 ====
 INTEG_TESTS += t/integ/test_acl.py t/integ/test_tls.py

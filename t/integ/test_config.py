@@ -1,4 +1,4 @@
-"""Checks that CONFIG SET reaches every process at once: each runtime directive set on one connection is seen (CONFIG GET, INFO) and acted on (limits, idle timeout, password, cache budget) by connections on every other worker, and loglevel changes what every process (workers, reaper, syncer, broker, master) writes to the log file, with its role[pid] prefix."""
+"""Checks that CONFIG SET reaches every process at once: each runtime directive set on one connection is seen (CONFIG GET, INFO) and acted on (limits, idle timeout, password, cache budget) by connections on every other worker, and loglevel changes what every process (workers, reaper, syncer, broker, master) writes to the log file, each line in Redis's format with its pid and role letter."""
 
 import os
 import re
@@ -12,9 +12,28 @@ from larder_test import (IS_REDIS, RespError, Server, assert_eq,
 
 WORKERS = 3
 MB = 1024 * 1024
-# "worker#2[4711] 01 Dec 2026 15:20:55.618 - text": role, pid, level mark.
-LINE_RE = re.compile(r'^(worker#\d+|master|reaper|syncer|broker)\[(\d+)\] '
+# "4711:W 01 Dec 2026 15:20:55.618 - text": pid, role letter, level mark.
+LINE_RE = re.compile(r'^(\d+):([MWRYBC]) '
                      r'\d\d \w{3} \d{4} \d\d:\d\d:\d\d\.\d{3} ([.*#-]) (.*)$')
+ROLES = {'M': 'master', 'R': 'reaper', 'Y': 'syncer', 'B': 'broker',
+         'C': 'backup'}
+# Worker pids -> "worker#i", learnt from the admin socket (the log line
+# has the role letter only, as Redis's).
+WORKER_NAMES = {}
+
+
+def learn_workers(srv):
+    from larder_test import Client
+    try:
+        with Client(os.path.join(srv.dir, 'larder-admin.sock')) as a:
+            st = a.call('STATUS')
+    except OSError:
+        return
+    procs = dict(zip(st[0::2], st[1::2]))[b'processes']
+    for p in procs:
+        p = dict(zip(p[0::2], p[1::2]))
+        if p[b'role'] == b'worker' and p[b'pid']:
+            WORKER_NAMES[p[b'pid']] = p[b'name'].decode()
 
 
 def info(c, section):
@@ -63,13 +82,16 @@ def config_get(c, name):
 def log_lines(srv):
     """(role, pid, mark, text) of every well-formed line of the log."""
     out = []
+    learn_workers(srv)
     try:
         with open(srv.logfile, errors='replace') as f:
             for line in f:
                 m = LINE_RE.match(line.rstrip('\n'))
                 if m:
-                    out.append((m.group(1), int(m.group(2)), m.group(3),
-                                m.group(4)))
+                    pid = int(m.group(1))
+                    role = (ROLES[m.group(2)] if m.group(2) != 'W' else
+                            WORKER_NAMES.get(pid, 'worker#?'))
+                    out.append((role, pid, m.group(3), m.group(4)))
     except OSError:
         pass
     return out

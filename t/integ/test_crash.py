@@ -5,6 +5,7 @@ Scaling: LARDER_SLOW=1 (the ASan run) gives processes more time to start
 """
 
 import os
+import re
 import random
 import select
 import signal
@@ -654,8 +655,9 @@ def test_worker_killed_inside_write_txn():
             wa, wb = worker_of(a), worker_of(b)
             assert_true(wa != wb, 'connections on two workers')
             a.send('DEBUG', 'TXN-SLEEP', 20000)
-            wait_until(lambda: log_has(s, '[%d]' % wa) and
-                       'holding the write transaction' in s.log_text(),
+            wait_until(lambda: re.search(r'^%d:W .*holding the write '
+                                         r'transaction' % wa, s.log_text(),
+                                         re.M),
                        5, 'the worker to hold the write transaction')
             b.send('SET', 'after', 'the-kill')
             # B waits for the write lock (no reply while A holds it).

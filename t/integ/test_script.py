@@ -1,5 +1,6 @@
 """Checks scripting end to end: EVAL/EVALSHA/_RO, SCRIPT and FUNCTION commands and FCALL with Redis 7.0's replies and errors, numkeys edge cases, the sandbox, EVAL inside MULTI, commands scripts may not run, big replies and deep nesting, and larder's own: the script cache and functions shared by every worker, functions across a restart, a script's atomicity seen from other workers, SCRIPT KILL of a writing script (its writes are gone), an endless script killed while other workers serve, BUSY for writers past busy-reply-threshold, the Lua memory cap, WATCH and the cache seeing script writes, sync always, SHUTDOWN NOSAVE during a script."""
 
+import os
 import threading
 import time
 
@@ -672,6 +673,47 @@ def test_shutdown_nosave_during_script():
         t.join(10)
         o.close()
         sc.close()
+    finally:
+        s.cleanup()
+
+
+def test_kill_on_a_worker_the_pool_grew_by():
+    """WORKERS n on the admin socket (issue 15) grows the pool past its
+    start: the scripting region has a slot for every worker up to
+    workers-max, so a script on a new worker is seen (FUNCTION STATS) and
+    killed (SCRIPT KILL) from another."""
+    larder_only()
+    s = Server(workers=1)
+    try:
+        admin = Client(os.path.join(s.dir, 'larder-admin.sock'))
+        try:
+            assert_eq(admin.call('WORKERS', '3'), 'OK', 'grow to 3')
+        finally:
+            admin.close()
+        with s.client() as c:
+            c.call('CONFIG', 'SET', 'busy-reply-threshold', THRESHOLD_MS)
+        first = s.client()
+        pid0 = worker_of(first)
+        sc = None
+        for _ in range(200):
+            c = s.client()
+            if worker_of(c) != pid0:
+                sc = c
+                break
+            c.close()
+        assert_true(sc is not None, 'a connection on a new worker')
+        out = {}
+        t = start_script(sc, 'while true do end', out)
+        try:
+            wait_until(lambda: first.call('FUNCTION', 'STATS')[1], 5,
+                       'the script seen from worker#0')
+            assert_eq(first.call('SCRIPT', 'KILL'), 'OK')
+            t.join(10)
+            assert_error_prefix(out['reply'], KILLED)
+        finally:
+            kill_leftover(s, t)
+            sc.close()
+            first.close()
     finally:
         s.cleanup()
 

@@ -435,5 +435,51 @@ def test_same_replies_and_settings_as_redis_over_tls():
                         assert_eq(got, want, n)
 
 
+def tls_pid(s):
+    """The pid of the worker a new TLS connection lands on."""
+    with s.tls() as t:
+        info = t.call('INFO', 'server').decode()
+    for line in info.split('\r\n'):
+        if line.startswith('worker_process_id:'):
+            return int(line.split(':')[1])
+    raise AssertionError('no worker_process_id in INFO')
+
+
+def test_tls_listeners_follow_the_worker_pool():
+    """WORKERS n on the admin socket (issue 15): a worker the pool grows
+    by gets its own TLS listeners too, and a removed worker takes its TLS
+    listeners with it (new TLS connections never queue on a socket nobody
+    serves)."""
+    larder_only()
+    with Setup(auth='no') as s:
+        admin = Client(os.path.join(s.srv.dir, 'larder-admin.sock'))
+        try:
+            assert_eq(admin.call('WORKERS', '4'), 'OK', 'grow to 4')
+            pids = set()
+            end = time.time() + 30
+            while len(pids) < 4 and time.time() < end:
+                pids.add(tls_pid(s))
+            assert_eq(len(pids), 4, 'TLS connections reach the new workers')
+            assert_eq(admin.call('WORKERS', '1'), 'OK', 'shrink to 1')
+            def gone():
+                return sum(1 for p in pids if os.path.exists('/proc/%d' % p)
+                           and open('/proc/%d/stat' % p).read().split()[2]
+                           != 'Z') == 1
+            wait_until(gone, 30, 'three workers gone')
+            left = [p for p in pids if os.path.exists('/proc/%d' % p)]
+            for _ in range(30):
+                assert_true(tls_pid(s) in left, 'served by the worker left')
+            with s.srv.client() as c:
+                assert_eq(c.call('PING'), 'PONG', 'plain port too')
+            assert_eq(admin.call('WORKERS', '3'), 'OK', 'grow again')
+            pids = set()
+            end = time.time() + 30
+            while len(pids) < 3 and time.time() < end:
+                pids.add(tls_pid(s))
+            assert_eq(len(pids), 3, 'TLS on the regrown pool')
+        finally:
+            admin.close()
+
+
 if __name__ == '__main__':
     main(globals())

@@ -287,6 +287,11 @@ t_unit_check_st_dbmap_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_st_dbmap
 
 # ==== issue 15 ====
+check_PROGRAMS += t/unit/check_monitor
+t_unit_check_monitor_SOURCES = t/unit/check_monitor.c
+t_unit_check_monitor_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_monitor_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_monitor
 
 # ==== issue 16 ====
 # ACL: the rules, their shared region, the dispatcher's check.
