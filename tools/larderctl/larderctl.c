@@ -112,6 +112,18 @@ static void reply_free(reply *r)
     free(r);
 }
 
+/* The one connection, freed at exit (whichever path exits). */
+static conn ctl_conn = { .fd = -1 };
+
+static void ctl_conn_free(void)
+{
+    if (ctl_conn.fd >= 0)
+        close(ctl_conn.fd);
+    ctl_conn.fd = -1;
+    free(ctl_conn.buf);
+    ctl_conn.buf = NULL;
+}
+
 static int conn_open(conn *c, const char *path)
 {
     struct sockaddr_un sa;
@@ -793,8 +805,10 @@ int main(int argc, char **argv)
     };
     const char *opt_socket = NULL, *opt_config = NULL;
     char path[PATH_MAX_];
-    conn c;
+    conn *c = &ctl_conn;
     int o;
+
+    atexit(ctl_conn_free);
 
     signal(SIGPIPE, SIG_IGN);
     while ((o = getopt_long(argc, argv, "+s:c:jhV", opts, NULL)) != -1) {
@@ -817,32 +831,32 @@ int main(int argc, char **argv)
     find_socket(opt_socket, opt_config, path, sizeof path);
 
     if (!strcmp(cmd, "status") && nargs == 0) {
-        conn_must_open(&c, path);
-        return cmd_status(&c);
+        conn_must_open(c, path);
+        return cmd_status(c);
     }
     if (!strcmp(cmd, "ping") && nargs == 0) {
-        conn_must_open(&c, path);
-        return simple(&c, 1, (const char *const[]){ "PING" });
+        conn_must_open(c, path);
+        return simple(c, 1, (const char *const[]){ "PING" });
     }
     if (!strcmp(cmd, "workers") && nargs <= 1) {
         char *end;
         if (nargs == 1 && (strtol(args[0], &end, 10) <= 0 || *end))
             fail(LCTL_EXIT_USAGE, "workers: '%s' is not a positive count",
                  args[0]);
-        conn_must_open(&c, path);
-        return simple(&c, 1 + nargs,
+        conn_must_open(c, path);
+        return simple(c, 1 + nargs,
                       (const char *const[]){ "WORKERS", args[0] });
     }
     if (!strcmp(cmd, "reload") && nargs == 0) {
-        conn_must_open(&c, path);
-        return simple(&c, 1, (const char *const[]){ "RELOAD" });
+        conn_must_open(c, path);
+        return simple(c, 1, (const char *const[]){ "RELOAD" });
     }
     if (!strcmp(cmd, "backup") && (nargs == 1 || nargs == 2)) {
         int wait = nargs == 1;
         if (nargs == 2 && strcmp(args[1], "--no-wait"))
             fail(LCTL_EXIT_USAGE, "backup: unknown option '%s'", args[1]);
-        conn_must_open(&c, path);
-        return cmd_backup(&c, args[0], wait);
+        conn_must_open(c, path);
+        return cmd_backup(c, args[0], wait);
     }
     if (!strcmp(cmd, "stop")) {
         int now = 0, wait_s = STOP_WAIT_S;
@@ -854,19 +868,19 @@ int main(int argc, char **argv)
             else
                 fail(LCTL_EXIT_USAGE, "stop: unknown option '%s'", args[i]);
         }
-        conn_must_open(&c, path);
-        return cmd_stop(&c, now, wait_s);
+        conn_must_open(c, path);
+        return cmd_stop(c, now, wait_s);
     }
     if (!strcmp(cmd, "cache") && nargs <= 1) {
         const char *sub = nargs ? args[0] : "stats";
         if (strcasecmp(sub, "stats") && strcasecmp(sub, "flush"))
             fail(LCTL_EXIT_USAGE, "cache: stats or flush, not '%s'", sub);
-        conn_must_open(&c, path);
-        return simple(&c, 2, (const char *const[]){ "CACHE", sub });
+        conn_must_open(c, path);
+        return simple(c, 2, (const char *const[]){ "CACHE", sub });
     }
     if (!strcmp(cmd, "loglevel") && nargs <= 1) {
-        conn_must_open(&c, path);
-        return simple(&c, 1 + nargs,
+        conn_must_open(c, path);
+        return simple(c, 1 + nargs,
                       (const char *const[]){ "LOGLEVEL", args[0] });
     }
     if (!strcmp(cmd, "config") && nargs >= 1) {
@@ -880,8 +894,8 @@ int main(int argc, char **argv)
         v[0] = "CONFIG";
         for (int i = 0; i < nargs; i++)
             v[i + 1] = args[i];
-        conn_must_open(&c, path);
-        int rc = simple(&c, nargs + 1, v);
+        conn_must_open(c, path);
+        int rc = simple(c, nargs + 1, v);
         free(v);
         return rc;
     }
