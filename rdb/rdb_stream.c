@@ -56,8 +56,8 @@ static void id_put(uint8_t *p, const rdb_stream_id *id)
 {
     for (int i = 0; i < U64_BYTES; i++) {
         p[i] = (uint8_t)(id->ms >> (BYTE_BITS * (U64_BYTES - 1 - i)));
-        p[U64_BYTES + i] =
-            (uint8_t)(id->seq >> (BYTE_BITS * (U64_BYTES - 1 - i)));
+        p[U64_BYTES + i] = (uint8_t)(id->seq >>
+                                     (BYTE_BITS * (U64_BYTES - 1 - i)));
     }
 }
 

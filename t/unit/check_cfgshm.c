@@ -32,9 +32,8 @@
 /* The bytes of srv_config's fields: one per row of the directive table
  * (aliases share their row's), and config_file. */
 #define FIELD_SIZE(n, f, k, d, lo, hi, fl) \
-    +((fl) & SRV_CFG_ALIAS ? 0 : sizeof(((srv_config *)0)->f))
-#define CONFIG_FIELDS_SIZE \
-    (SRV_PATH_MAX SRV_CONFIG_DIRECTIVES(FIELD_SIZE))
+    +((fl)&SRV_CFG_ALIAS ? 0 : sizeof(((srv_config *)0)->f))
+#define CONFIG_FIELDS_SIZE (SRV_PATH_MAX SRV_CONFIG_DIRECTIVES(FIELD_SIZE))
 
 static srv_cfgshm *region(void)
 {

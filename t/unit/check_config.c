@@ -578,7 +578,6 @@ START_TEST(test_config_set_runtime)
 }
 END_TEST
 
-
 /* ------------------------------------------------------------------ */
 /* CONFIG SET of pairs, and CONFIG REWRITE */
 
@@ -594,8 +593,8 @@ static int set_pairs(srv_config *cfg, const char *const *words, int n,
 
 START_TEST(test_set_pairs)
 {
-    static const char *const ok[] = { "maxclients", "7", "slave-priority",
-                                      "9", "save", "900 1 300 10",
+    static const char *const ok[] = { "maxclients", "7",    "slave-priority",
+                                      "9",          "save", "900 1 300 10",
                                       "appendonly", "no" };
     static const char *const dup[] = { "hz", "20", "HZ", "30" };
     static const char *const imm[] = { "hz", "20", "port", "1" };
@@ -639,10 +638,18 @@ static void report_diff(void *ctx, const char *name, int runtime)
 
 START_TEST(test_rewrite_round_trip)
 {
-    static const char *const change[] = {
-        "hz", "25", "maxmemory-policy", "allkeys-lru", "save", "60 5",
-        "client-output-buffer-limit", "pubsub 1mb 2mb 3",
-        "requirepass", "with space \"quoted\"", "lfu-log-factor", "4" };
+    static const char *const change[] = { "hz",
+                                          "25",
+                                          "maxmemory-policy",
+                                          "allkeys-lru",
+                                          "save",
+                                          "60 5",
+                                          "client-output-buffer-limit",
+                                          "pubsub 1mb 2mb 3",
+                                          "requirepass",
+                                          "with space \"quoted\"",
+                                          "lfu-log-factor",
+                                          "4" };
     char err[SRV_CONFIG_ERR_SIZE * 2], line[SRV_PATH_MAX];
     const char *path = write_conf("# keep me\nhz 10\n\n# and me\n"
                                   "save 900 1\nsave 300 10\nunknown-x 1\n"
@@ -657,8 +664,13 @@ START_TEST(test_rewrite_round_trip)
     ck_assert_int_eq(set_pairs(&cfg, change, 12, err, sizeof err), 0);
     ck_assert_int_eq(srv_config_rewrite(&cfg, path, err, sizeof err), 0);
     ck_assert_ptr_nonnull(f = fopen(path, "r"));
-    const char *want[] = { "# keep me", "hz 25", "", "# and me",
-                           "save 60 5", "unknown-x 1", "replica-priority 100" };
+    const char *want[] = { "# keep me",
+                           "hz 25",
+                           "",
+                           "# and me",
+                           "save 60 5",
+                           "unknown-x 1",
+                           "replica-priority 100" };
     while (fgets(line, sizeof line, f) && n < 7) {
         line[strcspn(line, "\n")] = '\0';
         ck_assert_str_eq(line, want[n]);

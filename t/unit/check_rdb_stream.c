@@ -104,8 +104,8 @@ static int on_pel(void *ctx, const rdb_stream_id *id, int64_t t, uint64_t n)
     return 0;
 }
 
-static const rdb_stream_sink sink = { on_entry, on_meta, on_group,
-                                      on_consumer, on_pel };
+static const rdb_stream_sink sink = { on_entry, on_meta, on_group, on_consumer,
+                                      on_pel };
 
 /* The i-th entry of the test stream: every seventh has fields of its
  * own, the rest the node's; values are integers, text or binary. */
@@ -136,9 +136,10 @@ static void encode(rdb_writer *w, seen *want)
     rdb_xenc x;
     rdb_str fv[6];
     char buf[6][32];
-    rdb_stream_meta m = { ENTRIES, { ENTRIES + 5, 0 }, { 1, 0 }, { 0, 0 },
-                          ENTRIES + 3, 2 };
-    rdb_stream_id p1 = { 3, 0 }, p2 = { 9, 0 }, p3 = { 10, 0 }, last = { 10, 0 };
+    rdb_stream_meta m = { ENTRIES,  { ENTRIES + 5, 0 }, { 1, 0 },
+                          { 0, 0 }, ENTRIES + 3,        2 };
+    rdb_stream_id p1 = { 3, 0 }, p2 = { 9, 0 }, p3 = { 10, 0 },
+                  last = { 10, 0 };
 
     rdb_xenc_init(&x);
     ck_assert_int_eq(rdb_xenc_begin(&x, w, NULL, 0), 0);
@@ -299,8 +300,8 @@ START_TEST(test_truncations_and_mutations)
     for (int i = 0; i < MUTATIONS; i++) {
         memcpy(p, w.buf.data, w.buf.len);
         for (int k = 0; k < 3; k++)
-            p[1 + (size_t)rand_r(&seed) % (w.buf.len - 1)] =
-                (uint8_t)rand_r(&seed);
+            p[1 + (size_t)rand_r(&seed) % (w.buf.len - 1)] = (uint8_t)rand_r(
+                &seed);
         got.log.len = 0;
         (void)decode(p, w.buf.len, &got, &r); /* any code; no crash */
     }
