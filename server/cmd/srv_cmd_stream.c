@@ -460,6 +460,15 @@ int srv_stream_parse_read_or_reply(srv_conn *c, srv_stream_read *r)
         int more = c->argc - i - 1;
         const srv_slice *o = &c->argv[i];
         if (opt_is(o, "block") && more) {
+            if (c->flags & SRV_CONN_IN_SCRIPT) {
+                /* Redis refuses it outright from a script, rather than
+                 * answering as the non-blocking form (as in MULTI). */
+                srv_reply_errorf(c,
+                                 "ERR %.*s command is not allowed with BLOCK "
+                                 "option from scripts",
+                                 (int)c->argv[0].len, c->argv[0].ptr);
+                return -1;
+            }
             i++;
             if (block_ms_or_reply(c, &c->argv[i], &r->timeout_ms))
                 return -1;

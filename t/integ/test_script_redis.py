@@ -261,6 +261,19 @@ COMMANDS = [
     ('MULTI',), ('EVAL', "return redis.call('incr', 'm')", 0),
     ('EVAL', 'return 1', 'x'), ('EXEC',),
     ('MULTI',), ('EVAL', "return redis.call('incr', 'm')", 0), ('EXEC',),
+    # XREAD / XREADGROUP with BLOCK are refused from scripts (at BLOCK,
+    # before the timeout or the group is looked at), by the name as called
+    ('EVAL', "return redis.call('XREAD', 'BLOCK', '0', 'STREAMS', 'xs', "
+     "'$')", 0),
+    ('EVAL', "return redis.pcall('xread', 'COUNT', '1', 'BLOCK', 'nan', "
+     "'STREAMS', 'xs', '$')", 0),
+    ('EVAL', "return redis.pcall('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', "
+     "'0', 'STREAMS', 'xs', '>')", 0),
+    ('XGROUP', 'CREATE', 'xs', 'g', '$', 'MKSTREAM'),
+    ('EVAL', "return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', "
+     "'100', 'STREAMS', 'xs', '>')", 0),
+    ('EVAL', "return redis.call('XREAD', 'COUNT', '1', 'STREAMS', 'xs', "
+     "'0')", 0),
 ]
 
 
