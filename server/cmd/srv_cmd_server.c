@@ -176,23 +176,17 @@ static void *bgsave_thread(void *env)
     return NULL;
 }
 
-void srv_cmd_bgsave(srv_conn *c)
+/* Start the background save: 0, EBUSY (one is running), or after
+ * replying the error of a thread that could not start (-1). */
+static int start_bgsave(srv_conn *c)
 {
     pthread_attr_t attr;
     pthread_t tid;
     int64_t none = 0;
 
-    if (c->argc > 2 ||
-        (c->argc == 2 &&
-         !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
-        srv_reply_error(c, SRV_ERR_SYNTAX);
-        return;
-    }
     if (!atomic_compare_exchange_strong(&srv_her.stats->save_in_progress, &none,
-                                        getpid())) {
-        srv_reply_error(c, "ERR Background save already in progress");
-        return;
-    }
+                                        getpid()))
+        return EBUSY;
     /* A thread of this worker: LMDB lets it read in its own transaction
      * while this thread goes on serving. */
     pthread_attr_init(&attr);
@@ -203,9 +197,40 @@ void srv_cmd_bgsave(srv_conn *c)
         atomic_store(&srv_her.stats->save_in_progress, 0);
         srv_reply_errorf(c, "ERR can't start the background save: %s",
                          strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+void srv_cmd_bgsave(srv_conn *c)
+{
+    int rc;
+
+    if (c->argc > 2 ||
+        (c->argc == 2 &&
+         !srv_util_streq(c->argv[1].ptr, c->argv[1].len, "schedule"))) {
+        srv_reply_error(c, SRV_ERR_SYNTAX);
         return;
     }
-    srv_reply_simple(c, "Background saving started");
+    if ((rc = start_bgsave(c)) == EBUSY)
+        srv_reply_error(c, "ERR Background save already in progress");
+    else if (rc == 0)
+        srv_reply_simple(c, "Background saving started");
+}
+
+/* There is no append-only file: every write is in LMDB at the sync level
+ * appendonly/appendfsync map to. What a rewrite is for, a compact file
+ * on disk that holds everything, is the background save's flush, so
+ * BGREWRITEAOF starts that, with Redis's replies (a save already running
+ * does it: "scheduled", as Redis answers beside a running child). */
+void srv_cmd_bgrewriteaof(srv_conn *c)
+{
+    int rc = start_bgsave(c);
+
+    if (rc == EBUSY)
+        srv_reply_simple(c, "Background append only file rewriting scheduled");
+    else if (rc == 0)
+        srv_reply_simple(c, "Background append only file rewriting started");
 }
 
 void srv_cmd_lastsave(srv_conn *c) { srv_reply_int(c, last_save_s()); }

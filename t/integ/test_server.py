@@ -1,4 +1,4 @@
-"""Checks connection and server commands: PING ECHO QUIT SELECT DBSIZE FLUSHDB FLUSHALL TIME INFO COMMAND CONFIG GET SHUTDOWN."""
+"""Checks connection and server commands: PING ECHO QUIT SELECT DBSIZE FLUSHDB FLUSHALL TIME INFO COMMAND CONFIG GET SHUTDOWN BGREWRITEAOF."""
 
 import re
 import time
@@ -132,6 +132,27 @@ def test_time(s):
         t = secs + usecs / 1e6
         assert_true(before - 1 <= t <= after + 1,
                     'TIME %f within [%f, %f]' % (t, before, after))
+
+
+def test_bgrewriteaof(s):
+    """Redis's replies; in larder (no append-only file) it starts the
+    background save, which LASTSAVE then shows."""
+    with s.client() as c:
+        assert_error(c.call('BGREWRITEAOF', 'x'),
+                     "ERR wrong number of arguments for 'bgrewriteaof' "
+                     "command")
+        wait_until(lambda: b'aof_rewrite_in_progress:1' not in
+                   c.call('INFO', 'persistence'), 10, 'no rewrite running')
+        before = c.call('LASTSAVE')
+        if not IS_REDIS:
+            time.sleep(1.1)  # LASTSAVE counts seconds
+        r = c.call('BGREWRITEAOF')
+        assert_true(r in ('Background append only file rewriting started',
+                          'Background append only file rewriting scheduled'),
+                    repr(r))
+        if not IS_REDIS:
+            wait_until(lambda: c.call('LASTSAVE') > before, 10,
+                       'the save it started')
 
 
 def _info_fields(text):

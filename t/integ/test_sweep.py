@@ -123,6 +123,9 @@ NOT_SWEPT = {
     'client|kill': 'would close the sweep\'s own connection',
     'client|pause': 'would stall every other case',
     'monitor': 'streams every later case back',
+    'bgrewriteaof': 'starts a background job: whether the next one finds it '
+                    'still running is the servers\' timing (test_server '
+                    'checks its replies)',
     'migrate': 'connects to the host it names (a name lookup or connect '
                'timeout takes the network\'s time, not the server\'s); '
                'test_migrate sweeps its numeric arguments against '
