@@ -273,10 +273,10 @@ void srv_cmd_shutdown(srv_conn *c)
 
 /* ---- DEBUG (tests and diagnosis; off unless enable-debug-command) ---- */
 
-static int debug_allowed(srv_conn *c)
+/* May c run a command that enable-debug-command or enable-module-command
+ * (`mode`: no, yes, local) guards? */
+static int guarded_allowed(srv_conn *c, long long mode)
 {
-    long long mode = srv_her.cfg->enable_debug_command;
-
     if (mode == SRV_DEBUG_YES)
         return 1;
     if (mode == SRV_DEBUG_LOCAL)
@@ -284,6 +284,73 @@ static int debug_allowed(srv_conn *c)
                strncmp(c->addr, "127.", strlen("127.")) == 0 ||
                strncmp(c->addr, "::1:", strlen("::1:")) == 0;
     return 0;
+}
+
+static int debug_allowed(srv_conn *c)
+{
+    return guarded_allowed(c, srv_her.cfg->enable_debug_command);
+}
+
+/* ---- MODULE ---- */
+
+void srv_cmd_module_help(srv_conn *c)
+{
+    static const char *const help[] = {
+        "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LIST",
+        "    Return a list of loaded modules.",
+        "LOAD <path> [<arg> ...]",
+        "    Load a module library from <path>, passing to it any optional "
+        "arguments.",
+        "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+        "    Load a module library from <path>, while passing it module "
+        "configurations and optional arguments.",
+        "UNLOAD <name>",
+        "    Unload a module.",
+        "HELP",
+        "    Prints this help.",
+    };
+
+    srv_reply_lines(c, help, sizeof help / sizeof help[0]);
+}
+
+void srv_cmd_module_list(srv_conn *c) { srv_reply_array(c, 0); }
+
+/* LOAD, LOADEX, UNLOAD: refused as Redis refuses them by default; where
+ * enable-module-command allows them, they fail as Redis's do for a
+ * library it cannot load, or a name it has not loaded. */
+static int module_allowed_or_reply(srv_conn *c)
+{
+    if (guarded_allowed(c, srv_her.cfg->enable_module_command))
+        return 1;
+    srv_reply_error(c, "ERR MODULE command not allowed. If the "
+                       "enable-module-command option is set to \"local\", "
+                       "you can run it from a local connection, otherwise "
+                       "you need to set this option in the configuration "
+                       "file, and then restart the server.");
+    return 0;
+}
+
+static void module_load(srv_conn *c)
+{
+    if (!module_allowed_or_reply(c))
+        return;
+    srv_log(SRV_LOG_WARNING, 0,
+            "Module %.*s failed to load: larder does not load Redis modules",
+            (int)c->argv[2].len, c->argv[2].ptr);
+    srv_reply_error(c, "ERR Error loading the extension. Please check the "
+                       "server logs.");
+}
+
+void srv_cmd_module_load(srv_conn *c) { module_load(c); }
+
+void srv_cmd_module_loadex(srv_conn *c) { module_load(c); }
+
+void srv_cmd_module_unload(srv_conn *c)
+{
+    if (module_allowed_or_reply(c))
+        srv_reply_error(c, "ERR Error unloading module: no such module with "
+                           "that name");
 }
 
 static void sleep_us(int64_t us)

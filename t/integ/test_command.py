@@ -299,6 +299,13 @@ SUBCOMMAND_LINES = [
     ('PUBSUB', 'NUMPAT', 'x'), ('PUBSUB', 'HELP', 'x'),
     ('PUBSUB', 'CHANNELS', 'a', 'b'), ('PUBSUB', 'NUMSUB'),
     ('PUBSUB', 'NUMPAT'), ('CLIENT|LIST',),
+    # MODULE: none loaded, loading refused as Redis refuses it by default
+    ('MODULE',), ('MODULE', 'HELP'), ('MODULE', 'LIST'),
+    ('MODULE', 'LIST', 'x'), ('MODULE', 'NOSUCH'), ('MODULE', 'LOAD'),
+    ('MODULE', 'LOAD', '/nonexistent.so'),
+    ('MODULE', 'LOADEX', '/x.so', 'CONFIG', 'a', 'b', 'ARGS', 'c'),
+    ('MODULE', 'UNLOAD'), ('MODULE', 'UNLOAD', 'json'),
+    ('MODULE', 'HELP', 'x'), ('BGREWRITEAOF', 'x'),
 ]
 
 
