@@ -35,7 +35,7 @@ struct st_env;
 
 typedef struct srv_rdbfile_stats {
     uint64_t keys; /* written (exported or imported) */
-    uint64_t by_type[ST_TYPE_HASH + 1];
+    uint64_t by_type[ST_TYPE_STREAM + 1];
     uint64_t expires;  /* of which with a TTL */
     uint64_t expired;  /* already expired: left out */
     uint64_t empty;    /* empty collections: left out */

@@ -37,7 +37,7 @@
 static const char *const type_names[] = {
     [ST_TYPE_STRING] = "strings", [ST_TYPE_LIST] = "lists",
     [ST_TYPE_SET] = "sets",       [ST_TYPE_ZSET] = "sorted sets",
-    [ST_TYPE_HASH] = "hashes",
+    [ST_TYPE_HASH] = "hashes",    [ST_TYPE_STREAM] = "streams",
 };
 
 int srv_rdbtool_take_args(int *argc, char **argv, const char **path)
@@ -122,7 +122,7 @@ static void by_type(const srv_rdbfile_stats *st, char *out, size_t cap)
     size_t o = 0;
 
     out[0] = '\0';
-    for (int t = ST_TYPE_STRING; t <= ST_TYPE_HASH && o < cap; t++)
+    for (int t = ST_TYPE_STRING; t <= ST_TYPE_STREAM && o < cap; t++)
         if (st->by_type[t])
             o += (size_t)snprintf(out + o, cap - o, "%s%s %" PRIu64,
                                   o ? ", " : "", type_names[t], st->by_type[t]);
