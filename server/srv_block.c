@@ -36,8 +36,8 @@
 #include "server/srv_stats.h"
 #include "server/srv_util.h"
 #include "storage/st_codec.h"
+#include "storage/st_coll.h"
 #include "storage/st_err.h"
-#include "storage/st_keyspace.h"
 #include "storage/st_txn.h"
 
 #include <errno.h>
@@ -78,6 +78,8 @@ typedef struct bk_waiter {
     srv_slice *argv;
     srv_buf bytes;
     int first_key, nkeys;
+    int group; /* argv index of its consumer group, or 0 */
+    srv_block_ready_fn *ready;
     /* the broker */
     uint64_t sent_gen; /* link generation its WAIT went out on, 0: none */
     int registering;   /* in bk.reg */
@@ -88,7 +90,7 @@ typedef struct bk_waiter {
     int reblocked;
     int served_key; /* argv index, or -1 */
     uint64_t left;
-    uint64_t txn;
+    uint64_t seen; /* the newest commit the run again saw (seen_version) */
     struct bk_waiter *prev, *next; /* bk.head: WAITING and RETRYING */
     srv_dict_entry *de;            /* in bk.tokens */
 } bk_waiter;
@@ -207,6 +209,14 @@ static int registered(const bk_waiter *x)
            srv_link_state() != SRV_LINK_DOWN;
 }
 
+/* x's group's name as a frame's field, if it reads as one: 0 or -1. */
+static int put_group(const bk_waiter *x, size_t off)
+{
+    const srv_slice *g = &x->argv[x->group];
+
+    return x->group ? srv_link_field(off, g->ptr, g->len) : 0;
+}
+
 static void report(bk_waiter *x, int done, int key, uint64_t left, uint64_t txn)
 {
     const srv_slice *k = &x->argv[key];
@@ -216,7 +226,22 @@ static void report(bk_waiter *x, int done, int key, uint64_t left, uint64_t txn)
         return;
     if ((off = srv_link_begin(SRV_BP_SERVED, done, x->token)) == (size_t)-1 ||
         srv_link_u64(off, x->db) || srv_link_u64(off, left) ||
-        srv_link_u64(off, txn) || srv_link_field(off, k->ptr, k->len))
+        srv_link_u64(off, txn) || srv_link_field(off, k->ptr, k->len) ||
+        put_group(x, off))
+        return;
+    srv_link_end(off);
+}
+
+/* x's check found argv[key] holding n for it in snapshot txn: the broker
+ * grants it to the oldest waiter there. */
+static void hint(bk_waiter *x, int key, uint64_t n, uint64_t txn)
+{
+    const srv_slice *k = &x->argv[key];
+    size_t off;
+
+    if ((off = srv_link_begin(SRV_BP_HINT, 0, txn)) == (size_t)-1 ||
+        srv_link_u64(off, x->db) || srv_link_u64(off, n) ||
+        srv_link_field(off, k->ptr, k->len) || put_group(x, off))
         return;
     srv_link_end(off);
 }
@@ -319,10 +344,11 @@ static void start_waiting(bk_waiter *x)
 /* x's keys as WAIT(token, db, keys) on the link. 0 or -1. */
 static int send_wait(bk_waiter *x)
 {
-    size_t off = srv_link_begin(SRV_BP_WAIT, 0, x->token);
+    size_t off = srv_link_begin(SRV_BP_WAIT, x->group ? SRV_BP_GROUP : 0,
+                                x->token);
 
     if (off == (size_t)-1 || srv_link_u64(off, x->db) ||
-        srv_link_u64(off, x->order))
+        srv_link_u64(off, x->order) || put_group(x, off))
         return -1;
     for (int i = 0; i < x->nkeys; i++) {
         const srv_slice *k = &x->argv[x->first_key + i];
@@ -359,25 +385,56 @@ static int key_index(const bk_waiter *x, const void *p, size_t n)
     return -1;
 }
 
+/* What argv[key] holds for x: a key of its type, its cardinality. */
+static uint64_t holds(struct st_txn *t, const srv_block_view *v, int key,
+                      int type, int64_t now)
+{
+    const srv_slice *a = &v->argv[key];
+    st_keyref k;
+    st_obj o;
+
+    st_codec_keyref_init(&k, v->db, a->ptr, a->len);
+    return st_coll_open(t, &k, type, now, &o) == 0 ? o.c.card : 0;
+}
+
 /* The check: in a snapshot newer than the registration, does a key hold
- * data of x's type? Queue x for a run again if so. */
+ * data for x? Registered, the broker is told (it grants the oldest
+ * waiter); else x runs again. */
 static void check(srv_group *g, bk_waiter *x, int64_t now)
 {
+    const srv_block_view v = { x->db,        x->argc,  x->argv,
+                               x->first_key, x->nkeys, x->group };
     struct st_txn *t;
     int rc = 0;
 
     if (x->state != BK_WAITING || !(t = srv_group_read_txn(g, &rc)))
         return;
-    for (int i = 0; i < x->nkeys; i++) {
-        const srv_slice *a = &x->argv[x->first_key + i];
-        st_keyref k;
-        st_rec r;
-        st_codec_keyref_init(&k, x->db, a->ptr, a->len);
-        if (st_keyspace_lookup(t, &k, now, &r) == 0 && r.type == x->type) {
-            queue_retry(x, x->first_key + i);
+    for (int i = x->first_key; i < x->first_key + x->nkeys; i++) {
+        uint64_t n = x->ready ? x->ready(t, &v, i, now)
+                              : holds(t, &v, i, x->type, now);
+        if (!n)
+            continue;
+        if (!registered(x)) {
+            queue_retry(x, i);
             return;
         }
+        hint(x, i, n, st_txn_version(t));
     }
+}
+
+/*
+ * What a run again reports is as of the newest commit it saw, not as of
+ * its own transaction's id: a write transaction that wrote nothing passes
+ * its id on to the next one, whose push must not look older than the
+ * report; and a key that comes into being later in the same transaction
+ * (one waiter's BLMOVE onto the list another emptied) must win over it.
+ * Reports of one version: the broker keeps the one it read last.
+ */
+static uint64_t seen_version(const srv_group *g)
+{
+    if (g->wtxn)
+        return st_txn_version(g->wtxn) - 1;
+    return g->rtxn ? st_txn_version(g->rtxn) : 0;
 }
 
 /* Run the queued waiters' commands in the group's transaction. 1 if any
@@ -412,7 +469,7 @@ static int run_again(srv_group *g)
         c->cmd->proc(c);
         if (c->flags & SRV_CONN_REPLY_OFF)
             c->out.len = mark; /* CLIENT REPLY OFF since it blocked */
-        x->txn = g->wtxn ? st_txn_version(g->wtxn) : 0;
+        x->seen = seen_version(g);
         ran = 1;
         if (srv_group_command_ends(g, c, c->in_done)) {
             i++; /* the group rewound: the rest run next time */
@@ -439,10 +496,10 @@ static void outcome(bk_waiter *x)
 
     if (x->reblocked) {
         x->state = BK_WAITING;
-        report(x, SRV_BP_STILL, key, 0, x->txn);
+        report(x, SRV_BP_STILL, key, 0, x->seen);
         return;
     }
-    report(x, SRV_BP_DONE, key, x->served_key >= 0 ? x->left : 1, x->txn);
+    report(x, SRV_BP_DONE, key, x->served_key >= 0 ? x->left : 1, x->seen);
     if (!registered(x) && x->served_key >= 0 && x->left > 0) {
         /* Local mode: pass what is left on to the next local waiter. */
         const srv_slice *k = &x->argv[x->served_key];
@@ -719,6 +776,8 @@ void srv_block_or_reply(srv_conn *c, const srv_block_spec *spec)
     x->null_array = spec->null_array;
     x->first_key = spec->first_key;
     x->nkeys = spec->nkeys;
+    x->group = spec->group;
+    x->ready = spec->ready;
     x->deadline_ms = 0;
     if (spec->timeout_ms > 0)
         x->deadline_ms = spec->timeout_ms > INT64_MAX - c->now_ms

@@ -14,7 +14,10 @@
  *  1. The command finds every key empty in the group's write
  *     transaction and blocks. Once that transaction commits, the worker
  *     sends WAIT(token, db, place, keys) to the broker and writes it out, then
- *     checks the keys again in a fresh snapshot (the check).
+ *     checks the keys again in a fresh snapshot (the check). A key that
+ *     holds something for it then is told to the broker (HINT), which
+ *     grants it as in 3., so the oldest waiter is served first even when
+ *     a younger one looked.
  *  2. Storage reports every key of a waited-for type that comes into
  *     being (a push to an absent list, a move, RENAME, COPY ...); after
  *     the commit the worker sends those keys to the broker (srv_keys.h,
@@ -22,7 +25,9 @@
  *     served at once), so creation is the only event that can make a
  *     waited key hold data.
  *  3. The broker grants each such key to its oldest free waiters, one
- *     grant per element it believes the key holds (GRANT(token, key)).
+ *     grant per element it believes the key holds (GRANT(token, key)); a
+ *     stream signals each entry added, and a consumer group's readers
+ *     are granted one at a time, as each takes its own entries).
  *  4. The waiter's worker runs the command again in a write transaction
  *     (the pop), commits, and reports SERVED(token, done or still,
  *     elements left, txn id). What is left is granted on (FIFO); a
@@ -62,6 +67,22 @@
 #include "server/srv_conn.h"
 #include "server/srv_worker.h"
 
+struct st_txn;
+
+/* A blocked command as its check sees it (its copy of the command). */
+typedef struct srv_block_view {
+    unsigned db;
+    int argc;
+    const srv_slice *argv;
+    int first_key, nkeys;
+    int group; /* srv_block_spec's */
+} srv_block_view;
+
+/* How many elements argv[key] holds for the blocked command `v` in the
+ * snapshot t (a hint: 0 when running it again would find nothing). */
+typedef uint64_t srv_block_ready_fn(struct st_txn *t, const srv_block_view *v,
+                                    int key, int64_t now);
+
 /* How a blocking command waits. */
 typedef struct srv_block_spec {
     int type;      /* ST_TYPE_* of the keys it waits for */
@@ -71,6 +92,11 @@ typedef struct srv_block_spec {
                          * 0: for ever */
     int null_array;     /* its timeout reply: a null array, else a null
                          * bulk */
+    int group; /* argv index of the consumer group it reads as (XREADGROUP:
+                * its group's readers are served one at a time, in order),
+                * or 0 */
+    srv_block_ready_fn *ready; /* the check; NULL: a key of `type` holds
+                                * its cardinality */
 } srv_block_spec;
 
 /*

@@ -46,6 +46,7 @@ static int kind_ok(int type, int kind)
         return kind == SRV_BP_CHANNEL || kind == SRV_BP_SHARD;
     case SRV_BP_SERVED:
     case SRV_BP_COMMITTED: return kind == SRV_BP_STILL || kind == SRV_BP_DONE;
+    case SRV_BP_WAIT: return kind == 0 || kind == SRV_BP_GROUP;
     case SRV_BP_ASK:
     case SRV_BP_QUERY:
     case SRV_BP_REPLY: return kind < SRV_BP_NQUERIES;

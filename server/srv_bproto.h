@@ -48,14 +48,17 @@ enum srv_bp_type {
     SRV_BP_R_CHANNELS, /* arg: number of fields; body: fields */
     SRV_BP_R_NUMPAT,   /* arg: number of patterns */
     /* blocking commands (srv_block.h, srv_bwait.h) */
-    SRV_BP_WAIT,   /* w->b; arg: waiter token; body: u64 db, u64 order
-                    * (srv_bwait_add's), then fields (the keys it waits
+    SRV_BP_WAIT,   /* w->b; arg: waiter token; kind: SRV_BP_GROUP for a
+                    * consumer group's reader, else 0; body: u64 db, u64
+                    * order (srv_bwait_add's), the group's name (a field,
+                    * with SRV_BP_GROUP), then fields (the keys it waits
                     * on, in its order) */
     SRV_BP_UNWAIT, /* w->b; arg: token; no body: it waits no more */
     SRV_BP_SERVED, /* w->b; arg: token; kind: SRV_BP_STILL (it waits
                     * on) or SRV_BP_DONE (it is answered); body: u64 db,
                     * u64 elements left, u64 txn id, field key (the key
-                    * it was served from, or the one granted) */
+                    * it was served from, or the one granted), and for a
+                    * group's reader a field: the group */
     SRV_BP_GRANT,  /* b->w; arg: token; body: a key of the waiter that
                     * may hold data: try to serve it */
     /* writes (srv_keys.h) */
@@ -81,12 +84,18 @@ enum srv_bp_type {
                       * an invalidation message (RESP: an array of keys,
                       * or a null) for that client, which is on some
                       * worker (a tracking redirection) */
+    SRV_BP_HINT,     /* w->b; arg: txn id of a snapshot; body: u64 db, u64
+                      * elements, field key, and for a group's readers a
+                      * field, the group: a waiter's check found the key
+                      * holding that much for them (srv_bwait_hint) */
     SRV_BP_NTYPES
 };
 
 /* SERVED's and COMMITTED's kinds. */
 #define SRV_BP_STILL 0
 #define SRV_BP_DONE 1
+/* WAIT's kind for a consumer group's reader. */
+#define SRV_BP_GROUP 1
 
 /* Questions of ASK / QUERY / REPLY (the kind). */
 enum srv_bp_query {

@@ -868,17 +868,21 @@ static void batches_drop_link(uint32_t id)
             i++;
 }
 
-/* Register a WAIT: u64 db, u64 order, then its keys as fields. */
+/* Register a WAIT: u64 db, u64 order, a group's reader's group, then its
+ * keys as fields. */
 static void apply_wait(blink *l, const srv_bframe *f)
 {
     srv_bcursor cur;
     uint64_t db, order;
-    size_t n = 0;
+    const char *group = NULL;
+    size_t n = 0, glen = 0;
     int rc;
 
     srv_bproto_cursor(&cur, f);
     if (srv_bproto_get_u64(&cur, &db) || db > UINT32_MAX ||
-        srv_bproto_get_u64(&cur, &order)) {
+        srv_bproto_get_u64(&cur, &order) ||
+        (f->kind == SRV_BP_GROUP &&
+         srv_bproto_get_field(&cur, &group, &glen))) {
         bad_frame(l, "WAIT");
         return;
     }
@@ -903,8 +907,8 @@ static void apply_wait(blink *l, const srv_bframe *f)
         }
         n++;
     }
-    rc = srv_bwait_add(waiters, l->id, f->arg, (unsigned)db, order, (int)n,
-                       wkeys, wlens);
+    rc = srv_bwait_add(waiters, l->id, f->arg, (unsigned)db, order, group, glen,
+                       (int)n, wkeys, wlens);
     if (rc == ENOMEM) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "a blocked client");
         l->dead = 1; /* its worker registers everyone again */
@@ -914,24 +918,53 @@ static void apply_wait(blink *l, const srv_bframe *f)
     /* EEXIST: applied ahead in an earlier round already */
 }
 
-/* SERVED: u64 db, u64 left, u64 txn, field key. */
+/* A group's name, the last field of a body when present: 0 (*group NULL
+ * if absent), or -1 if the body goes on. */
+static int group_field(srv_bcursor *cur, const char **group, size_t *glen)
+{
+    *group = NULL;
+    *glen = 0;
+    if (cur->p != cur->end && srv_bproto_get_field(cur, group, glen))
+        return -1;
+    return cur->p == cur->end ? 0 : -1;
+}
+
+/* SERVED: u64 db, u64 left, u64 txn, field key [, field group]. */
 static void served(blink *l, const srv_bframe *f)
 {
     srv_bcursor cur;
     uint64_t db, left, txn;
-    const char *key;
-    size_t len;
+    const char *key, *group;
+    size_t len, glen;
 
     srv_bproto_cursor(&cur, f);
     if (srv_bproto_get_u64(&cur, &db) || srv_bproto_get_u64(&cur, &left) ||
         srv_bproto_get_u64(&cur, &txn) ||
-        srv_bproto_get_field(&cur, &key, &len) || cur.p != cur.end ||
-        db > UINT32_MAX) {
+        srv_bproto_get_field(&cur, &key, &len) ||
+        group_field(&cur, &group, &glen) || db > UINT32_MAX) {
         bad_frame(l, "SERVED");
         return;
     }
     srv_bwait_served(waiters, l->id, f->arg, f->kind == SRV_BP_DONE,
-                     (unsigned)db, key, len, left, txn);
+                     (unsigned)db, key, len, group, glen, left, txn);
+}
+
+/* HINT: u64 db, u64 elements, field key [, field group]; arg: txn. */
+static void hint(blink *l, const srv_bframe *f)
+{
+    srv_bcursor cur;
+    uint64_t db, n;
+    const char *key, *group;
+    size_t len, glen;
+
+    srv_bproto_cursor(&cur, f);
+    if (srv_bproto_get_u64(&cur, &db) || srv_bproto_get_u64(&cur, &n) ||
+        srv_bproto_get_field(&cur, &key, &len) ||
+        group_field(&cur, &group, &glen) || db > UINT32_MAX) {
+        bad_frame(l, "HINT");
+        return;
+    }
+    srv_bwait_hint(waiters, (unsigned)db, key, len, group, glen, n, f->arg);
 }
 
 /* COMMITTED: what came into being, as (u64 db, u64 n, field key); n 0
@@ -991,6 +1024,7 @@ static void handle_frame(blink *l, const srv_bframe *f)
         break;
     case SRV_BP_UNWAIT: srv_bwait_remove(waiters, l->id, f->arg); break;
     case SRV_BP_SERVED: served(l, f); break;
+    case SRV_BP_HINT: hint(l, f); break;
     case SRV_BP_COMMITTED: committed(l, f); break;
     case SRV_BP_ASK: ask(l, f); break;
     case SRV_BP_INTEREST: break; /* applied ahead */

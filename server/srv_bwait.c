@@ -10,6 +10,13 @@
  * found by walking its queue from the head, which stops after as many free
  * waiters as it wants grants, so a grant costs O(waiters ahead that hold grants
  * elsewhere).
+ *
+ * Readers of a consumer group (XREADGROUP) wait in the group's own queue
+ * under the stream's key (a child of the key's entry, which lives while
+ * it has waiters or children). An entry is delivered to one reader of a
+ * group but to every plain reader and every group, so a key that may hold
+ * data lets all its plain waiters try, and one free waiter of each group;
+ * what that reader leaves (SERVED) lets the group's next one try.
  */
 #include "server/srv_bwait.h"
 #include "server/srv_buf.h"
@@ -20,6 +27,12 @@
 #include <string.h>
 
 #define DB_BYTES 4
+/* A table name: tag, db, then the key (plain) or u32 key length, key and
+ * group name (a group's queue). */
+#define NAME_HDR (1 + DB_BYTES)
+#define TAG_PLAIN 'k'
+#define TAG_GROUP 'g'
+#define KLEN_BYTES 4
 #define WAITER_KEY_BYTES 12 /* u32 link, u64 token */
 
 struct bw_waiter;
@@ -34,9 +47,12 @@ typedef struct bw_key {
     srv_dict_entry *de;
     unsigned db;
     bw_node *head, *tail;
-    uint64_t est;     /* elements believed present */
-    uint64_t est_txn; /* the transaction that said so */
-    uint64_t granted; /* grants outstanding */
+    uint64_t est;            /* elements believed present */
+    uint64_t est_txn;        /* the transaction that said so */
+    uint64_t granted;        /* grants outstanding */
+    struct bw_key *parent;   /* a group's queue: the key's entry */
+    struct bw_key *children; /* the key's groups' queues */
+    struct bw_key *sib_prev, *sib_next;
 } bw_key;
 
 typedef struct bw_waiter {
@@ -83,30 +99,116 @@ void srv_bwait_destroy(srv_bwait **wp)
     *wp = NULL;
 }
 
-/* The table key of (db, name) in w->scratch; -1 on ENOMEM. */
-static int key_name(srv_bwait *w, unsigned db, const char *name, size_t len)
+static void put_u32(unsigned char *p, uint64_t v)
 {
-    unsigned char d[DB_BYTES] = { (unsigned char)(db >> 24),
-                                  (unsigned char)(db >> 16),
-                                  (unsigned char)(db >> 8), (unsigned char)db };
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
 
+/* The table name of key `name` of db (in group's queue, if group) in
+ * w->scratch; -1 on ENOMEM or a key too long to name. */
+static int key_name(srv_bwait *w, unsigned db, const char *name, size_t len,
+                    const char *group, size_t glen)
+{
+    unsigned char h[NAME_HDR + KLEN_BYTES];
+    size_t nh = NAME_HDR;
+
+    h[0] = group ? TAG_GROUP : TAG_PLAIN;
+    put_u32(h + 1, db);
+    if (group) {
+        if (len > UINT32_MAX)
+            return -1;
+        put_u32(h + NAME_HDR, len);
+        nh += KLEN_BYTES;
+    }
     w->scratch.len = 0;
-    if (srv_buf_reserve(&w->scratch, DB_BYTES + len))
+    if (srv_buf_reserve(&w->scratch, nh + len + (group ? glen : 0)))
         return -1;
-    srv_buf_append(&w->scratch, d, DB_BYTES);
+    srv_buf_append(&w->scratch, h, nh);
     srv_buf_append(&w->scratch, name, len);
+    if (group)
+        srv_buf_append(&w->scratch, group, glen);
     return 0;
 }
 
-static bw_key *key_find(srv_bwait *w, unsigned db, const char *name, size_t len)
+static bw_key *key_find(srv_bwait *w, unsigned db, const char *name, size_t len,
+                        const char *group, size_t glen)
 {
     srv_dict_entry *de;
 
-    if (key_name(w, db, name, len))
+    if (key_name(w, db, name, len, group, glen))
         return NULL;
     de = srv_dict_find(&w->keys, w->scratch.data, w->scratch.len,
                        srv_dict_hash(w->scratch.data, w->scratch.len));
     return de ? de->val : NULL;
+}
+
+/* The entry named in w->scratch, made if new; NULL on ENOMEM. */
+static bw_key *key_get(srv_bwait *w, unsigned db)
+{
+    uint64_t h = srv_dict_hash(w->scratch.data, w->scratch.len);
+    srv_dict_entry *de = srv_dict_find(&w->keys, w->scratch.data,
+                                       w->scratch.len, h);
+    bw_key *k;
+
+    if (de)
+        return de->val;
+    if (!(k = calloc(1, sizeof *k)) ||
+        !(de = srv_dict_add(&w->keys, w->scratch.data, w->scratch.len, h))) {
+        free(k);
+        return NULL;
+    }
+    de->val = k;
+    k->de = de;
+    k->db = db;
+    return k;
+}
+
+static void key_drop_if_empty(srv_bwait *w, bw_key *k)
+{
+    bw_key *parent = k->parent;
+
+    if (k->head || k->children)
+        return;
+    if (parent) {
+        if (k->sib_prev)
+            k->sib_prev->sib_next = k->sib_next;
+        else
+            parent->children = k->sib_next;
+        if (k->sib_next)
+            k->sib_next->sib_prev = k->sib_prev;
+    }
+    srv_dict_remove(&w->keys, k->de);
+    free(k);
+    if (parent)
+        key_drop_if_empty(w, parent);
+}
+
+/* The queue waiters of `group` (NULL: plain readers) of key `name` join,
+ * made if new (a group's under the key's entry); NULL on ENOMEM. */
+static bw_key *queue_get(srv_bwait *w, unsigned db, const char *name,
+                         size_t len, const char *group, size_t glen)
+{
+    bw_key *parent, *k;
+
+    if (key_name(w, db, name, len, NULL, 0) || !(parent = key_get(w, db)))
+        return NULL;
+    if (!group)
+        return parent;
+    if (key_name(w, db, name, len, group, glen) || !(k = key_get(w, db))) {
+        key_drop_if_empty(w, parent);
+        return NULL;
+    }
+    if (!k->parent) {
+        k->parent = parent;
+        k->sib_next = parent->children;
+        if (parent->children)
+            parent->children->sib_prev = k;
+        parent->children = k;
+    }
+    return k;
 }
 
 static void waiter_name(unsigned char *out, uint32_t link, uint64_t token)
@@ -135,8 +237,9 @@ static void dispatch(srv_bwait *w, bw_key *k)
             continue;
         x->grant = k;
         k->granted++;
-        w->grant(w->ctx, x->link, x->token, k->de->key + DB_BYTES,
-                 k->de->klen - DB_BYTES);
+        const srv_dict_entry *named = k->parent ? k->parent->de : k->de;
+        w->grant(w->ctx, x->link, x->token, named->key + NAME_HDR,
+                 named->klen - NAME_HDR);
     }
 }
 
@@ -160,14 +263,6 @@ static bw_key *ungrant(bw_waiter *x)
         x->grant = NULL;
     }
     return k;
-}
-
-static void key_drop_if_empty(srv_bwait *w, bw_key *k)
-{
-    if (k->head)
-        return;
-    srv_dict_remove(&w->keys, k->de);
-    free(k);
 }
 
 /* Take x out of every queue and free it; keys it leaves go on granting. */
@@ -199,8 +294,8 @@ static void waiter_free(srv_bwait *w, bw_waiter *x)
 }
 
 int srv_bwait_add(srv_bwait *w, uint32_t link, uint64_t token, unsigned db,
-                  uint64_t order, int nkeys, const char *const *keys,
-                  const size_t *lens)
+                  uint64_t order, const char *group, size_t glen, int nkeys,
+                  const char *const *keys, const size_t *lens)
 {
     unsigned char name[WAITER_KEY_BYTES];
     uint64_t h;
@@ -227,23 +322,9 @@ int srv_bwait_add(srv_bwait *w, uint32_t link, uint64_t token, unsigned db,
     x->nkeys = nkeys;
     for (int i = 0; i < nkeys; i++) {
         bw_node *n = &x->nodes[i];
-        bw_key *k;
-        if (key_name(w, db, keys[i], lens[i]))
+        bw_key *k = queue_get(w, db, keys[i], lens[i], group, glen);
+        if (!k)
             goto nomem;
-        h = srv_dict_hash(w->scratch.data, w->scratch.len);
-        if (!(de = srv_dict_find(&w->keys, w->scratch.data, w->scratch.len,
-                                 h))) {
-            if (!(k = calloc(1, sizeof *k)) ||
-                !(de = srv_dict_add(&w->keys, w->scratch.data, w->scratch.len,
-                                    h))) {
-                free(k);
-                goto nomem;
-            }
-            de->val = k;
-            k->de = de;
-            k->db = db;
-        }
-        k = de->val;
         bw_node *after = k->tail;
         while (after && after->waiter->order > order)
             after = after->prev;
@@ -279,7 +360,23 @@ void srv_bwait_remove(srv_bwait *w, uint32_t link, uint64_t token)
 void srv_bwait_ready(srv_bwait *w, unsigned db, const char *key, size_t len,
                      uint64_t n, uint64_t txn)
 {
-    bw_key *k = key_find(w, db, key, len);
+    bw_key *k = key_find(w, db, key, len, NULL, 0);
+
+    if (!k)
+        return;
+    estimate(k, n, txn);
+    dispatch(w, k);
+    /* One reader of each group tries; what it leaves passes on. */
+    for (bw_key *g = k->children; g; g = g->sib_next) {
+        estimate(g, n ? 1 : 0, txn);
+        dispatch(w, g);
+    }
+}
+
+void srv_bwait_hint(srv_bwait *w, unsigned db, const char *key, size_t len,
+                    const char *group, size_t glen, uint64_t n, uint64_t txn)
+{
+    bw_key *k = key_find(w, db, key, len, group, glen);
 
     if (!k)
         return;
@@ -312,11 +409,12 @@ void srv_bwait_db_ready(srv_bwait *w, unsigned db, uint64_t txn)
 }
 
 void srv_bwait_served(srv_bwait *w, uint32_t link, uint64_t token, int done,
-                      unsigned db, const char *key, size_t len, uint64_t left,
+                      unsigned db, const char *key, size_t len,
+                      const char *group, size_t glen, uint64_t left,
                       uint64_t txn)
 {
     bw_waiter *x = waiter_find(w, link, token);
-    bw_key *k = key_find(w, db, key, len), *held = NULL;
+    bw_key *k = key_find(w, db, key, len, group, glen), *held = NULL;
 
     if (k)
         estimate(k, left, txn);
@@ -329,7 +427,7 @@ void srv_bwait_served(srv_bwait *w, uint32_t link, uint64_t token, int done,
     if (held && held != k)
         dispatch(w, held);
     /* k may have been freed with x (its last waiter): look it up again. */
-    if ((k = key_find(w, db, key, len)))
+    if ((k = key_find(w, db, key, len, group, glen)))
         dispatch(w, k);
     if (x)
         for (int i = 0; i < x->nkeys; i++)

@@ -10,7 +10,9 @@
 #include "server/srv_block.h"
 #include "server/srv_reply.h"
 #include "server/srv_util.h"
+#include "storage/st_codec.h"
 #include "storage/st_err.h"
+#include "storage/st_stream.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -269,6 +271,37 @@ void srv_stream_group_advance(const srv_stream *s, st_stream_group *g,
     g->last = *id;
 }
 
+/* A blocked XREAD or XREADGROUP's check (srv_block_ready_fn): an XREAD
+ * reader has something when its stream's last entry is past its id (every
+ * reader may read it), a group's reader when it is past the group's last
+ * delivered id, or when the stream or the group went (its error is its
+ * answer). */
+static uint64_t stream_ready(struct st_txn *t, const srv_block_view *v, int key,
+                             int64_t now)
+{
+    const srv_slice *a = &v->argv[key], *gname = &v->argv[v->group];
+    st_stream_id after, last;
+    st_stream_group g;
+    st_keyref k;
+    st_obj o;
+
+    st_codec_keyref_init(&k, v->db, a->ptr, a->len);
+    if (st_coll_open(t, &k, ST_TYPE_STREAM, now, &o))
+        return v->group ? 1 : 0;
+    if (v->group) {
+        if (st_stream_group_get(t, &o, gname->ptr, gname->len, &g))
+            return 1;
+        after = g.last;
+    } else if (srv_stream_parse_id(&v->argv[key + v->nkeys], &after, 0, 1,
+                                   NULL)) {
+        return 1; /* cannot be: it was parsed before it blocked */
+    }
+    if (!o.c.card || st_stream_edge(t, &o, 1, &last) ||
+        st_stream_id_cmp(&last, &after) <= 0)
+        return 0;
+    return v->group ? 1 : ST_STREAM_READERS_ANY;
+}
+
 void srv_stream_block_or_reply(srv_conn *c, const srv_stream_read *r,
                                const st_stream_id *after)
 {
@@ -301,7 +334,9 @@ void srv_stream_block_or_reply(srv_conn *c, const srv_stream_read *r,
                                              .first_key = r->first_key,
                                              .nkeys = r->nkeys,
                                              .timeout_ms = r->timeout_ms,
-                                             .null_array = 1 });
+                                             .null_array = 1,
+                                             .group = r->group,
+                                             .ready = stream_ready });
     if (after)
         for (int i = 0; i < r->nkeys; i++)
             c->argv[ids + i] = saved[i];

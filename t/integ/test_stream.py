@@ -877,6 +877,84 @@ def blocked_count(c):
     return int(m.group(1)) if m else 0
 
 
+def spread(srv, n, workers):
+    """n clients placed round-robin over `workers` workers, with each
+    one's worker index."""
+    by, pool, out = {}, [], []
+    try:
+        while any(len(by.get(i, [])) < (n + workers - 1 - i) // workers
+                  for i in range(workers)):
+            assert_true(len(pool) < 400, 'clients on %d workers' % workers)
+            c = srv.client()
+            pool.append(c)
+            m = re.search(rb'worker=(\d+)', c.call('CLIENT', 'INFO'))
+            by.setdefault(int(m.group(1)), []).append(c)
+        ws = sorted(by)
+        for i in range(n):
+            out.append((by[ws[i % workers]][i // workers], ws[i % workers]))
+        return out
+    finally:
+        for c in pool:
+            if c not in [x for x, _ in out]:
+                c.close()
+
+
+def test_group_readers_fifo_across_workers():
+    """Readers of one consumer group blocked one after the other on three
+    workers are served in that order, one entry each, whether the entries
+    come in one transaction or in a burst of XADDs from any worker; a
+    plain XREAD reader and another group's reader each see the first
+    entry too."""
+    larder_only()
+    n = 6
+    with Server(workers=3) as srv:
+        placed = spread(srv, n + 3, 3)
+        readers, (other, _), (plain, _), (pusher, _) = (placed[:n],
+                                                       placed[n],
+                                                       placed[n + 1],
+                                                       placed[n + 2])
+        pusher.call('XGROUP', 'CREATE', 'q', 'g', '$', 'MKSTREAM')
+        pusher.call('XGROUP', 'CREATE', 'q', 'h', '$')
+        try:
+            for rnd in range(4):
+                for i, (c, _) in enumerate(readers):
+                    c.send('XREADGROUP', 'GROUP', 'g', 'c%d' % i, 'COUNT',
+                           '1', 'BLOCK', '0', 'STREAMS', 'q', '>')
+                    wait_blocked(srv, i + 1)
+                other.send('XREADGROUP', 'GROUP', 'h', 'o', 'COUNT', '1',
+                           'BLOCK', '0', 'STREAMS', 'q', '>')
+                plain.send('XREAD', 'COUNT', '1', 'BLOCK', '0', 'STREAMS',
+                           'q', '$')
+                wait_blocked(srv, n + 2)
+                ids = ['%d-%d' % (rnd + 1, i + 1) for i in range(n)]
+                if rnd % 2 == 0:
+                    pusher.call('MULTI')
+                    for e in ids:
+                        pusher.call('XADD', 'q', e, 'n', e)
+                    assert_eq(pusher.call('EXEC'), [e.encode() for e in ids])
+                else:
+                    for e in ids:
+                        pusher.send('XADD', 'q', e, 'n', e)
+                    for e in ids:
+                        assert_eq(pusher.read_reply(), e.encode())
+                for i, (c, wk) in enumerate(readers):
+                    e = ids[i].encode()
+                    assert_eq(c.read_reply(), [[b'q', [[e, [b'n', e]]]]],
+                              'round %d: reader %d on worker %d'
+                              % (rnd, i, wk))
+                first = ids[0].encode()
+                assert_eq(other.read_reply(),
+                          [[b'q', [[first, [b'n', first]]]]])
+                assert_eq(plain.read_reply(),
+                          [[b'q', [[first, [b'n', first]]]]])
+                # h's reader takes the rest, so each round starts level.
+                assert_eq(len(other.call('XREADGROUP', 'GROUP', 'h', 'o',
+                                         'STREAMS', 'q', '>')[0][1]), n - 1)
+        finally:
+            for c, _ in placed:
+                c.close()
+
+
 def test_block_across_workers():
     """XREAD and XREADGROUP BLOCK on one worker wake on an XADD from
     another, without polling; waiters are served FIFO; a timeout answers
@@ -905,19 +983,10 @@ def test_block_across_workers():
         a2.send('XREADGROUP', 'GROUP', 'g', 'c2', 'COUNT', '1', 'BLOCK', '0',
                 'STREAMS', 'bs', '>')
         wait_blocked(srv, 2)
-        # KNOWN DEFECT (issue 13, open): FIFO is not guaranteed here. A
-        # stream waiter's check after its registration finds the stream
-        # present and runs the read again at once (presence says nothing
-        # of new entries), so a reader that blocked second takes an entry
-        # added while its check is on its way (about 1 run in 3 with the
-        # sanitizer build). Until the check compares entry ids, this part
-        # asserts exactly-once delivery, one entry to each reader.
         w.call('XADD', 'bs', '3-1', 'n', '1')
-        wait_blocked(srv, 1)
+        assert_eq(a.read_reply(), [[b'bs', [[b'3-1', [b'n', b'1']]]]])
         w.call('XADD', 'bs', '4-1', 'n', '2')
-        got = sorted([a.read_reply(), a2.read_reply()])
-        assert_eq(got, [[[b'bs', [[b'3-1', [b'n', b'1']]]]],
-                        [[b'bs', [[b'4-1', [b'n', b'2']]]]]])
+        assert_eq(a2.read_reply(), [[b'bs', [[b'4-1', [b'n', b'2']]]]])
         assert_eq(w.call('XPENDING', 'bs', 'g')[3],
                   [[b'c1', b'1'], [b'c2', b'1']])
         # A timeout answers a null array.

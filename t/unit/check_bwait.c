@@ -5,8 +5,10 @@
  * time and keeps its place when it finds nothing; removal, a finished
  * waiter and a lost link pass grants on; stale reports change nothing;
  * queues ordered by when clients blocked, not by when their
- * registrations arrived; whole-database readiness; and a randomized model run
- * against a simple reference that checks no grant is ever lost.
+ * registrations arrived; whole-database readiness; a consumer group's
+ * readers granted one at a time beside plain readers, and a check's hint
+ * granted to the oldest waiter, not the one that looked; and a randomized
+ * model run against a simple reference that checks no grant is ever lost.
  */
 #include <check.h>
 #include <errno.h>
@@ -61,7 +63,8 @@ static void add1(srv_bwait *w, uint32_t link, uint64_t token, const char *key)
     const char *keys[] = { key };
     size_t lens[] = { strlen(key) };
 
-    ck_assert_int_eq(srv_bwait_add(w, link, token, 0, ++place, 1, keys, lens),
+    ck_assert_int_eq(srv_bwait_add(w, link, token, 0, ++place, NULL, 0, 1, keys,
+                                   lens),
                      0);
 }
 
@@ -73,7 +76,8 @@ static void ready(srv_bwait *w, const char *key, uint64_t n, uint64_t txn)
 static void served(srv_bwait *w, uint32_t link, uint64_t token, int done,
                    const char *key, uint64_t left, uint64_t txn)
 {
-    srv_bwait_served(w, link, token, done, 0, key, strlen(key), left, txn);
+    srv_bwait_served(w, link, token, done, 0, key, strlen(key), NULL, 0, left,
+                     txn);
 }
 
 static void assert_grant(int i, uint32_t link, uint64_t token, const char *key)
@@ -225,9 +229,11 @@ START_TEST(test_one_grant_per_waiter)
     const char *keys[] = { "a", "b", "a" };
     size_t lens[] = { 1, 1, 1 };
 
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 3, keys, lens), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 1, keys, lens), EEXIST);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 5, 0, 5, 0, keys, lens), EINVAL);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, NULL, 0, 3, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, NULL, 0, 1, keys, lens),
+                     EEXIST);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 5, 0, 5, NULL, 0, 0, keys, lens),
+                     EINVAL);
     add1(w, 2, 2, "b");
     ck_assert_uint_eq(srv_bwait_keys(w), 2);
     ready(w, "a", 1, 10);
@@ -253,9 +259,9 @@ START_TEST(test_queue_by_order_not_arrival)
     /* Places 30, 10, 20 arrive in that order (three workers' WAITs read
      * in one round, or a slow one); the one that blocked first, with
      * three keys of which one twice, is served first from each. */
-    ck_assert_int_eq(srv_bwait_add(w, 3, 7, 0, 30, 1, keys, lens), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 8, 0, 10, 3, keys, lens), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 2, 9, 0, 20, 2, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 3, 7, 0, 30, NULL, 0, 1, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 8, 0, 10, NULL, 0, 3, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 2, 9, 0, 20, NULL, 0, 2, keys, lens), 0);
     ready(w, "a", 3, 100);
     ck_assert_int_eq(ngrants, 3);
     assert_grant(0, 1, 8, "a");
@@ -269,9 +275,12 @@ START_TEST(test_queue_by_order_not_arrival)
     ck_assert_uint_eq(srv_bwait_waiters(w), 0);
     ck_assert_uint_eq(srv_bwait_keys(w), 0);
     /* ...and equal places queue in arrival. */
-    ck_assert_int_eq(srv_bwait_add(w, 2, 11, 0, 40, 1, keys + 1, lens), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 12, 0, 40, 1, keys + 1, lens), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 3, 13, 0, 35, 1, keys + 1, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 2, 11, 0, 40, NULL, 0, 1, keys + 1, lens),
+                     0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 12, 0, 40, NULL, 0, 1, keys + 1, lens),
+                     0);
+    ck_assert_int_eq(srv_bwait_add(w, 3, 13, 0, 35, NULL, 0, 1, keys + 1, lens),
+                     0);
     ready(w, "b", 3, 104);
     assert_grant(3, 3, 13, "b");
     assert_grant(4, 2, 11, "b");
@@ -286,7 +295,7 @@ START_TEST(test_free_again_takes_the_other_key)
     const char *keys[] = { "a", "b" };
     size_t lens[] = { 1, 1 };
 
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 2, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, NULL, 0, 2, keys, lens), 0);
     ready(w, "a", 1, 10);
     ready(w, "b", 1, 11); /* it holds a's grant: b waits for it */
     ck_assert_int_eq(ngrants, 1);
@@ -303,8 +312,8 @@ START_TEST(test_databases_apart_and_db_ready)
     const char *k[] = { "q" };
     size_t l[] = { 1 };
 
-    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, 1, k, l), 0);
-    ck_assert_int_eq(srv_bwait_add(w, 1, 2, 3, 2, 1, k, l), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 1, 0, 1, NULL, 0, 1, k, l), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 2, 3, 2, NULL, 0, 1, k, l), 0);
     ck_assert_uint_eq(srv_bwait_keys(w), 2);
     srv_bwait_ready(w, 3, "q", 1, 1, 10);
     assert_grant(0, 1, 2, "q");
@@ -314,6 +323,120 @@ START_TEST(test_databases_apart_and_db_ready)
     assert_grant(1, 1, 1, "q");
     srv_bwait_db_ready(w, 5, 12); /* nobody there */
     ck_assert_int_eq(ngrants, 2);
+    srv_bwait_destroy(&w);
+}
+END_TEST
+
+/* Register waiter `token` of link 1 on "s" as a reader of `group` (NULL:
+ * a plain reader). */
+static void add_reader(srv_bwait *w, uint64_t token, uint64_t place,
+                       const char *group)
+{
+    const char *keys[] = { "s" };
+    size_t lens[] = { 1 };
+
+    ck_assert_int_eq(srv_bwait_add(w, 1, token, 0, place, group,
+                                   group ? strlen(group) : 0, 1, keys, lens),
+                     0);
+}
+
+static void group_served(srv_bwait *w, uint64_t token, int done,
+                         const char *group, uint64_t left, uint64_t txn)
+{
+    srv_bwait_served(w, 1, token, done, 0, "s", 1, group, strlen(group), left,
+                     txn);
+}
+
+START_TEST(test_group_readers_one_at_a_time)
+{
+    srv_bwait *w = fresh();
+
+    /* Two readers of g, one of h, two plain readers of stream s. */
+    add_reader(w, 1, 1, "g");
+    add_reader(w, 2, 2, "g");
+    add_reader(w, 3, 3, "h");
+    add_reader(w, 4, 4, NULL);
+    add_reader(w, 5, 5, NULL);
+    ck_assert_uint_eq(srv_bwait_waiters(w), 5);
+    ck_assert_uint_eq(srv_bwait_keys(w), 3); /* s, and g's and h's queues */
+    /* An entry (a stream tells "any number of readers"): every plain
+     * reader, and the oldest reader of each group; all named "s". */
+    ready(w, "s", 1u << 30, 10);
+    ck_assert_int_eq(ngrants, 4);
+    for (int i = 0; i < ngrants; i++) {
+        ck_assert_str_eq(grants[i].key, "s");
+        ck_assert_uint_ne(grants[i].token, 2);
+    }
+    /* Another entry while 1 is on its way: still one grant for g. */
+    ready(w, "s", 1u << 30, 11);
+    ck_assert_int_eq(ngrants, 4);
+    /* 1 took one entry and one is left for g: 2 is next. */
+    group_served(w, 1, 1, "g", 1, 12);
+    ck_assert_int_eq(ngrants, 5);
+    assert_grant(4, 1, 2, "s");
+    /* 2 takes the last; h's reader found nothing and waits on. */
+    group_served(w, 2, 1, "g", 0, 13);
+    group_served(w, 3, 0, "h", 0, 14);
+    ck_assert_int_eq(ngrants, 5);
+    ck_assert_uint_eq(srv_bwait_waiters(w), 3);
+    /* g's queue went with its readers; s stays for 4, 5 and h's 3. */
+    ck_assert_uint_eq(srv_bwait_keys(w), 2);
+    srv_bwait_remove(w, 1, 3);
+    srv_bwait_remove(w, 1, 4);
+    srv_bwait_remove(w, 1, 5);
+    ck_assert_uint_eq(srv_bwait_keys(w), 0);
+    srv_bwait_destroy(&w);
+}
+END_TEST
+
+START_TEST(test_hint_grants_the_oldest)
+{
+    srv_bwait *w = fresh();
+
+    /* Readers 1 and 2 of g; 2's check finds an entry for g: 1 gets it. */
+    add_reader(w, 1, 1, "g");
+    add_reader(w, 2, 2, "g");
+    srv_bwait_hint(w, 0, "s", 1, "g", 1, 1, 20);
+    ck_assert_int_eq(ngrants, 1);
+    assert_grant(0, 1, 1, "s");
+    /* The entry's own signal, same transaction: nothing more. */
+    ready(w, "s", 1u << 30, 20);
+    ck_assert_int_eq(ngrants, 1);
+    /* A hint for another group, or a key nobody waits on, grants
+     * nothing here. */
+    srv_bwait_hint(w, 0, "s", 1, "x", 1, 1, 21);
+    srv_bwait_hint(w, 0, "t", 1, NULL, 0, 1, 21);
+    ck_assert_int_eq(ngrants, 1);
+    /* A plain key's hint: its oldest free plain waiter. */
+    add1(w, 1, 7, "l");
+    add1(w, 1, 8, "l");
+    srv_bwait_hint(w, 0, "l", 1, NULL, 0, 1, 22);
+    ck_assert_int_eq(ngrants, 2);
+    assert_grant(1, 1, 7, "l");
+    srv_bwait_destroy(&w);
+}
+END_TEST
+
+START_TEST(test_group_queue_and_key_names_apart)
+{
+    srv_bwait *w = fresh();
+    /* A plain key named like a group's queue could be, in another db. */
+    const char *keys[] = { "sg" };
+    size_t lens[] = { 2 };
+
+    add_reader(w, 1, 1, "g");
+    ck_assert_int_eq(srv_bwait_add(w, 1, 2, 0, 2, NULL, 0, 1, keys, lens), 0);
+    ck_assert_int_eq(srv_bwait_add(w, 1, 3, 0, 3, "", 0, 1, keys, lens), 0);
+    ready(w, "sg", 1, 5);
+    ck_assert_int_eq(ngrants, 2); /* 2, and 3 (group "") */
+    assert_grant(0, 1, 2, "sg");
+    assert_grant(1, 1, 3, "sg");
+    srv_bwait_db_ready(w, 0, 6); /* s's group g too */
+    ck_assert_int_eq(ngrants, 3);
+    assert_grant(2, 1, 1, "s");
+    srv_bwait_drop_link(w, 1);
+    ck_assert_uint_eq(srv_bwait_waiters(w), 0);
+    ck_assert_uint_eq(srv_bwait_keys(w), 0);
     srv_bwait_destroy(&w);
 }
 END_TEST
@@ -380,8 +503,8 @@ START_TEST(test_model_no_lost_wakeup)
             x->key = k;
             x->link = (uint32_t)(i % MODEL_LINKS);
             x->token = next_token++;
-            ck_assert_int_eq(srv_bwait_add(w, x->link, x->token, 0, x->token, 1,
-                                           keys, lens),
+            ck_assert_int_eq(srv_bwait_add(w, x->link, x->token, 0, x->token,
+                                           NULL, 0, 1, keys, lens),
                              0);
         } else if (op < 5) {
             /* A push: creation is reported, a push to a present key is
@@ -401,8 +524,8 @@ START_TEST(test_model_no_lost_wakeup)
             x->granted = 0;
             if (done)
                 x->live = 0;
-            srv_bwait_served(w, x->link, x->token, done, 0, gkey, 1, melems[gk],
-                             txn);
+            srv_bwait_served(w, x->link, x->token, done, 0, gkey, 1, NULL, 0,
+                             melems[gk], txn);
         } else if (op == 8 && x->live) {
             /* Timed out or gone. */
             x->live = 0;
@@ -449,6 +572,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_queue_by_order_not_arrival);
     tcase_add_test(tc, test_free_again_takes_the_other_key);
     tcase_add_test(tc, test_databases_apart_and_db_ready);
+    tcase_add_test(tc, test_group_readers_one_at_a_time);
+    tcase_add_test(tc, test_hint_grants_the_oldest);
+    tcase_add_test(tc, test_group_queue_and_key_names_apart);
     suite_add_tcase(s, tc);
     tc = tcase_create("model");
     tcase_set_timeout(tc, TIMEOUT_S);
