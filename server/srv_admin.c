@@ -655,37 +655,13 @@ static void verb_loglevel(srv_conn *c)
         srv_reply_ok(c);
 }
 
-typedef struct get_ctx {
-    srv_conn *c;
-    srv_buf pairs;
-    long long n;
-} get_ctx;
-
-static void get_one(void *arg, const char *name, const char *value)
-{
-    get_ctx *g = arg;
-    srv_buf saved = g->c->out;
-
-    g->c->out = g->pairs;
-    srv_reply_bulk_cstr(g->c, name);
-    srv_reply_bulk_cstr(g->c, value);
-    g->pairs = g->c->out;
-    g->c->out = saved;
-    g->n++;
-}
-
 static void verb_config(srv_conn *c)
 {
     const srv_slice *sub = &c->argv[1];
     char err[ADMIN_ERR_MAX];
 
     if (c->argc >= 3 && srv_util_streq(sub->ptr, sub->len, "get")) {
-        get_ctx g = { c, { NULL, 0, 0 }, 0 };
-        srv_config_refresh();
-        srv_config_get_many(srv_her.cfg, c->argv + 2, c->argc - 2, get_one, &g);
-        srv_reply_map(c, g.n);
-        srv_reply_raw(c, g.pairs.data, g.pairs.len);
-        srv_buf_free(&g.pairs);
+        srv_cfgops_reply_get(c, c->argv + 2, c->argc - 2);
     } else if (srv_util_streq(sub->ptr, sub->len, "set")) {
         config_set(c, 2);
     } else if (c->argc == 2 && srv_util_streq(sub->ptr, sub->len, "rewrite")) {

@@ -5,6 +5,7 @@
 #include "server/srv_cmdstats.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_reply.h"
 #include "server/srv_stats.h"
 #include "shm/shm_cache.h"
 #include "shm/shm_error.h"
@@ -155,4 +156,35 @@ void srv_cfgops_resetstat(void)
         atomic_store(&s->slot[i].keyspace_hits, 0);
         atomic_store(&s->slot[i].keyspace_misses, 0);
     }
+}
+
+typedef struct get_ctx {
+    srv_conn *c;
+    srv_buf pairs; /* the name/value replies, collected */
+    long long n;
+} get_ctx;
+
+static void get_one(void *arg, const char *name, const char *value)
+{
+    get_ctx *g = arg;
+    srv_buf saved = g->c->out;
+
+    /* Encoded into the side buffer by the reply encoder itself. */
+    g->c->out = g->pairs;
+    srv_reply_bulk_cstr(g->c, name);
+    srv_reply_bulk_cstr(g->c, value);
+    g->pairs = g->c->out;
+    g->c->out = saved;
+    g->n++;
+}
+
+void srv_cfgops_reply_get(srv_conn *c, const srv_slice *patterns, int npatterns)
+{
+    get_ctx g = { c, { NULL, 0, 0 }, 0 };
+
+    srv_config_refresh(); /* in case this process's tick is late */
+    srv_config_get_many(srv_her.cfg, patterns, npatterns, get_one, &g);
+    srv_reply_map(c, g.n);
+    srv_reply_raw(c, g.pairs.data, g.pairs.len);
+    srv_buf_free(&g.pairs);
 }

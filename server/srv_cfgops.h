@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "server/srv_config.h"
+#include "server/srv_conn.h"
 #include "server/srv_resp.h"
 
 /*
@@ -28,6 +29,14 @@ size_t srv_cfgops_cache_budget(const srv_config *cfg);
  */
 int srv_cfgops_set(const srv_slice *pairs, int npairs, char *err,
                    size_t errlen);
+
+/*
+ * CONFIG GET's reply to c: a map of every directive matching any of the
+ * `npatterns` globs, name and value (srv_config_get_many), from the
+ * configuration as published now.
+ */
+void srv_cfgops_reply_get(srv_conn *c, const srv_slice *patterns,
+                          int npatterns);
 
 /*
  * CONFIG REWRITE of this process's configuration into the file it was

@@ -17,37 +17,10 @@
 
 #define CONFIG_REPLY_MAX (SRV_CONFIG_ERR_SIZE * 2)
 
-typedef struct config_get_ctx {
-    srv_conn *c;
-    srv_buf pairs; /* collected name/value replies */
-    long long n;
-} config_get_ctx;
-
-static void config_get_one(void *arg, const char *name, const char *value)
-{
-    config_get_ctx *g = arg;
-    srv_buf saved = g->c->out;
-
-    /* Encode into the side buffer, reusing the reply encoder. */
-    g->c->out = g->pairs;
-    srv_reply_bulk_cstr(g->c, name);
-    srv_reply_bulk_cstr(g->c, value);
-    g->pairs = g->c->out;
-    g->c->out = saved;
-    g->n++;
-}
-
 /* CONFIG GET pattern [pattern ...]: each matching name once. */
 static void config_get(srv_conn *c)
 {
-    config_get_ctx g = { c, { NULL, 0, 0 }, 0 };
-
-    srv_config_refresh(); /* in case our tick is late */
-    srv_config_get_many(srv_her.cfg, c->argv + 2, c->argc - 2, config_get_one,
-                        &g);
-    srv_reply_map(c, g.n);
-    srv_reply_raw(c, g.pairs.data, g.pairs.len);
-    srv_buf_free(&g.pairs);
+    srv_cfgops_reply_get(c, c->argv + 2, c->argc - 2);
 }
 
 /*
