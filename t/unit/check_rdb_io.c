@@ -102,7 +102,7 @@ static void lzf_round_trip(const uint8_t *in, size_t n, uint32_t *htab)
 START_TEST(test_lzf_round_trips)
 {
     uint32_t *htab = calloc(RDB_LZF_HTAB, sizeof *htab);
-    uint8_t *buf = malloc(BIG);
+    uint8_t *buf = calloc(1, BIG);
     uint64_t x = 88172645463325252ull;
 
     /* Sizes across the literal-run and reference limits, several shapes. */
