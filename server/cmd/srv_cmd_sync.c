@@ -239,7 +239,7 @@ static void snapshot_child(srv_conn *c, const repl_state *s)
     srv_her.cache = NULL; /* a reader of its own, outside the cache */
     if ((rc = srv_heritage_env_open(1, &env)) == 0) {
         /* Replies the worker had not sent yet come first. */
-        rc = send_all(fd, c->out.data + c->out_sent, pending);
+        rc = pending ? send_all(fd, c->out.data + c->out_sent, pending) : 0;
         if (rc == 0)
             rc = s->capa_eof ? send_eof_style(env, fd, s->no_keys)
                              : send_bulk_style(env, fd, s->no_keys);
