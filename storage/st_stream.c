@@ -6,6 +6,7 @@
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define ENTRIES(t) ((t)->env->dbi[ST_DBI_STREAMS])
@@ -26,8 +27,21 @@
 #define KIND_PEL 'p'
 #define KIND_CPEL 'q'
 
-#define KEY_MAX \
-    (ST_COLL_ID_BYTES + 1 + 2 * NUM_BYTES + ID_BYTES + ST_STREAM_NAME_MAX)
+/*
+ * A group or consumer name longer than ST_STREAM_NAME_INLINE is keyed by
+ * its first ST_STREAM_NAME_INLINE bytes, a 128-bit hash of the whole and
+ * a probe byte; its record is followed by the full name, which lookups
+ * compare (two names with one hash take different probes).
+ */
+#define NAME_HASH_BYTES 16
+#define NAME_PROBES 256
+#define NAME_LONG_TAIL (NAME_HASH_BYTES + 1)
+#define NAME_SEED_A 0x73747265616d6e61ull /* "streamna" */
+#define NAME_SEED_B 0x6d65686173686232ull /* "mehashb2" */
+
+#define KEY_MAX                                                                \
+    (ST_COLL_ID_BYTES + 1 + 2 * NUM_BYTES + ID_BYTES + ST_STREAM_NAME_INLINE + \
+     NAME_LONG_TAIL)
 
 int st_stream_id_cmp(const st_stream_id *a, const st_stream_id *b)
 {
@@ -463,28 +477,276 @@ static int walk_prefix(st_txn *t, const uint8_t *prefix, size_t plen,
     return rc == MDB_NOTFOUND || rc == EINVAL ? 0 : st_err_map(rc);
 }
 
+/*
+ * Named records (groups, consumers): the key is `head` (the collection
+ * id, the kind and the group number for a consumer) then the name, or
+ * for a long name its digest form; the value is the fixed-size record,
+ * followed by the full name in the digest form.
+ */
+
+/* Key of `name` after head[0..hlen): inline, or the digest form without
+ * its probe byte (the stem). Returns the size written. */
+static size_t name_stem(uint8_t *key, size_t hlen, const void *name, size_t len)
+{
+    if (len <= ST_STREAM_NAME_INLINE) {
+        if (len)
+            memcpy(key + hlen, name, len);
+        return hlen + len;
+    }
+    memcpy(key + hlen, name, ST_STREAM_NAME_INLINE);
+    hlen += ST_STREAM_NAME_INLINE;
+    st_codec_put_be64(key + hlen, st_codec_hash64(name, len, NAME_SEED_A));
+    st_codec_put_be64(key + hlen + NUM_BYTES,
+                      st_codec_hash64(name, len, NAME_SEED_B));
+    return hlen + NAME_HASH_BYTES;
+}
+
+/* Does the digest-form value `v` (a record of `size` bytes, then the
+ * name) hold `name`? */
+static int long_name_is(const MDB_val *v, size_t size, const void *name,
+                        size_t len)
+{
+    return v->mv_size == size + len &&
+           memcmp((const uint8_t *)v->mv_data + size, name, len) == 0;
+}
+
+/*
+ * Find the record of `name` under head[0..hlen) in `key`: 0 with *klen
+ * its key's size and *v its value (borrowed), ST_ENOTFOUND with *klen
+ * the key to write it under, ST_ECOLLISION when every probe of its
+ * digest holds another name, or a storage error.
+ */
+static int named_find(st_txn *t, uint8_t *key, size_t hlen, const void *name,
+                      size_t len, size_t size, size_t *klen, MDB_val *v)
+{
+    MDB_cursor *cur;
+    MDB_val k;
+    size_t stem = name_stem(key, hlen, name, len);
+    int rc, free_probe = -1;
+
+    if (len <= ST_STREAM_NAME_INLINE) {
+        k.mv_size = *klen = stem;
+        k.mv_data = key;
+        rc = mdb_get(t->txn, GROUPS(t), &k, v);
+        if (rc)
+            return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
+        return v->mv_size == size ? 0 : ST_ECORRUPT;
+    }
+    /* The probes of one digest are adjacent keys: walk them in order. */
+    key[stem] = 0;
+    *klen = stem + 1;
+    k.mv_size = *klen;
+    k.mv_data = key;
+    if ((rc = mdb_cursor_open(t->txn, GROUPS(t), &cur)))
+        return st_err_map(rc);
+    rc = mdb_cursor_get(cur, &k, v, MDB_SET_RANGE);
+    for (int probe = 0; probe < NAME_PROBES && (rc == 0 || rc == MDB_NOTFOUND);
+         probe++) {
+        int stem_here = rc == 0 && k.mv_size == stem + 1 &&
+                        memcmp(k.mv_data, key, stem) == 0;
+        if (stem_here && ((const uint8_t *)k.mv_data)[stem] == probe) {
+            if (long_name_is(v, size, name, len)) {
+                key[stem] = (uint8_t)probe;
+                mdb_cursor_close(cur);
+                return 0;
+            }
+            rc = mdb_cursor_get(cur, &k, v, MDB_NEXT);
+            continue;
+        }
+        if (free_probe < 0)
+            free_probe = probe;
+        if (!stem_here)
+            break; /* no later probe of this digest is taken */
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND)
+        return st_err_map(rc);
+    if (free_probe < 0)
+        return ST_ECOLLISION;
+    key[stem] = (uint8_t)free_probe;
+    return ST_ENOTFOUND;
+}
+
+/* Copy out the record of `name`: 0, ST_ENOTFOUND or a storage error. */
+static int named_get(st_txn *t, uint8_t *key, size_t hlen, const void *name,
+                     size_t len, void *out, size_t size)
+{
+    MDB_val v;
+    size_t klen;
+    int rc = named_find(t, key, hlen, name, len, size, &klen, &v);
+
+    if (rc == ST_ECOLLISION)
+        return ST_ENOTFOUND;
+    if (rc)
+        return rc;
+    memcpy(out, v.mv_data, size);
+    return 0;
+}
+
+/* Create or replace the record of `name`. */
+static int named_put(st_txn *t, uint8_t *key, size_t hlen, const void *name,
+                     size_t len, const void *rec, size_t size)
+{
+    MDB_val k, v;
+    size_t klen;
+    int rc = named_find(t, key, hlen, name, len, size, &klen, &v);
+
+    if (rc && rc != ST_ENOTFOUND)
+        return rc;
+    if (len <= ST_STREAM_NAME_INLINE)
+        return put_raw(t, key, klen, rec, size);
+    k.mv_size = klen;
+    k.mv_data = key;
+    v.mv_size = size + len;
+    v.mv_data = NULL;
+    if ((rc = mdb_put(t->txn, GROUPS(t), &k, &v, MDB_RESERVE)))
+        return st_err_map(rc);
+    memcpy(v.mv_data, rec, size);
+    memcpy((uint8_t *)v.mv_data + size, name, len);
+    return 0;
+}
+
+/* Delete the record of `name`: 0, ST_ENOTFOUND or a storage error. */
+static int named_del(st_txn *t, uint8_t *key, size_t hlen, const void *name,
+                     size_t len, size_t size)
+{
+    MDB_val v;
+    size_t klen;
+    int rc = named_find(t, key, hlen, name, len, size, &klen, &v);
+
+    if (rc == ST_ECOLLISION)
+        return ST_ENOTFOUND;
+    return rc ? rc : del_raw(t, key, klen);
+}
+
+typedef int named_fn(void *ctx, const uint8_t *name, size_t len,
+                     const void *rec);
+
+/* One digest-form record held while its run is put in name order. */
+typedef struct named_item {
+    uint8_t *val; /* the name, then the record */
+    size_t len;   /* of the name */
+} named_item;
+
+/* Name order: bytes, then the shorter first (Redis's radix tree order). */
+static int named_item_cmp(const void *pa, const void *pb)
+{
+    const named_item *a = pa, *b = pb;
+    int c = memcmp(a->val, b->val, a->len < b->len ? a->len : b->len);
+
+    if (c)
+        return c;
+    return a->len < b->len ? -1 : a->len > b->len;
+}
+
+struct named_walk {
+    const uint8_t *prefix;
+    size_t plen, size;
+    named_fn *fn;
+    void *ctx;
+    named_item *run; /* digest-form names sharing their first bytes */
+    size_t n, cap;
+    uint8_t *rec; /* a record buffer for the run's calls */
+    int rc;
+};
+
+/* Hand the run to fn in name order and empty it: non-zero stops. */
+static int run_flush(struct named_walk *w)
+{
+    int stop = 0;
+
+    qsort(w->run, w->n, sizeof *w->run, named_item_cmp);
+    for (size_t i = 0; i < w->n; i++) {
+        if (!stop) {
+            memcpy(w->rec, w->run[i].val + w->run[i].len, w->size);
+            stop = w->fn(w->ctx, w->run[i].val, w->run[i].len, w->rec);
+        }
+        free(w->run[i].val);
+    }
+    w->n = 0;
+    return stop;
+}
+
+static int run_add(struct named_walk *w, const uint8_t *val, size_t vlen)
+{
+    size_t len = vlen - w->size;
+    uint8_t *copy;
+
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 4;
+        named_item *v = realloc(w->run, cap * sizeof *v);
+        if (!v)
+            return ENOMEM;
+        w->run = v;
+        w->cap = cap;
+    }
+    if (!(copy = malloc(vlen)))
+        return ENOMEM;
+    memcpy(copy, val + w->size, len);
+    memcpy(copy + len, val, w->size);
+    w->run[w->n].val = copy;
+    w->run[w->n++].len = len;
+    return 0;
+}
+
+/* The walk_prefix step of named_walk. Inline names come in key order,
+ * which is name order; digest-form names sort after every inline name
+ * that is a prefix of theirs and before every other name above their
+ * inline part, so only a run sharing that part needs sorting. */
+static int named_step(void *ctx, const uint8_t *rest, size_t rlen,
+                      const uint8_t *val, size_t vlen)
+{
+    struct named_walk *w = ctx;
+    int is_long = rlen == ST_STREAM_NAME_INLINE + NAME_LONG_TAIL;
+
+    if (w->n &&
+        (!is_long || memcmp(rest, w->run[0].val, ST_STREAM_NAME_INLINE) != 0))
+        if (run_flush(w))
+            return 1;
+    if (is_long) {
+        if (vlen <= w->size + ST_STREAM_NAME_INLINE)
+            return 0;
+        if ((w->rc = run_add(w, val, vlen)))
+            return 1;
+        return 0;
+    }
+    if (rlen > ST_STREAM_NAME_INLINE || vlen != w->size)
+        return 0;
+    memcpy(w->rec, val, w->size);
+    return w->fn(w->ctx, rest, rlen, w->rec);
+}
+
+/* Every record under prefix[0..plen) in name order. */
+static int named_walk(st_txn *t, const uint8_t *prefix, size_t plen,
+                      size_t size, named_fn *fn, void *ctx, void *rec)
+{
+    struct named_walk w = { prefix, plen, size, fn, ctx, NULL, 0, 0, rec, 0 };
+    int rc = walk_prefix(t, prefix, plen, NULL, 0, 0, named_step, &w);
+
+    if (!rc && !w.rc && w.n)
+        run_flush(&w);
+    for (size_t i = 0; i < w.n; i++)
+        free(w.run[i].val);
+    free(w.run);
+    return rc ? rc : w.rc;
+}
+
 int st_stream_group_get(st_txn *t, const st_obj *o, const void *name,
                         size_t len, st_stream_group *g)
 {
     uint8_t key[KEY_MAX];
+    size_t hlen = gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, NULL, 0);
 
-    if (len > ST_STREAM_NAME_MAX)
-        return ST_ENOTFOUND;
-    return get_fixed(t, key,
-                     gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, name, len),
-                     g, sizeof *g);
+    return named_get(t, key, hlen, name, len, g, sizeof *g);
 }
 
 int st_stream_group_put(st_txn *t, const st_obj *o, const void *name,
                         size_t len, const st_stream_group *g)
 {
     uint8_t key[KEY_MAX];
+    size_t hlen = gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, NULL, 0);
 
-    if (len > ST_STREAM_NAME_MAX)
-        return ST_EKEYSIZE;
-    return put_raw(t, key,
-                   gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, name, len), g,
-                   sizeof *g);
+    return named_put(t, key, hlen, name, len, g, sizeof *g);
 }
 
 int st_stream_group_del(st_txn *t, const st_obj *o, const void *name,
@@ -503,8 +765,9 @@ int st_stream_group_del(st_txn *t, const st_obj *o, const void *name,
         if ((rc = walk_prefix(t, key, klen, NULL, 0, 1, NULL, NULL)))
             return rc;
     }
-    return del_raw(t, key,
-                   gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, name, len));
+    return named_del(t, key,
+                     gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, NULL, 0),
+                     name, len, sizeof g);
 }
 
 struct group_walk {
@@ -512,16 +775,12 @@ struct group_walk {
     void *ctx;
 };
 
-static int group_step(void *ctx, const uint8_t *rest, size_t rlen,
-                      const uint8_t *val, size_t vlen)
+static int group_step(void *ctx, const uint8_t *name, size_t len,
+                      const void *rec)
 {
     struct group_walk *w = ctx;
-    st_stream_group g;
 
-    if (vlen != sizeof g)
-        return 0;
-    memcpy(&g, val, sizeof g);
-    return w->fn(w->ctx, rest, rlen, &g);
+    return w->fn(w->ctx, name, len, rec);
 }
 
 int st_stream_groups(st_txn *t, const st_obj *o, st_stream_group_fn *fn,
@@ -530,8 +789,9 @@ int st_stream_groups(st_txn *t, const st_obj *o, st_stream_group_fn *fn,
     uint8_t key[KEY_MAX];
     size_t klen = gkey(key, o->c.id, KIND_GROUP, 0, 0, 0, NULL, NULL, 0);
     struct group_walk w = { fn, ctx };
+    st_stream_group g;
 
-    return walk_prefix(t, key, klen, NULL, 0, 0, group_step, &w);
+    return named_walk(t, key, klen, sizeof g, group_step, &w, &g);
 }
 
 int st_stream_consumer_get(st_txn *t, const st_obj *o, uint64_t gnum,
@@ -539,13 +799,9 @@ int st_stream_consumer_get(st_txn *t, const st_obj *o, uint64_t gnum,
                            st_stream_consumer *cons)
 {
     uint8_t key[KEY_MAX];
+    size_t hlen = gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, NULL, 0);
 
-    if (len > ST_STREAM_NAME_MAX)
-        return ST_ENOTFOUND;
-    return get_fixed(t, key,
-                     gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, name,
-                          len),
-                     cons, sizeof *cons);
+    return named_get(t, key, hlen, name, len, cons, sizeof *cons);
 }
 
 int st_stream_consumer_put(st_txn *t, const st_obj *o, uint64_t gnum,
@@ -553,13 +809,9 @@ int st_stream_consumer_put(st_txn *t, const st_obj *o, uint64_t gnum,
                            const st_stream_consumer *cons)
 {
     uint8_t key[KEY_MAX];
-    int rc;
+    size_t hlen = gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, NULL, 0);
+    int rc = named_put(t, key, hlen, name, len, cons, sizeof *cons);
 
-    if (len > ST_STREAM_NAME_MAX)
-        return ST_EKEYSIZE;
-    rc = put_raw(t, key,
-                 gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, name, len),
-                 cons, sizeof *cons);
     if (rc)
         return rc;
     return put_raw(t, key,
@@ -578,9 +830,10 @@ int st_stream_consumer_del(st_txn *t, const st_obj *o, uint64_t gnum,
                  gkey(key, o->c.id, KIND_CNAME, 2, gnum, cnum, NULL, NULL, 0));
     if (rc && rc != ST_ENOTFOUND)
         return rc;
-    return del_raw(t, key,
-                   gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, name,
-                        len));
+    return named_del(t, key,
+                     gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, NULL,
+                          0),
+                     name, len, sizeof(st_stream_consumer));
 }
 
 int st_stream_consumer_name(st_txn *t, const st_obj *o, uint64_t gnum,
@@ -604,16 +857,12 @@ struct consumer_walk {
     void *ctx;
 };
 
-static int consumer_step(void *ctx, const uint8_t *rest, size_t rlen,
-                         const uint8_t *val, size_t vlen)
+static int consumer_step(void *ctx, const uint8_t *name, size_t len,
+                         const void *rec)
 {
     struct consumer_walk *w = ctx;
-    st_stream_consumer cons;
 
-    if (vlen != sizeof cons)
-        return 0;
-    memcpy(&cons, val, sizeof cons);
-    return w->fn(w->ctx, rest, rlen, &cons);
+    return w->fn(w->ctx, name, len, rec);
 }
 
 int st_stream_consumers(st_txn *t, const st_obj *o, uint64_t gnum,
@@ -622,8 +871,9 @@ int st_stream_consumers(st_txn *t, const st_obj *o, uint64_t gnum,
     uint8_t key[KEY_MAX];
     size_t klen = gkey(key, o->c.id, KIND_CONSUMER, 1, gnum, 0, NULL, NULL, 0);
     struct consumer_walk w = { fn, ctx };
+    st_stream_consumer cons;
 
-    return walk_prefix(t, key, klen, NULL, 0, 0, consumer_step, &w);
+    return named_walk(t, key, klen, sizeof cons, consumer_step, &w, &cons);
 }
 
 int st_stream_pel_get(st_txn *t, const st_obj *o, uint64_t gnum,

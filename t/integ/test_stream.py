@@ -775,6 +775,74 @@ def test_groups_corpus_resp2_and_resp3(server):
             compare(server, redis, corpus_groups(), proto, 'groups')
 
 
+# Group and consumer name lengths around the storage's inline limit (400
+# bytes) and LMDB's key limit (511), and far past both.
+NAME_LENGTHS = [0, 1, 400, 401, 511, 4096, 100000]
+
+
+def long_name(n, tail=b''):
+    """n bytes: 'n's, ending in `tail`."""
+    return (b'n' * n)[:max(0, n - len(tail))] + tail[:n]
+
+
+def corpus_long_names():
+    """Every command that takes a group or consumer name, with names of
+    every length in NAME_LENGTHS, some sharing their first 400 bytes (so
+    XINFO's name order is tested past the inline part)."""
+    c = []
+    add = c.append
+    for i in range(1, 11):
+        add(b('XADD', 'ln', '%d-1' % i, 'f', str(i)))
+    names = []
+    for n in NAME_LENGTHS:
+        for tail in (b'', b'a', b'z'):
+            nm = long_name(n, tail)
+            if nm not in names:
+                names.append(nm)
+    # Created out of name order: the listing must sort.
+    for g in reversed(names):
+        add([b'XGROUP', b'CREATE', b'ln', g, b'0'])
+    add([b'XGROUP', b'CREATE', b'ln', names[-1], b'0'])
+    add(b('XINFO', 'GROUPS', 'ln'))
+    for i, g in enumerate(names):
+        cons = [long_name(n, t) for n in NAME_LENGTHS for t in (b'', b'q')]
+        cons = cons[i % 3::3] + [names[-1]]
+        for cn in cons:
+            add([b'XGROUP', b'CREATECONSUMER', b'ln', g, cn])
+            add([b'XREADGROUP', b'GROUP', g, cn, b'COUNT', b'1',
+                 b'STREAMS', b'ln', b'>'])
+        add([b'XGROUP', b'CREATECONSUMER', b'ln', g, cons[0]])
+        add([b'XINFO', b'CONSUMERS', b'ln', g])
+        add([b'XPENDING', b'ln', g])
+        add([b'XPENDING', b'ln', g, b'-', b'+', b'100'])
+        add([b'XPENDING', b'ln', g, b'-', b'+', b'100', cons[1]])
+        add([b'XACK', b'ln', g, b'1-1', b'9-1'])
+        add([b'XCLAIM', b'ln', g, cons[-1], b'0', b'2-1', b'3-1'])
+        add([b'XCLAIM', b'ln', g, cons[2], b'0', b'4-1', b'JUSTID'])
+        add([b'XAUTOCLAIM', b'ln', g, cons[0], b'0', b'0-0', b'COUNT', b'2'])
+        add([b'XREADGROUP', b'GROUP', g, cons[0], b'STREAMS', b'ln', b'0'])
+        add([b'XGROUP', b'DELCONSUMER', b'ln', g, cons[1]])
+        add([b'XGROUP', b'DELCONSUMER', b'ln', g, cons[1]])
+        add([b'XINFO', b'CONSUMERS', b'ln', g])
+        add([b'XGROUP', b'SETID', b'ln', g, b'5-1', b'ENTRIESREAD', b'5'])
+    add(b('XINFO', 'GROUPS', 'ln'))
+    add(b('XINFO', 'STREAM', 'ln', 'FULL'))
+    for g in names[1::2]:
+        add([b'XGROUP', b'DESTROY', b'ln', g])
+        add([b'XGROUP', b'DESTROY', b'ln', g])
+        add([b'XINFO', b'CONSUMERS', b'ln', g])
+        add([b'XREADGROUP', b'GROUP', g, b'c', b'STREAMS', b'ln', b'>'])
+    add(b('XINFO', 'GROUPS', 'ln'))
+    add(b('XINFO', 'STREAM', 'ln', 'FULL'))
+    return c
+
+
+def test_long_names_resp2_and_resp3(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_long_names(), proto, 'long names')
+
+
 def test_random_streams(server):
     with peer() as redis:
         for seed in SEEDS:

@@ -1,4 +1,4 @@
-"""Checks DUMP and RESTORE of streams against redis-server 7.0: streams of every shape (one entry, many nodes, own and shared fields, integers, big and binary values, deleted and trimmed entries, empty, XSETID state, consumer groups with pending entries, consumers without, long and integer names) DUMPed by redis-server RESTORE into larder equal by XINFO STREAM FULL, XRANGE, XINFO GROUPS and XPENDING, and larder's DUMP of them RESTOREs into redis-server equal to the original (with Redis's own node layout where the original has no deleted entries); bad stream payloads get Redis's error."""
+"""Checks DUMP and RESTORE of streams against redis-server 7.0: streams of every shape (one entry, many nodes, own and shared fields, integers, big and binary values, deleted and trimmed entries, empty, XSETID state, consumer groups with pending entries, consumers without, long and integer names, group and consumer names of 0 to 100,000 bytes) DUMPed by redis-server RESTORE into larder equal by XINFO STREAM FULL, XRANGE, XINFO GROUPS and XPENDING, and larder's DUMP of them RESTOREs into redis-server equal to the original (with Redis's own node layout where the original has no deleted entries); bad stream payloads get Redis's error."""
 
 import os
 import shutil
@@ -69,6 +69,21 @@ def corpus():
           ['XREADGROUP', 'GROUP', 'n' * 300, 'z', 'COUNT', '2', 'STREAMS',
            'x:groups', '>']]
     out.append((b'x:groups', g, False))
+    # Group and consumer names past LMDB's key limit, some sharing their
+    # first 400 bytes (larder keeps 400 inline).
+    ln, seen = xadd_many('x:longnames', 12), set()
+    for i, n in enumerate([0, 1, 400, 401, 511, 4096, 100000]):
+        for tail in (b'', b'z'):
+            name = (b'n' * n)[:max(0, n - len(tail))] + tail[:n]
+            if name in seen:
+                continue
+            seen.add(name)
+            ln += [['XGROUP', 'CREATE', 'x:longnames', name, '0'],
+                   ['XREADGROUP', 'GROUP', name, name, 'COUNT', '2',
+                    'STREAMS', 'x:longnames', '>'],
+                   ['XREADGROUP', 'GROUP', name, b'c' * (n + i), 'COUNT',
+                    '1', 'STREAMS', 'x:longnames', '>']]
+    out.append((b'x:longnames', ln, False))
     return out
 
 

@@ -4,7 +4,9 @@
  * count, deleted and trimmed (MAXLEN, MINID, LIMIT) against an array
  * model; an empty stream keeps its key; the stream state; groups,
  * consumers and pending entries (per group and per consumer, moved
- * between consumers, a group destroyed with all of it); values larger
+ * between consumers, a group destroyed with all of it); group and
+ * consumer names of 0 to 100,000 bytes, found, listed in byte order and
+ * deleted; values larger
  * than a page; DEL through the garbage list freeing entries and groups;
  * COPY and RENAME of a stream; TYPE code. Fresh temp-dir environment per
  * test.
@@ -374,7 +376,6 @@ START_TEST(groups_consumers_pel)
     struct names names = { .n = 0 };
     const uint8_t *nm;
     size_t nl;
-    char longname[ST_STREAM_NAME_MAX + 2];
 
     open_stream("s", &k, &o, 1);
     ck_assert_int_eq(st_stream_group_put(t, &o, "gb", 2, &g2), 0);
@@ -382,9 +383,6 @@ START_TEST(groups_consumers_pel)
     ck_assert_int_eq(st_stream_group_get(t, &o, "ga", 2, &back), 0);
     ck_assert(memcmp(&back, &g, sizeof g) == 0);
     ck_assert_int_eq(st_stream_group_get(t, &o, "gc", 2, &back), ST_ENOTFOUND);
-    memset(longname, 'n', sizeof longname);
-    ck_assert_int_eq(st_stream_group_put(t, &o, longname, sizeof longname, &g),
-                     ST_EKEYSIZE);
     ck_assert_int_eq(st_stream_groups(t, &o, group_fn, &names), 0);
     ck_assert_uint_eq(names.n, 2);
     ck_assert_str_eq(names.v[0], "ga");
@@ -521,6 +519,141 @@ START_TEST(del_copy_rename_and_lazy_free)
 }
 END_TEST
 
+/* Names of the long-name test: `len` bytes of 'n' but the last `tail`
+ * bytes, which are `last`. */
+struct lname {
+    size_t len, tail;
+    char last;
+};
+
+#define LNAMES 8
+#define LNAME_BIG 100000
+
+/* In byte order (a prefix first); ST_STREAM_NAME_INLINE is 400. */
+static const struct lname lnames[LNAMES] = {
+    { 0, 0, 0 },   { 400, 0, 0 },       { 5000, 4600, 'a' }, { 401, 1, 'b' },
+    { 401, 0, 0 }, { LNAME_BIG, 0, 0 }, { 400, 1, 'o' },     { 1, 1, 'z' },
+};
+
+static char *lname_make(const struct lname *l)
+{
+    char *s = malloc(l->len ? l->len : 1);
+
+    ck_assert_ptr_nonnull(s);
+    memset(s, 'n', l->len);
+    memset(s + l->len - l->tail, l->last, l->tail);
+    return s;
+}
+
+struct lseen {
+    size_t n;
+    int bad;
+    uint64_t nums[LNAMES];
+};
+
+static int lname_fn(struct lseen *w, const uint8_t *name, size_t len,
+                    uint64_t num)
+{
+    char *want;
+
+    ck_assert_uint_lt(w->n, LNAMES);
+    want = lname_make(&lnames[w->n]);
+    if (len != lnames[w->n].len || memcmp(want, name, len) != 0)
+        w->bad = 1;
+    free(want);
+    w->nums[w->n++] = num;
+    return 0;
+}
+
+static int lgroup_fn(void *ctx, const uint8_t *name, size_t len,
+                     const st_stream_group *g)
+{
+    return lname_fn(ctx, name, len, g->num);
+}
+
+static int lconsumer_fn(void *ctx, const uint8_t *name, size_t len,
+                        const st_stream_consumer *cons)
+{
+    return lname_fn(ctx, name, len, cons->num);
+}
+
+START_TEST(long_names_any_length)
+{
+    st_keyref k;
+    st_obj o;
+    struct lseen seen = { 0, 0, { 0 } };
+    /* Put in an order unlike name order: digest order must not show. */
+    static const int put_order[LNAMES] = { 5, 2, 7, 0, 4, 1, 6, 3 };
+
+    open_stream("s", &k, &o, 1);
+    for (int i = 0; i < LNAMES; i++) {
+        int j = put_order[i];
+        char *nm = lname_make(&lnames[j]);
+        st_stream_group g = { .num = (uint64_t)j };
+        st_stream_consumer cons = { .num = (uint64_t)j, .seen_time = NOW };
+        ck_assert_int_eq(st_stream_group_put(t, &o, nm, lnames[j].len, &g), 0);
+        ck_assert_int_eq(st_stream_consumer_put(t, &o, 1, nm, lnames[j].len,
+                                                &cons),
+                         0);
+        /* Written twice: the second replaces the first. */
+        ck_assert_int_eq(st_stream_group_put(t, &o, nm, lnames[j].len, &g), 0);
+        free(nm);
+    }
+    for (int j = 0; j < LNAMES; j++) {
+        char *nm = lname_make(&lnames[j]);
+        st_stream_group g;
+        st_stream_consumer cons;
+        const uint8_t *back;
+        size_t blen;
+        ck_assert_int_eq(st_stream_group_get(t, &o, nm, lnames[j].len, &g), 0);
+        ck_assert_uint_eq(g.num, (uint64_t)j);
+        ck_assert_int_eq(st_stream_consumer_get(t, &o, 1, nm, lnames[j].len,
+                                                &cons),
+                         0);
+        ck_assert_uint_eq(cons.num, (uint64_t)j);
+        ck_assert_int_eq(st_stream_consumer_name(t, &o, 1, (uint64_t)j, &back,
+                                                 &blen),
+                         0);
+        ck_assert_uint_eq(blen, lnames[j].len);
+        ck_assert(memcmp(back, nm, blen) == 0);
+        /* One byte more or less is another name. */
+        if (lnames[j].len > 1)
+            ck_assert_int_eq(st_stream_group_get(t, &o, nm, lnames[j].len - 1,
+                                                 &g),
+                             j == 4 || j == 3 ? 0 : ST_ENOTFOUND);
+        free(nm);
+    }
+    ck_assert_int_eq(st_stream_groups(t, &o, lgroup_fn, &seen), 0);
+    ck_assert_uint_eq(seen.n, LNAMES);
+    ck_assert_int_eq(seen.bad, 0);
+    for (int j = 0; j < LNAMES; j++)
+        ck_assert_uint_eq(seen.nums[j], (uint64_t)j);
+    memset(&seen, 0, sizeof seen);
+    ck_assert_int_eq(st_stream_consumers(t, &o, 1, lconsumer_fn, &seen), 0);
+    ck_assert_uint_eq(seen.n, LNAMES);
+    ck_assert_int_eq(seen.bad, 0);
+
+    /* Deleting the long ones leaves the others. */
+    for (int j = 2; j <= 5; j++) {
+        char *nm = lname_make(&lnames[j]);
+        st_stream_group g;
+        ck_assert_int_eq(st_stream_consumer_del(t, &o, 1, nm, lnames[j].len,
+                                                (uint64_t)j),
+                         0);
+        ck_assert_int_eq(st_stream_group_del(t, &o, nm, lnames[j].len), 0);
+        ck_assert_int_eq(st_stream_group_get(t, &o, nm, lnames[j].len, &g),
+                         ST_ENOTFOUND);
+        ck_assert_int_eq(st_stream_group_del(t, &o, nm, lnames[j].len),
+                         ST_ENOTFOUND);
+        free(nm);
+    }
+    memset(&seen, 0, sizeof seen);
+    ck_assert_int_eq(st_stream_consumers(t, &o, 1, lconsumer_fn, &seen), 0);
+    ck_assert_uint_eq(seen.n, LNAMES - 4);
+    ck_assert_uint_eq(seen.nums[2], 6);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("st_stream");
@@ -535,6 +668,13 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, meta_and_big_values);
     tcase_add_test(tc, groups_consumers_pel);
     tcase_add_test(tc, del_copy_rename_and_lazy_free);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("limits");
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_add_checked_fixture(tc, txn_setup, txn_teardown);
+    tcase_set_timeout(tc, TIMEOUT_S);
+    tcase_add_test(tc, long_names_any_length);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cache");
