@@ -18,6 +18,9 @@
 #define LEN_BYTES 4 /* of each string in an entry's value */
 #define ORD_BYTES 8 /* the entry's ordinal, before them */
 #define VAL_HEAD (ORD_BYTES + LEN_BYTES)
+/* A trim deleting at most this many entries deletes them itself; more
+ * are handed to the lazy freer whole. */
+#define TRIM_INLINE_MAX 1000
 
 /* Kinds of the stream-groups database's keys, after the collection id. */
 #define KIND_META 'm'
@@ -68,6 +71,47 @@ static void entry_key(uint8_t *buf, uint64_t cid, const st_stream_id *id)
 {
     st_codec_put_be64(buf, cid);
     put_id(buf + ST_COLL_ID_BYTES, id);
+}
+
+/*
+ * The floor: entries below it are dead, handed to the lazy freer by a
+ * trim (st_coll_detach_below) and skipped by every read until it deletes
+ * them. Kept in the key record (o->c.head, o->c.tail), so reads find it
+ * without a lookup; 0-0 for a stream never trimmed that way.
+ */
+static st_stream_id floor_of(const st_obj *o)
+{
+    st_stream_id f = { (uint64_t)o->c.head, (uint64_t)o->c.tail };
+    return f;
+}
+
+static void floor_set(st_obj *o, const st_stream_id *f)
+{
+    o->c.head = (int64_t)f->ms;
+    o->c.tail = (int64_t)f->seq;
+}
+
+/* Is `id` below the floor (dead)? */
+static int below_floor(const st_obj *o, const st_stream_id *id)
+{
+    st_stream_id f = floor_of(o);
+    return st_stream_id_cmp(id, &f) < 0;
+}
+
+/* Move the floor of o to `to`, handing what is below it to the freer. */
+static int floor_move(st_txn *t, st_obj *o, const st_stream_id *to)
+{
+    st_stream_id from = floor_of(o);
+    uint8_t old[ID_BYTES], below[ID_BYTES];
+    int rc;
+
+    put_id(old, &from);
+    put_id(below, to);
+    rc = st_coll_detach_below(t, o->c.id, ST_TYPE_STREAM, below,
+                              from.ms || from.seq ? old : NULL, ID_BYTES);
+    if (rc == 0)
+        floor_set(o, to);
+    return rc;
 }
 
 /*
@@ -154,6 +198,42 @@ int st_stream_meta_put(st_txn *t, const st_obj *o, const st_stream_meta *m)
 
 /* ---- entries ---- */
 
+/*
+ * An id below the floor is added (an empty stream whose last id XSETID
+ * moved back): delete the dead entries at and above it now and lower the
+ * floor to it, so the freer leaves the new entry alone. O(those entries);
+ * no ordinary append comes here.
+ */
+static int floor_lower(st_txn *t, st_obj *o, const st_stream_id *id)
+{
+    st_stream_id f = floor_of(o);
+    uint8_t kb[ENTRY_KEY_BYTES];
+    MDB_cursor *cur;
+    MDB_val k = { sizeof kb, kb }, v;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
+        return st_err_map(rc);
+    entry_key(kb, o->c.id, id);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0) {
+        st_stream_id at;
+        if (k.mv_size != ENTRY_KEY_BYTES ||
+            st_codec_get_be64(k.mv_data) != o->c.id)
+            break;
+        get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &at);
+        if (st_stream_id_cmp(&at, &f) >= 0)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND && rc != EINVAL)
+        return st_err_map(rc);
+    return floor_move(t, o, id);
+}
+
 int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
                   uint64_t ordinal, size_t n, st_stream_field_fn *field,
                   void *ctx)
@@ -172,6 +252,8 @@ int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
             return E2BIG;
         size += LEN_BYTES + len;
     }
+    if (below_floor(o, id) && (rc = floor_lower(t, o, id)))
+        return rc;
     entry_key(kb, o->c.id, id);
     v.mv_size = size;
     v.mv_data = NULL;
@@ -246,8 +328,12 @@ int st_stream_range(st_txn *t, const st_obj *o, const st_stream_id *start,
     MDB_cursor *cur;
     MDB_val k = { sizeof kb, kb }, v;
     uint64_t seen = 0;
+    st_stream_id from = floor_of(o);
     int rc;
 
+    if (st_stream_id_cmp(start, &from) > 0)
+        from = *start;
+    start = &from; /* nothing below the floor is read */
     if (st_stream_id_cmp(start, end) > 0)
         return 0;
     if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
@@ -290,6 +376,8 @@ int st_stream_get(st_txn *t, const st_obj *o, const st_stream_id *id,
     MDB_val k = { sizeof kb, kb }, v;
     int rc;
 
+    if (below_floor(o, id))
+        return ST_ENOTFOUND;
     entry_key(kb, o->c.id, id);
     if ((rc = mdb_get(t->txn, ENTRIES(t), &k, &v)))
         return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
@@ -328,6 +416,8 @@ int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id)
     MDB_val k = { sizeof kb, kb };
     int rc;
 
+    if (below_floor(o, id))
+        return ST_ENOTFOUND;
     entry_key(kb, o->c.id, id);
     if ((rc = mdb_del(t->txn, ENTRIES(t), &k, NULL)))
         return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
@@ -346,20 +436,18 @@ static uint64_t ordinal_of(const MDB_val *v)
 
 /*
  * The node the cursor's entry starts (approximate trimming): *count gets
- * its live entries and *last its last id, the cursor is left where it
- * was. O(node).
+ * its live entries and *last its last id; the cursor is left on the
+ * entry after the node (MDB_NOTFOUND past the database's end). O(node).
  */
 static int node_span(MDB_cursor *cur, uint64_t cid, uint64_t node,
                      uint64_t *count, st_stream_id *last)
 {
     MDB_val k, v;
-    uint8_t at[ENTRY_KEY_BYTES];
     uint64_t end;
     int rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
 
     if (rc)
         return rc;
-    memcpy(at, k.mv_data, sizeof at);
     end = (ordinal_of(&v) ? (ordinal_of(&v) - 1) / node + 1 : 1) * node;
     *count = 0;
     while (rc == 0 && k.mv_size == ENTRY_KEY_BYTES &&
@@ -368,70 +456,129 @@ static int node_span(MDB_cursor *cur, uint64_t cid, uint64_t node,
         (*count)++;
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    if (rc && rc != MDB_NOTFOUND)
-        return rc;
-    k.mv_size = sizeof at;
-    k.mv_data = at;
-    return mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
+    return rc;
+}
+
+/*
+ * Which head entries a trim takes (st_stream_trim's rules), read only:
+ * *n gets their count and *last the last one's id. O(n + node) reads.
+ */
+static int trim_count(st_txn *t, const st_obj *o, int by_minid, uint64_t maxlen,
+                      const st_stream_id *minid, uint64_t node, uint64_t limit,
+                      uint64_t *n, st_stream_id *last)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    st_stream_id from = floor_of(o);
+    MDB_cursor *cur;
+    MDB_val k = { sizeof kb, kb }, v;
+    uint64_t left = o->c.card; /* entries left after those taken */
+    int rc;
+
+    *n = 0;
+    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
+        return st_err_map(rc);
+    entry_key(kb, o->c.id, &from);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && left > 0) {
+        st_stream_id id;
+        if (k.mv_size != ENTRY_KEY_BYTES ||
+            st_codec_get_be64(k.mv_data) != o->c.id)
+            break;
+        if (node) {
+            uint64_t cnt = 0;
+            st_stream_id end = { 0, 0 };
+            if (!by_minid && left <= maxlen)
+                break;
+            rc = node_span(cur, o->c.id, node, &cnt, &end);
+            if (rc && rc != MDB_NOTFOUND)
+                break;
+            if (limit && *n + cnt > limit)
+                break;
+            if (by_minid ? st_stream_id_cmp(&end, minid) >= 0
+                         : left - cnt < maxlen)
+                break;
+            *n += cnt;
+            left -= cnt;
+            *last = end;
+            continue;
+        }
+        if (limit && *n == limit)
+            break;
+        get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
+        if (by_minid ? st_stream_id_cmp(&id, minid) >= 0 : left <= maxlen)
+            break;
+        (*n)++;
+        left--;
+        *last = id;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
+}
+
+/* Delete the first n live entries one by one. */
+static int trim_inline(st_txn *t, st_obj *o, uint64_t n)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    st_stream_id from = floor_of(o);
+    MDB_cursor *cur;
+    MDB_val k = { sizeof kb, kb }, v;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
+        return st_err_map(rc);
+    entry_key(kb, o->c.id, &from);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && n > 0) {
+        if (k.mv_size != ENTRY_KEY_BYTES ||
+            st_codec_get_be64(k.mv_data) != o->c.id)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+        o->c.card--;
+        n--;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND && rc != EINVAL)
+        return st_err_map(rc);
+    return n ? ST_ECORRUPT : 0;
 }
 
 int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
                    const st_stream_id *minid, uint64_t node, uint64_t limit,
                    uint64_t *deleted)
 {
-    uint8_t kb[ENTRY_KEY_BYTES];
-    const st_stream_id zero = { 0, 0 };
-    MDB_cursor *cur;
-    MDB_val k = { sizeof kb, kb }, v;
-    uint64_t take = 0; /* entries of the current node still to delete */
+    st_stream_id last = { 0, 0 };
+    uint64_t n;
     int rc;
 
     *deleted = 0;
     if (o->c.card == 0 || (!by_minid && o->c.card <= maxlen))
         return 0;
-    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
-        return st_err_map(rc);
-    entry_key(kb, o->c.id, &zero);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && o->c.card > 0) {
-        st_stream_id id;
-        if (k.mv_size != ENTRY_KEY_BYTES ||
-            st_codec_get_be64(k.mv_data) != o->c.id)
-            break;
-        if (node && take == 0) {
-            uint64_t n = 0;
-            st_stream_id last = { 0, 0 };
-            if (!by_minid && o->c.card <= maxlen)
-                break;
-            if ((rc = node_span(cur, o->c.id, node, &n, &last)))
-                break;
-            if (limit && *deleted + n > limit)
-                break;
-            if (by_minid ? st_stream_id_cmp(&last, minid) >= 0
-                         : o->c.card - n < maxlen)
-                break;
-            take = n;
-        } else if (!node) {
-            if (limit && *deleted == limit)
-                break;
-            if (by_minid) {
-                get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
-                if (st_stream_id_cmp(&id, minid) >= 0)
-                    break;
-            } else if (o->c.card <= maxlen) {
-                break;
-            }
-        }
-        if ((rc = mdb_cursor_del(cur, 0)))
-            break;
-        o->c.card--;
-        (*deleted)++;
-        if (take)
-            take--;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+    if ((rc = trim_count(t, o, by_minid, maxlen, minid, node, limit, &n,
+                         &last)))
+        return rc;
+    if (n == 0)
+        return 0;
+    /* A few go at once (trimming as you append); more move the floor
+     * past them and the reaper deletes them in its chunks, so the
+     * command's writes and its transaction stay small however many
+     * entries it takes. The greatest id has no id above it to be a
+     * floor: a trim through it deletes. */
+    if (n <= TRIM_INLINE_MAX ||
+        (last.ms == UINT64_MAX && last.seq == UINT64_MAX)) {
+        rc = trim_inline(t, o, n);
+    } else {
+        st_stream_id to = last;
+        if (++to.seq == 0)
+            to.ms++;
+        if ((rc = floor_move(t, o, &to)) == 0)
+            o->c.card -= n;
     }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND || rc == EINVAL ? 0 : st_err_map(rc);
+    if (rc == 0)
+        *deleted = n;
+    return rc;
 }
 
 /* ---- groups, consumers, pending entries ---- */

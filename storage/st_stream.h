@@ -127,7 +127,10 @@ int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id);
  * nodes of `node` consecutive ordinals, and only whole nodes go (those
  * whose removal leaves at least maxlen entries, or whose last id is below
  * minid), while the entries deleted stay within `limit`. *deleted gets
- * the count; O(deleted + node).
+ * the count. Up to a thousand entries are deleted here; more are handed
+ * to the lazy freer (st_coll_detach_below) by moving the stream's floor
+ * past them, so the writes stay O(1) and the command reads them only:
+ * O(deleted + node) reads. Every call here skips entries below the floor.
  */
 int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
                    const st_stream_id *minid, uint64_t node, uint64_t limit,

@@ -285,6 +285,130 @@ START_TEST(approximate_trim_by_nodes)
 }
 END_TEST
 
+/* Free every detached collection; returns the elements freed. */
+static size_t free_all(void)
+{
+    size_t freed, total = 0;
+    uint64_t pending = 1;
+    int rounds = 0;
+
+    while (pending) {
+        ck_assert_int_eq(st_coll_free_chunk(unit_st_env, FREE_CHUNK, &freed,
+                                            &pending),
+                         0);
+        total += freed;
+        ck_assert_int_lt(rounds++, MANY);
+    }
+    return total;
+}
+
+/*
+ * A trim of more than a thousand entries moves the stream's floor and
+ * leaves the entries to the freer: every read skips them at once, COPY
+ * does not carry them, the freer deletes exactly them (in chunks, in
+ * other transactions), and an entry added below the floor survives.
+ */
+START_TEST(big_trim_hands_head_to_freer)
+{
+    st_keyref k, k2;
+    st_obj o, o2;
+    struct collect c = { .n = 0 };
+    const st_stream_id zero = { 0, 0 }, top = { UINT64_MAX, UINT64_MAX };
+    st_stream_id id, minid = id_of(2500);
+    uint64_t deleted;
+    const uint8_t *val;
+    size_t len;
+
+    open_stream("s", &k, &o, 1);
+    for (uint64_t i = 0; i < MANY; i++)
+        add_entry(&o, i);
+    id = id_of(5);
+    ck_assert_int_eq(st_stream_del(t, &o, &id), 0);
+    /* Exact MAXLEN: 2999 live, keep 1000. */
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 1000, NULL, 0, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, MANY - 1 - 1000);
+    ck_assert_uint_eq(o.c.card, 1000);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(2000).ms);
+    ck_assert_uint_eq(id.seq, id_of(2000).seq);
+    id = id_of(1999);
+    ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), ST_ENOTFOUND);
+    ck_assert_int_eq(st_stream_del(t, &o, &id), ST_ENOTFOUND);
+    ck_assert_uint_eq(o.c.card, 1000);
+    ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 0, 0, collect_fn, &c),
+                     0);
+    ck_assert_uint_eq(c.n, 1000);
+    c.n = 0;
+    ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 1, 0, collect_fn, &c),
+                     0);
+    ck_assert_uint_eq(c.n, 1000);
+    ck_assert_uint_eq(c.ids[999].ms, id_of(2000).ms);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    /* The copy holds the live entries only. */
+    st_codec_keyref_init(&k2, 0, "copy", 4);
+    ck_assert_int_eq(st_keyspace_copy(t, &k, &k2, NOW, 0), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    ck_assert_uint_eq(free_all(), MANY - 1 - 1000);
+
+    t = unit_st_wbegin();
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
+    ck_assert_uint_eq(o.c.card, 1000);
+    c.n = 0;
+    ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 0, 0, collect_fn, &c),
+                     0);
+    ck_assert_uint_eq(c.n, 1000);
+    /* A second big trim replaces the first hand-off: MINID by nodes of
+     * 100 ordinals (entry i has ordinal i + 1). */
+    for (uint64_t i = MANY; i < 2 * MANY; i++)
+        add_entry(&o, i);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 500); /* 2000..2499 */
+    minid = id_of(5500);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 3000); /* 2500..5499 */
+    ck_assert_uint_eq(o.c.card, 500);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(5500).ms);
+    ck_assert_uint_eq(id.seq, id_of(5500).seq);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_coll_open(t, &k2, ST_TYPE_STREAM, NOW, &o2), 0);
+    ck_assert_uint_eq(o2.c.card, 1000);
+    /* Deleting the copy frees its 1000 entries: nothing dead came along. */
+    ck_assert_int_eq(st_keyspace_delete(t, &k2, NOW), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    ck_assert_uint_eq(free_all(), 3000 + 1000);
+
+    /* Emptied by a big trim, then an id below the floor is added. */
+    t = unit_st_wbegin();
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
+    for (uint64_t i = 2 * MANY; i < 2 * MANY + 1200; i++)
+        add_entry(&o, i);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 0, NULL, 0, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 1700);
+    ck_assert_uint_eq(o.c.card, 0);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), ST_ENOTFOUND);
+    {
+        struct fields f = { { "a", "v0", "b", "" }, { 1, 2, 1, 0 } };
+        id = id_of(2 * MANY + 100);
+        ck_assert_int_eq(st_stream_add(t, &o, &id, 1, NFIELDS * 2, field_of,
+                                       &f),
+                         0);
+    }
+    ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    /* Those at and above it went at the add (with the entry it replaced);
+     * the freer takes 5500 .. 2 * MANY + 99. */
+    ck_assert_uint_eq(free_all(), 600);
+    t = unit_st_rbegin();
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
+    ck_assert_uint_eq(o.c.card, 1);
+    ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), 0);
+    ck_assert_int_eq(st_stream_edge(t, &o, 1, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(2 * MANY + 100).ms);
+}
+END_TEST
+
 START_TEST(meta_and_big_values)
 {
     st_keyref k;
@@ -665,6 +789,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, append_range_both_ways);
     tcase_add_test(tc, delete_and_trim_match_model);
     tcase_add_test(tc, approximate_trim_by_nodes);
+    tcase_add_test(tc, big_trim_hands_head_to_freer);
     tcase_add_test(tc, meta_and_big_values);
     tcase_add_test(tc, groups_consumers_pel);
     tcase_add_test(tc, del_copy_rename_and_lazy_free);
