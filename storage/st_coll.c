@@ -121,6 +121,9 @@ static int copy_elems_from(st_txn *t, int type, uint64_t src_id,
     int n = type_dbis(t->env, type, dbis);
     int rc;
 
+    /* Keys read raw below: what a module deferred must be written. */
+    if ((rc = st_txn_settle(t)))
+        return rc;
     for (int i = 0; i < n; i++) {
         uint8_t at[ST_LMDB_MAXKEY], nkey[ST_LMDB_MAXKEY];
         MDB_cursor *cur;

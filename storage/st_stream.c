@@ -175,25 +175,82 @@ static int del_raw(st_txn *t, const uint8_t *key, size_t klen)
     return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
 }
 
+/*
+ * The state of a stream is read and written through its transaction's
+ * one-stream cache: a pipeline of XADDs to one stream, committed as one
+ * transaction (the worker's group commit), writes it once, at the commit
+ * (st_txn_settle), instead of once per entry. Another stream's state
+ * takes the slot after this one's is written back.
+ */
+_Static_assert(sizeof(st_stream_meta) <= sizeof(((st_txn *)0)->smeta),
+               "the transaction's state cache holds a stream's state");
+
+/* Write the cached state back, if changed (the deferred write-back). */
+static int meta_write_back(st_txn *t)
+{
+    uint8_t key[KEY_MAX];
+    size_t klen;
+    int rc;
+
+    if (!t->smeta_dirty)
+        return 0;
+    klen = gkey(key, t->smeta_cid, KIND_META, 0, 0, 0, NULL, NULL, 0);
+    if ((rc = put_raw(t, key, klen, t->smeta, sizeof(st_stream_meta))))
+        return rc;
+    t->smeta_dirty = 0;
+    return 0;
+}
+
+/* Make the slot free for collection cid: write back another's state. */
+static int meta_slot_for(st_txn *t, uint64_t cid)
+{
+    int rc;
+
+    if (t->smeta_cid == cid || !t->smeta_dirty)
+        return 0;
+    if ((rc = meta_write_back(t)))
+        return rc;
+    t->deferred = NULL;
+    return 0;
+}
+
 int st_stream_meta_get(st_txn *t, const st_obj *o, st_stream_meta *m)
 {
     uint8_t key[KEY_MAX];
-    size_t klen = gkey(key, o->c.id, KIND_META, 0, 0, 0, NULL, NULL, 0);
-    int rc = get_fixed(t, key, klen, m, sizeof *m);
+    size_t klen;
+    int rc;
 
-    if (rc == ST_ENOTFOUND) {
-        memset(m, 0, sizeof *m);
+    if (t->write && t->smeta_cid == o->c.id) {
+        memcpy(m, t->smeta, sizeof *m);
         return 0;
     }
-    return rc;
+    klen = gkey(key, o->c.id, KIND_META, 0, 0, 0, NULL, NULL, 0);
+    rc = get_fixed(t, key, klen, m, sizeof *m);
+    if (rc == ST_ENOTFOUND) {
+        memset(m, 0, sizeof *m);
+        rc = 0;
+    }
+    if (rc || !t->write)
+        return rc;
+    if ((rc = meta_slot_for(t, o->c.id)))
+        return rc;
+    t->smeta_cid = o->c.id;
+    t->smeta_dirty = 0;
+    memcpy(t->smeta, m, sizeof *m);
+    return 0;
 }
 
 int st_stream_meta_put(st_txn *t, const st_obj *o, const st_stream_meta *m)
 {
-    uint8_t key[KEY_MAX];
-    size_t klen = gkey(key, o->c.id, KIND_META, 0, 0, 0, NULL, NULL, 0);
+    int rc;
 
-    return put_raw(t, key, klen, m, sizeof *m);
+    if ((rc = meta_slot_for(t, o->c.id)))
+        return rc;
+    t->smeta_cid = o->c.id;
+    memcpy(t->smeta, m, sizeof *m);
+    t->smeta_dirty = 1;
+    t->deferred = meta_write_back;
+    return 0;
 }
 
 /* ---- entries ---- */

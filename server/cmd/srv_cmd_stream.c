@@ -220,7 +220,7 @@ void srv_cmd_xadd(srv_conn *c)
         return;
     }
     if (!(t = srv_txn_write_or_reply(c)) ||
-        (rc = srv_stream_load_or_reply(c, t, 1, &s)) < 0)
+        (rc = srv_stream_load_meta_or_reply(c, t, 1, &s)) < 0)
         return;
     if (rc == 0) {
         if (a.nomkstream) {

@@ -409,6 +409,59 @@ START_TEST(big_trim_hands_head_to_freer)
 }
 END_TEST
 
+/*
+ * The stream state written once per transaction: what a put leaves is
+ * what a get in the same transaction sees, another stream's put writes
+ * the first one's back, the commit writes the last, an abort drops it,
+ * and COPY in the same transaction copies the newest state.
+ */
+START_TEST(meta_written_back_at_commit)
+{
+    st_keyref ka, kb, kc;
+    st_obj a, b, cp;
+    st_stream_meta ma = { .entries_added = 7, .last = { 5, 1 } },
+                   mb = { .entries_added = 9, .ngroups = 2 }, got;
+
+    open_stream("a", &ka, &a, 1);
+    open_stream("b", &kb, &b, 1);
+    ck_assert_int_eq(st_stream_meta_put(t, &a, &ma), 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert(memcmp(&got, &ma, sizeof got) == 0);
+    ck_assert_int_eq(st_stream_meta_put(t, &b, &mb), 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert(memcmp(&got, &ma, sizeof got) == 0);
+    ma.entries_added = 8;
+    ck_assert_int_eq(st_stream_meta_put(t, &a, &ma), 0);
+    ck_assert_int_eq(st_coll_save(t, &a, NOW), 0);
+    ck_assert_int_eq(st_coll_save(t, &b, NOW), 0);
+    st_codec_keyref_init(&kc, 0, "c", 1);
+    ck_assert_int_eq(st_keyspace_copy(t, &ka, &kc, NOW, 0), 0);
+    ck_assert_int_eq(st_coll_open(t, &kc, ST_TYPE_STREAM, NOW, &cp), 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &cp, &got), 0);
+    ck_assert_uint_eq(got.entries_added, 8);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+
+    t = unit_st_wbegin();
+    open_stream("a", &ka, &a, 0);
+    open_stream("b", &kb, &b, 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert(memcmp(&got, &ma, sizeof got) == 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &b, &got), 0);
+    ck_assert(memcmp(&got, &mb, sizeof got) == 0);
+    ma.entries_added = 100;
+    ck_assert_int_eq(st_stream_meta_put(t, &a, &ma), 0);
+    st_txn_abort(&t);
+
+    t = unit_st_rbegin();
+    open_stream("a", &ka, &a, 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert_uint_eq(got.entries_added, 8);
+    open_stream("c", &kc, &cp, 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &cp, &got), 0);
+    ck_assert_uint_eq(got.entries_added, 8);
+}
+END_TEST
+
 START_TEST(meta_and_big_values)
 {
     st_keyref k;
@@ -791,6 +844,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, approximate_trim_by_nodes);
     tcase_add_test(tc, big_trim_hands_head_to_freer);
     tcase_add_test(tc, meta_and_big_values);
+    tcase_add_test(tc, meta_written_back_at_commit);
     tcase_add_test(tc, groups_consumers_pel);
     tcase_add_test(tc, del_copy_rename_and_lazy_free);
     suite_add_tcase(s, tc);
