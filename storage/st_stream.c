@@ -6,6 +6,7 @@
 #include "storage/st_err.h"
 #include "storage/st_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,14 @@ static int del_raw(st_txn *t, const uint8_t *key, size_t klen)
 _Static_assert(sizeof(st_stream_meta) <= sizeof(((st_txn *)0)->smeta),
                "the transaction's state cache holds a stream's state");
 
+/* The state's size before last_ordinal was added to it. */
+#define META_OLD_BYTES offsetof(st_stream_meta, last_ordinal)
+
+uint64_t st_stream_next_ordinal(const st_stream_meta *m)
+{
+    return (m->last_ordinal ? m->last_ordinal : m->entries_added) + 1;
+}
+
 /* Write the cached state back, if changed (the deferred write-back). */
 static int meta_write_back(st_txn *t)
 {
@@ -225,7 +234,10 @@ int st_stream_meta_get(st_txn *t, const st_obj *o, st_stream_meta *m)
         return 0;
     }
     klen = gkey(key, o->c.id, KIND_META, 0, 0, 0, NULL, NULL, 0);
+    memset(m, 0, sizeof *m);
     rc = get_fixed(t, key, klen, m, sizeof *m);
+    if (rc == ST_ECORRUPT) /* maybe the shorter state of before */
+        rc = get_fixed(t, key, klen, m, META_OLD_BYTES);
     if (rc == ST_ENOTFOUND) {
         memset(m, 0, sizeof *m);
         rc = 0;

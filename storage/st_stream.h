@@ -53,9 +53,17 @@ typedef struct st_stream_meta {
     uint64_t entries_added;   /* entries ever added */
     uint64_t ngroups;
     uint64_t next_group; /* number of the next group created */
+    /* the last entry's ordinal (st_stream_add): the next one's is one
+     * more, whatever XSETID does to entries_added; 0 in a state written
+     * before it was kept (then entries_added stands in) */
+    uint64_t last_ordinal;
 } st_stream_meta;
 
-/* Read the state (all zero for a stream that has none yet) / write it. */
+/* The ordinal of the next entry added to a stream with state m. */
+uint64_t st_stream_next_ordinal(const st_stream_meta *m);
+
+/* Read the state (all zero for a stream that has none yet; a state
+ * written before last_ordinal was kept reads with it 0) / write it. */
 int st_stream_meta_get(st_txn *t, const st_obj *o, st_stream_meta *m);
 int st_stream_meta_put(st_txn *t, const st_obj *o, const st_stream_meta *m);
 

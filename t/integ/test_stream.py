@@ -873,6 +873,7 @@ def corpus_big_trims():
         add(b('XLEN', key))
     add(b('XPENDING', 't1', 'g'))
     add(b('XPENDING', 't1', 'g', '-', '+', '10'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 't1', '0'))
     add(b('XAUTOCLAIM', 't1', 'g', 'bob', '0', '0-0', 'COUNT', '1'))
     add(b('XCLAIM', 't1', 'g', 'bob', '0', '2-1', '3-0'))
     add(b('XPENDING', 't1', 'g'))
@@ -891,6 +892,11 @@ def corpus_big_trims():
     add(b('XTRIM', 't2', 'MAXLEN', '0'))
     add(b('XADD', 't2', '3000-0', 'f', 'v'))
     add(b('XRANGE', 't2', '-', '+'))
+    # In one batch: appends, FLUSHALL, a new stream of the same name.
+    add(b('XADD', 't3', '9000-0', 'f', 'v'))
+    add(b('FLUSHALL'))
+    add(b('XADD', 't3', '1-1', 'f', 'v'))
+    add(b('XINFO', 'STREAM', 't3'))
     return c
 
 
@@ -898,6 +904,33 @@ def test_big_trims_match_redis(server):
     with peer() as redis:
         for proto in (2, 3):
             compare(server, redis, corpus_big_trims(), proto, 'big trims')
+
+
+def corpus_ordinals():
+    """Approximate trims after XSETID ENTRIESADDED moved entries-added
+    on: Redis's nodes do not change with it, so neither may the entries
+    a trim by whole nodes takes."""
+    c = []
+    add = c.append
+    for i in range(1, 151):
+        add(b('XADD', 'o', '%d-0' % i, 'f', 'v'))
+    add(b('XSETID', 'o', '150-0', 'ENTRIESADDED', '1000'))
+    for i in range(151, 211):
+        add(b('XADD', 'o', '%d-0' % i, 'f', 'v'))
+    add(b('XINFO', 'STREAM', 'o'))
+    add(b('XTRIM', 'o', 'MAXLEN', '~', '10'))
+    add(b('XLEN', 'o'))
+    add(b('XSETID', 'o', '210-0', 'ENTRIESADDED', '5000000'))
+    for i in range(211, 331):
+        add(b('XADD', 'o', 'MAXLEN', '~', '20', '%d-0' % i, 'f', 'v'))
+        add(b('XLEN', 'o'))
+    return c
+
+
+def test_trims_after_xsetid_match_redis(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_ordinals(), proto, 'ordinals')
 
 
 def test_random_streams(server):
