@@ -614,6 +614,65 @@ static int trim_inline(st_txn *t, st_obj *o, uint64_t n)
     return n ? ST_ECORRUPT : 0;
 }
 
+/* The node an entry belongs to, by its ordinal (as node_span groups). */
+static uint64_t node_of(const MDB_val *v, uint64_t node)
+{
+    uint64_t ord = ordinal_of(v);
+    return ord ? (ord - 1) / node : 0;
+}
+
+/*
+ * trim_count for MAXLEN without a LIMIT, from the tail: what is kept is
+ * the last maxlen entries (exact) or, by nodes, the suffix from the start
+ * of the node holding the maxlen-th entry from the end (removing that
+ * node would leave fewer; every node before it can go). Then the count
+ * taken is card minus what is kept. O(maxlen + node) reads, for a trim
+ * that keeps fewer entries than it takes.
+ */
+static int trim_count_tail(st_txn *t, const st_obj *o, uint64_t maxlen,
+                           uint64_t node, uint64_t *n, st_stream_id *last)
+{
+    uint8_t kb[ENTRY_KEY_BYTES];
+    const st_stream_id top = { UINT64_MAX, UINT64_MAX };
+    MDB_cursor *cur;
+    MDB_val k = { sizeof kb, kb }, v;
+    uint64_t kept = 0, at_node = 0;
+    int rc;
+
+    *n = 0;
+    if ((rc = mdb_cursor_open(t->txn, ENTRIES(t), &cur)))
+        return st_err_map(rc);
+    entry_key(kb, o->c.id, &top);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    else if (rc == 0 && memcmp(k.mv_data, kb, sizeof kb) != 0)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
+        st_stream_id id;
+        if (k.mv_size != ENTRY_KEY_BYTES ||
+            st_codec_get_be64(k.mv_data) != o->c.id)
+            break;
+        get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &id);
+        if (below_floor(o, &id))
+            break;
+        if (kept >= maxlen &&
+            (!node || kept == 0 || node_of(&v, node) != at_node)) {
+            /* The first entry not kept: the last one taken. */
+            *last = id;
+            *n = o->c.card - kept;
+            break;
+        }
+        if (node && kept + 1 == maxlen)
+            at_node = node_of(&v, node);
+        kept++;
+    }
+    mdb_cursor_close(cur);
+    if (rc && rc != MDB_NOTFOUND)
+        return st_err_map(rc);
+    return kept + *n == o->c.card || *n == 0 ? 0 : ST_ECORRUPT;
+}
+
 int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
                    const st_stream_id *minid, uint64_t node, uint64_t limit,
                    uint64_t *deleted)
@@ -625,8 +684,12 @@ int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
     *deleted = 0;
     if (o->c.card == 0 || (!by_minid && o->c.card <= maxlen))
         return 0;
-    if ((rc = trim_count(t, o, by_minid, maxlen, minid, node, limit, &n,
-                         &last)))
+    /* Count from the end with fewer entries to read. */
+    if (!by_minid && !limit && maxlen < o->c.card - maxlen)
+        rc = trim_count_tail(t, o, maxlen, node, &n, &last);
+    else
+        rc = trim_count(t, o, by_minid, maxlen, minid, node, limit, &n, &last);
+    if (rc)
         return rc;
     if (n == 0)
         return 0;

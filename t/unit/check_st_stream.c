@@ -462,6 +462,57 @@ START_TEST(meta_written_back_at_commit)
 }
 END_TEST
 
+/*
+ * MAXLEN trims without a LIMIT count from the tail when they keep fewer
+ * than they take: the same entries go as when counted from the head (a
+ * LIMIT too large to matter takes that path), by nodes of 100 or 7 and
+ * exactly, over a stream thinned at random.
+ */
+START_TEST(trim_from_tail_matches_head)
+{
+    static const uint64_t nodes[] = { 0, 7, 100 };
+    static const uint64_t maxlens[] = { 0, 1, 6, 7, 8, 99, 100, 101, 450 };
+    unsigned seed = 4242;
+
+    for (size_t ni = 0; ni < sizeof nodes / sizeof nodes[0]; ni++) {
+        for (size_t mi = 0; mi < sizeof maxlens / sizeof maxlens[0]; mi++) {
+            st_keyref ka, kb;
+            st_obj a, b;
+            st_stream_id ea, eb;
+            uint64_t da, db;
+            char na[16], nb[16];
+            snprintf(na, sizeof na, "a%zu.%zu", ni, mi);
+            snprintf(nb, sizeof nb, "b%zu.%zu", ni, mi);
+            open_stream(na, &ka, &a, 1);
+            open_stream(nb, &kb, &b, 1);
+            for (uint64_t i = 0; i < MANY / 3; i++) {
+                add_entry(&a, i);
+                add_entry(&b, i);
+            }
+            for (int d = 0; d < 200; d++) {
+                st_stream_id id = id_of((uint64_t)rand_r(&seed) % (MANY / 3));
+                int ra = st_stream_del(t, &a, &id);
+                ck_assert_int_eq(st_stream_del(t, &b, &id), ra);
+            }
+            ck_assert_int_eq(st_stream_trim(t, &a, 0, maxlens[mi], NULL,
+                                            nodes[ni], 0, &da),
+                             0);
+            ck_assert_int_eq(st_stream_trim(t, &b, 0, maxlens[mi], NULL,
+                                            nodes[ni], UINT64_MAX, &db),
+                             0);
+            ck_assert_uint_eq(da, db);
+            ck_assert_uint_eq(a.c.card, b.c.card);
+            ck_assert_int_eq(st_stream_edge(t, &a, 0, &ea),
+                             st_stream_edge(t, &b, 0, &eb));
+            if (a.c.card)
+                ck_assert_int_eq(st_stream_id_cmp(&ea, &eb), 0);
+            if (!nodes[ni])
+                ck_assert_uint_eq(a.c.card, maxlens[mi]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(meta_and_big_values)
 {
     st_keyref k;
@@ -843,6 +894,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, delete_and_trim_match_model);
     tcase_add_test(tc, approximate_trim_by_nodes);
     tcase_add_test(tc, big_trim_hands_head_to_freer);
+    tcase_add_test(tc, trim_from_tail_matches_head);
     tcase_add_test(tc, meta_and_big_values);
     tcase_add_test(tc, meta_written_back_at_commit);
     tcase_add_test(tc, groups_consumers_pel);
