@@ -195,6 +195,9 @@ static int node(xdec *d, const rdb_stream_id *master, const uint8_t *blob,
     text_master = d->sc->text.len;
     from = (size_t)nmaster;
     total = live + deleted;
+    if (d->s && d->s->node &&
+        d->s->node(d->ctx, (uint64_t)live, (uint64_t)deleted, len))
+        return refused(d);
     for (int64_t e = 0; e < total; e++) {
         rdb_stream_id id;
         int same;

@@ -51,7 +51,8 @@ typedef struct rdb_stream_meta {
 /*
  * Where a decoded stream goes; any callback may be NULL, any non-zero
  * return stops the decode with RDB_ESINK. Strings are borrowed for the
- * call. Order: entry* (ascending ids), meta, then for each group: group,
+ * call. Order: (node, entry*)* (ascending ids), meta, then for each
+ * group: group,
  * and for each of its consumers: consumer, pel* (its pending entries in
  * id order, with what the group's list says of them).
  */
@@ -66,6 +67,10 @@ typedef struct rdb_stream_sink {
                     int64_t seen_time, uint64_t pending);
     int (*pel)(void *ctx, const rdb_stream_id *id, int64_t delivery_time,
                uint64_t delivery_count);
+    /* A node begins: a listpack of `bytes` bytes holding `live` entries
+     * and `deleted` ones flagged deleted; the entries that follow until
+     * the next node call are its live ones. */
+    int (*node)(void *ctx, uint64_t live, uint64_t deleted, size_t bytes);
 } rdb_stream_sink;
 
 /* The decoder's reusable memory. */

@@ -4,6 +4,7 @@
  */
 #include "server/srv_rdbkey.h"
 #include "rdb/rdb_err.h"
+#include "rdb/rdb_stream.h"
 #include "storage/st_err.h"
 #include "storage/st_hash.h"
 #include "storage/st_keyspace.h"
@@ -580,19 +581,45 @@ static st_stream_id sid(const rdb_stream_id *id)
     return r;
 }
 
-/* Entries keep their place in the order of additions (approximate
- * trimming groups by it) counted from the first one loaded. */
+/*
+ * Approximate trimming groups entries in nodes of RDB_STREAM_NODE_ENTRIES
+ * consecutive ordinals (st_stream_trim), as Redis trims whole listpack
+ * nodes. A loaded entry's ordinal keeps it in the node the RDB had it in:
+ * each node starts on the next node boundary and its live entries count
+ * on from there (a node of more entries than that shares its last
+ * ordinal). The stream's next XADD continues the last node where Redis
+ * would append to it: after its entries, deleted ones included, and in a
+ * new node once it holds RDB_STREAM_NODE_ENTRIES or RDB_STREAM_NODE_BYTES.
+ */
+static int xl_node(void *ctx, uint64_t live, uint64_t deleted, size_t bytes)
+{
+    srv_rdbkey_load *l = ctx;
+    uint64_t slots = live + deleted;
+
+    l->xnode_base = (l->xnode_end + RDB_STREAM_NODE_ENTRIES - 1) /
+                    RDB_STREAM_NODE_ENTRIES * RDB_STREAM_NODE_ENTRIES;
+    l->xnode_pos = 0;
+    if (slots > RDB_STREAM_NODE_ENTRIES || bytes >= RDB_STREAM_NODE_BYTES)
+        slots = RDB_STREAM_NODE_ENTRIES;
+    l->xnode_end = l->xnode_base + slots;
+    return 0;
+}
+
 static int xl_entry(void *ctx, const rdb_stream_id *id, const rdb_str *fv,
                     size_t n)
 {
     srv_rdbkey_load *l = ctx;
     st_stream_id e = sid(id);
+    uint64_t ord = l->xnode_base + 1 +
+                   (l->xnode_pos < RDB_STREAM_NODE_ENTRIES
+                        ? l->xnode_pos
+                        : RDB_STREAM_NODE_ENTRIES - 1);
     int rc;
 
     if (xl_open(l))
         return 1;
-    if ((rc = st_stream_add(l->t, &l->o, &e, l->elems + 1, 2 * n, xl_field,
-                            (void *)fv)))
+    l->xnode_pos++;
+    if ((rc = st_stream_add(l->t, &l->o, &e, ord, 2 * n, xl_field, (void *)fv)))
         return failed(l, rc);
     return element_done(l);
 }
@@ -611,6 +638,7 @@ static int xl_meta(void *ctx, const rdb_stream_meta *m)
     sm.entries_added = m->entries_added;
     sm.ngroups = m->groups;
     sm.next_group = m->groups;
+    sm.last_ordinal = l->xnode_end;
     if ((rc = st_stream_meta_put(l->t, &l->o, &sm)))
         return failed(l, rc);
     return 0;
@@ -667,6 +695,7 @@ static int xl_pel(void *ctx, const rdb_stream_id *id, int64_t delivery_time,
 }
 
 static const rdb_stream_sink xl_sink = {
+    .node = xl_node,
     .entry = xl_entry,
     .meta = xl_meta,
     .group = xl_group,

@@ -88,6 +88,9 @@ typedef struct srv_rdbkey_load {
     int (*rotate)(void *ctx, struct st_txn **t);
     void *rotate_ctx;
     uint64_t xgroup, xconsumer; /* a stream: groups and consumers so far */
+    /* a stream: the first ordinal of the node being loaded, how many of
+     * its entries came, and the ordinal its last slot stands for */
+    uint64_t xnode_base, xnode_pos, xnode_end;
 } srv_rdbkey_load;
 
 /* Start loading into k (which must be absent) in t at `now`. */

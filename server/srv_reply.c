@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define HEADER_MAX (1 + SRV_LLSTR_SIZE + 2)
@@ -100,15 +101,26 @@ void srv_reply_error(srv_conn *c, const char *msg)
     srv_reply_raw(c, "\r\n", 2);
 }
 
+/* Errors quote names of any length whole, as Redis's do (a group name of
+ * 100,000 bytes in NOGROUP): a long one is formatted on the heap. */
 void srv_reply_errorf(srv_conn *c, const char *fmt, ...)
 {
-    char buf[ERROR_MAX];
+    char buf[ERROR_MAX], *big;
     va_list ap;
+    int n;
 
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    srv_reply_error(c, buf);
+    if (n < 0 || (size_t)n < sizeof buf || !(big = malloc((size_t)n + 1))) {
+        srv_reply_error(c, buf);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    srv_reply_error(c, big);
+    free(big);
 }
 
 void srv_reply_int(srv_conn *c, long long v) { header(c, ':', v); }

@@ -82,6 +82,28 @@ int st_coll_detach_id(st_txn *t, uint64_t id, int type)
     return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
 }
 
+int st_coll_detach_below(st_txn *t, uint64_t id, int type, const uint8_t *below,
+                         const uint8_t *old, size_t len)
+{
+    uint8_t key[ST_LMDB_MAXKEY], tb = (uint8_t)type;
+    MDB_val k = { ST_COLL_ID_BYTES + len, key },
+            v = { GARBAGE_VALUE_BYTES, &tb };
+    MDB_dbi g = t->env->dbi[ST_DBI_GARBAGE];
+    int rc;
+
+    if (len == 0 || len > sizeof key - ST_COLL_ID_BYTES)
+        return EINVAL;
+    st_codec_put_be64(key, id);
+    if (old) {
+        memcpy(key + ST_COLL_ID_BYTES, old, len);
+        rc = mdb_del(t->txn, g, &k, NULL);
+        if (rc && rc != MDB_NOTFOUND)
+            return st_err_map(rc);
+    }
+    memcpy(key + ST_COLL_ID_BYTES, below, len);
+    return st_err_map(mdb_put(t->txn, g, &k, &v, 0));
+}
+
 int st_coll_detach(st_txn *t, const st_rec *r)
 {
     st_coll c;
@@ -90,17 +112,27 @@ int st_coll_detach(st_txn *t, const st_rec *r)
     return st_coll_detach_id(t, c.id, r->type);
 }
 
-int st_coll_copy_elems(st_txn *t, int type, uint64_t src_id, uint64_t dst_id)
+/* st_coll_copy_elems, the first database's copy starting at the key
+ * src_id + from[0..flen) (flen 0: at its first). */
+static int copy_elems_from(st_txn *t, int type, uint64_t src_id,
+                           uint64_t dst_id, const uint8_t *from, size_t flen)
 {
     MDB_dbi dbis[2];
     int n = type_dbis(t->env, type, dbis);
     int rc;
 
+    /* Keys read raw below: what a module deferred must be written. */
+    if ((rc = st_txn_settle(t)))
+        return rc;
     for (int i = 0; i < n; i++) {
         uint8_t at[ST_LMDB_MAXKEY], nkey[ST_LMDB_MAXKEY];
         MDB_cursor *cur;
         MDB_val k = { ST_COLL_ID_BYTES, at }, v;
         st_codec_put_be64(at, src_id);
+        if (i == 0 && flen) {
+            memcpy(at + ST_COLL_ID_BYTES, from, flen);
+            k.mv_size += flen;
+        }
         if ((rc = mdb_cursor_open(t->txn, dbis[i], &cur)))
             return st_err_map(rc);
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
@@ -132,8 +164,15 @@ int st_coll_copy_elems(st_txn *t, int type, uint64_t src_id, uint64_t dst_id)
     return 0;
 }
 
+int st_coll_copy_elems(st_txn *t, int type, uint64_t src_id, uint64_t dst_id)
+{
+    return copy_elems_from(t, type, src_id, dst_id, NULL, 0);
+}
+
 int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
 {
+    uint8_t floor[2 * sizeof(uint64_t)];
+    size_t flen = 0;
     st_coll c;
     int rc;
 
@@ -141,35 +180,47 @@ int st_coll_copy(st_txn *t, const st_rec *src, st_coll *out)
     *out = c;
     if ((rc = st_coll_new_id(t, &out->id)))
         return rc;
-    return st_coll_copy_elems(t, src->type, c.id, out->id);
+    /* A stream's entries below its floor are dead (the freer's): the copy
+     * starts at the floor, as its entries' keys (ms, seq) spell it. */
+    if (src->type == ST_TYPE_STREAM && (c.head || c.tail)) {
+        st_codec_put_be64(floor, (uint64_t)c.head);
+        st_codec_put_be64(floor + sizeof(uint64_t), (uint64_t)c.tail);
+        flen = sizeof floor;
+    }
+    return copy_elems_from(t, src->type, c.id, out->id, floor, flen);
 }
 
-/* Delete up to *budget elements of collection `id` from `dbi`; *empty is
- * set when none remain. */
-static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id, size_t *budget,
-                         int *empty)
+/* Delete up to *budget elements of collection `id` from `dbi` (with
+ * `below`, only those whose keys sort before it: a garbage key of
+ * st_coll_detach_below); *empty is set when none remain. */
+static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
+                         const MDB_val *below, size_t *budget, int *empty)
 {
     uint8_t prefix[ST_COLL_ID_BYTES];
     MDB_cursor *cur;
     MDB_val k = { sizeof prefix, prefix }, v;
-    int rc;
+    int rc, done = 0;
 
     *empty = 0;
     st_codec_put_be64(prefix, id);
     if ((rc = mdb_cursor_open(txn, dbi, &cur)))
         return st_err_map(rc);
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && *budget > 0) {
-        if (k.mv_size < ST_COLL_ID_BYTES || st_codec_get_be64(k.mv_data) != id)
+    while (rc == 0) {
+        if (k.mv_size < ST_COLL_ID_BYTES ||
+            st_codec_get_be64(k.mv_data) != id ||
+            (below && mdb_cmp(txn, dbi, &k, below) >= 0)) {
+            done = 1;
+            break;
+        }
+        if (*budget == 0)
             break;
         if ((rc = mdb_cursor_del(cur, 0)))
             break;
         (*budget)--;
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
     }
-    if (rc == MDB_NOTFOUND || rc == EINVAL ||
-        (rc == 0 && (k.mv_size < ST_COLL_ID_BYTES ||
-                     st_codec_get_be64(k.mv_data) != id))) {
+    if (rc == MDB_NOTFOUND || rc == EINVAL || done) {
         *empty = 1;
         rc = 0;
     }
@@ -200,9 +251,24 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
         int type = v.mv_size ? *(const uint8_t *)v.mv_data : ST_TYPE_NONE;
         MDB_dbi dbis[2];
         int n = type_dbis(env, type, dbis), all_empty = 1;
+        /* A longer key is a hand-off of st_coll_detach_below: the first
+         * database's elements below the bound the key spells (the garbage
+         * key is the element key bound). */
+        uint8_t bkey[ST_LMDB_MAXKEY];
+        MDB_val bound = { k.mv_size, bkey };
+        if (k.mv_size > ST_COLL_ID_BYTES) {
+            if (k.mv_size > sizeof bkey) {
+                rc = ST_ECORRUPT;
+                break;
+            }
+            memcpy(bkey, k.mv_data, k.mv_size);
+            n = n ? 1 : 0;
+        }
         for (int i = 0; i < n && !rc; i++) {
             int empty;
-            rc = free_elements(t->txn, dbis[i], id, &budget, &empty);
+            rc = free_elements(t->txn, dbis[i], id,
+                               bound.mv_size > ST_COLL_ID_BYTES ? &bound : NULL,
+                               &budget, &empty);
             all_empty &= empty;
         }
         if (rc)

@@ -23,8 +23,11 @@
 typedef struct st_coll {
     uint64_t id;
     uint64_t card; /* elements; kept so the LEN and CARD commands are O(1) */
-    int64_t head;  /* lists: sequence of the first element */
-    int64_t tail;  /* lists: sequence after the last element */
+    /* lists: sequence of the first element, and after the last; streams:
+     * ms and seq of the floor id, below which entries are dead (handed to
+     * the lazy freer by a trim, st_stream.h; 0-0: none) */
+    int64_t head;
+    int64_t tail;
 } st_coll;
 
 /* Read / write the collection payload of a record (ST_COLL_PAYLOAD bytes). */
@@ -43,6 +46,18 @@ int st_coll_detach(st_txn *t, const st_rec *r);
 /* st_coll_detach by id: the elements of `type` (ST_TYPE_STRING: a
  * chunked string's spans, st_string.h) under `id` go to the lazy freer. */
 int st_coll_detach_id(st_txn *t, uint64_t id, int type);
+
+/*
+ * Hand the lazy freer the elements of collection `id` in the first
+ * database of `type` whose keys sort below id + below[0..len) (a stream's
+ * trimmed head, st_stream.h): O(1), one put into the garbage database
+ * (and one delete: `old`, the bound of an earlier hand-off of the same
+ * collection and length, or NULL, which this one replaces). The caller
+ * stops reading those elements first: the freer deletes them at any
+ * time after the commit. Write transaction.
+ */
+int st_coll_detach_below(st_txn *t, uint64_t id, int type, const uint8_t *below,
+                         const uint8_t *old, size_t len);
 
 /* Copy every element of `type` under `src_id` to `dst_id`, a fresh id
  * (larger than any in use: its keys append). Write transaction. */

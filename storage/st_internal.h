@@ -48,12 +48,23 @@ typedef struct st_arena_chunk {
 
 #define ST_ARENA_CHUNK 65536
 
+/* Room for a stream's state cached in its transaction (st_stream.c
+ * checks st_stream_meta fits). */
+#define ST_TXN_SMETA_WORDS 8
+
 struct st_txn {
     st_env *env;
     MDB_txn *txn;
     int write;
     int active;
     int counts_dirty;
+    /* a write-back deferred to the commit (st_stream.c: one stream's
+     * state, written once per transaction instead of once per XADD), run
+     * by st_txn_settle and st_txn_commit; NULL when none is pending */
+    int (*deferred)(st_txn *t);
+    uint64_t smeta_cid; /* the collection the cached state is of; 0: none */
+    int smeta_dirty;
+    uint64_t smeta[ST_TXN_SMETA_WORDS]; /* st_stream_meta, as cached */
     int64_t *dkeys;        /* per db: key count change, not yet in meta */
     int64_t *dexpires;     /* per db: keys-with-TTL count change */
     st_arena_chunk *arena; /* this transaction's values; newest first */

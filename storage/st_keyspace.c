@@ -802,7 +802,8 @@ int st_keyspace_dbsize(st_txn *t, unsigned db, uint64_t *keys,
 static int drop_all(st_txn *t)
 {
     MDB_val k = { sizeof ST_META_COUNTS - 1, ST_META_COUNTS };
-    int rc = 0;
+    /* A deferred write-back goes before the drop, not after it. */
+    int rc = st_txn_settle(t);
 
     for (int i = 0; i < ST_DBI_COUNT && !rc; i++)
         if (i != ST_DBI_META)

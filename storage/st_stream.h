@@ -14,7 +14,10 @@
  * id + 'n' + group number + consumer number (its name), id + 'p' + group
  * number + entry id (the group's pending entry), id + 'q' + group number
  * + consumer number + entry id (the consumer's pending entry). Names of
- * groups and consumers are at most ST_STREAM_NAME_MAX bytes.
+ * groups and consumers may have any length: one longer than
+ * ST_STREAM_NAME_INLINE is keyed by its first ST_STREAM_NAME_INLINE
+ * bytes, a 128-bit hash and a probe byte, with the full name after the
+ * record, and the walks still visit names in byte order.
  *
  * Calls take a stream opened with st_coll_open(..., ST_TYPE_STREAM, ...)
  * (or created with st_coll_create) and keep o->c.card; the caller writes
@@ -29,8 +32,9 @@
 
 #include "storage/st_coll.h"
 
-/* Longest group or consumer name (the rest of an LMDB key holds ids). */
-#define ST_STREAM_NAME_MAX 400
+/* Longest group or consumer name kept whole in its LMDB key (the rest of
+ * a key holds ids); longer ones take the digest form. */
+#define ST_STREAM_NAME_INLINE 400
 /* entries_read of a group when it is not known (Redis's -1). */
 #define ST_STREAM_READ_UNKNOWN (-1)
 
@@ -49,9 +53,17 @@ typedef struct st_stream_meta {
     uint64_t entries_added;   /* entries ever added */
     uint64_t ngroups;
     uint64_t next_group; /* number of the next group created */
+    /* the last entry's ordinal (st_stream_add): the next one's is one
+     * more, whatever XSETID does to entries_added; 0 in a state written
+     * before it was kept (then entries_added stands in) */
+    uint64_t last_ordinal;
 } st_stream_meta;
 
-/* Read the state (all zero for a stream that has none yet) / write it. */
+/* The ordinal of the next entry added to a stream with state m. */
+uint64_t st_stream_next_ordinal(const st_stream_meta *m);
+
+/* Read the state (all zero for a stream that has none yet; a state
+ * written before last_ordinal was kept reads with it 0) / write it. */
 int st_stream_meta_get(st_txn *t, const st_obj *o, st_stream_meta *m);
 int st_stream_meta_put(st_txn *t, const st_obj *o, const st_stream_meta *m);
 
@@ -123,7 +135,10 @@ int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id);
  * nodes of `node` consecutive ordinals, and only whole nodes go (those
  * whose removal leaves at least maxlen entries, or whose last id is below
  * minid), while the entries deleted stay within `limit`. *deleted gets
- * the count; O(deleted + node).
+ * the count. Up to a thousand entries are deleted here; more are handed
+ * to the lazy freer (st_coll_detach_below) by moving the stream's floor
+ * past them, so the writes stay O(1) and the command reads them only:
+ * O(deleted + node) reads. Every call here skips entries below the floor.
  */
 int st_stream_trim(st_txn *t, st_obj *o, int by_minid, uint64_t maxlen,
                    const st_stream_id *minid, uint64_t node, uint64_t limit,
@@ -143,8 +158,8 @@ typedef struct st_stream_group {
 /* The group `name`: 0 and *g, ST_ENOTFOUND. */
 int st_stream_group_get(st_txn *t, const st_obj *o, const void *name,
                         size_t len, st_stream_group *g);
-/* Write (create or update) the group `name`. ST_EKEYSIZE for a name over
- * ST_STREAM_NAME_MAX. */
+/* Write (create or update) the group `name`. ST_ECOLLISION when 256 long
+ * names share its 128-bit hash. */
 int st_stream_group_put(st_txn *t, const st_obj *o, const void *name,
                         size_t len, const st_stream_group *g);
 /* Delete the group with its consumers and PEL: O(consumers + pending). */
@@ -153,7 +168,9 @@ int st_stream_group_del(st_txn *t, const st_obj *o, const void *name,
 
 typedef int st_stream_group_fn(void *ctx, const uint8_t *name, size_t len,
                                const st_stream_group *g);
-/* Every group in name order. */
+/* Every group in name order (bytes, a prefix before the longer name).
+ * May allocate (names sharing their first ST_STREAM_NAME_INLINE bytes are
+ * sorted in memory): ENOMEM. */
 int st_stream_groups(st_txn *t, const st_obj *o, st_stream_group_fn *fn,
                      void *ctx);
 
@@ -167,7 +184,7 @@ typedef struct st_stream_consumer {
 int st_stream_consumer_get(st_txn *t, const st_obj *o, uint64_t gnum,
                            const void *name, size_t len,
                            st_stream_consumer *cons);
-/* Write a consumer (its name record too). ST_EKEYSIZE for a long name. */
+/* Write a consumer (its name record too). ST_ECOLLISION as for groups. */
 int st_stream_consumer_put(st_txn *t, const st_obj *o, uint64_t gnum,
                            const void *name, size_t len,
                            const st_stream_consumer *cons);
@@ -180,7 +197,7 @@ int st_stream_consumer_name(st_txn *t, const st_obj *o, uint64_t gnum,
 
 typedef int st_stream_consumer_fn(void *ctx, const uint8_t *name, size_t len,
                                   const st_stream_consumer *cons);
-/* Every consumer of group gnum in name order. */
+/* Every consumer of group gnum in name order (as st_stream_groups). */
 int st_stream_consumers(st_txn *t, const st_obj *o, uint64_t gnum,
                         st_stream_consumer_fn *fn, void *ctx);
 

@@ -88,6 +88,9 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
         return st_err_map(rc);
     t->active = 1;
     t->counts_dirty = 0;
+    t->deferred = NULL;
+    t->smeta_cid = 0;
+    t->smeta_dirty = 0;
     t->map_loaded = 0; /* this snapshot's map loads on first use */
     *out = t;
     return 0;
@@ -137,6 +140,14 @@ void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
     t->counts_dirty = 1;
 }
 
+int st_txn_settle(st_txn *t)
+{
+    int (*fn)(st_txn *) = t->deferred;
+
+    t->deferred = NULL;
+    return fn ? fn(t) : 0;
+}
+
 int st_txn_commit(st_txn **tp)
 {
     st_txn *t = *tp;
@@ -152,7 +163,8 @@ int st_txn_commit(st_txn **tp)
         t->active = 0;
         return 0;
     }
-    if (t->counts_dirty && (rc = apply_counts(t))) {
+    if ((rc = st_txn_settle(t)) ||
+        (t->counts_dirty && (rc = apply_counts(t)))) {
         st_txn *self = t;
         st_txn_abort(&self);
         return rc;

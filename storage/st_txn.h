@@ -24,6 +24,13 @@
 int st_txn_begin(st_env *env, int write, st_txn **out);
 
 /*
+ * Run the write-backs a module deferred to the commit (a stream's state,
+ * st_stream.c) now: before code that reads those keys raw (COPY's deep
+ * copy) and by st_txn_commit. 0 or the write's error. Write transaction.
+ */
+int st_txn_settle(st_txn *t);
+
+/*
  * Commit (a read transaction is just released). Key-count changes recorded
  * during the transaction are applied first. NULLs *t whatever the result;
  * on failure nothing of the transaction is visible.

@@ -163,10 +163,6 @@ static cons_slot *cons_find(gctx *x, const void *name, size_t len, int create,
     if (!s) {
         *rc = st_stream_consumer_get(x->t, &x->s->o, x->g.num, name, len, &rec);
         if (*rc == ST_ENOTFOUND && create) {
-            if (len > ST_STREAM_NAME_MAX) {
-                *rc = ST_EKEYSIZE;
-                return NULL;
-            }
             memset(&rec, 0, sizeof rec);
             rec.num = x->g.next_consumer++;
             rec.seen_time = srv_cmd_now(x->c);
@@ -204,16 +200,9 @@ static cons_slot *cons_by_num(gctx *x, uint64_t cnum, int *rc)
     if ((*rc = st_stream_consumer_name(x->t, &x->s->o, x->g.num, cnum, &name,
                                        &len)))
         return NULL;
-    /* The name is borrowed until the next write: cons_find copies it. */
-    {
-        uint8_t copy[ST_STREAM_NAME_MAX];
-        if (len > sizeof copy) {
-            *rc = ST_ECORRUPT;
-            return NULL;
-        }
-        memcpy(copy, name, len);
-        return cons_find(x, copy, len, 0, 0, NULL, rc);
-    }
+    /* The name is borrowed until the next write; cons_find only reads
+     * before slot_add copies it. */
+    return cons_find(x, name, len, 0, 0, NULL, rc);
 }
 
 /*
@@ -435,11 +424,6 @@ void srv_cmd_xgroup_create(srv_conn *c)
         }
     } else if (has) {
         srv_reply_error(c, "BUSYGROUP Consumer Group name already exists");
-        return;
-    }
-    if (c->argv[3].len > ST_STREAM_NAME_MAX) {
-        srv_reply_errorf(c, "ERR consumer group names are limited to %d bytes",
-                         ST_STREAM_NAME_MAX);
         return;
     }
     memset(&x.g, 0, sizeof x.g);

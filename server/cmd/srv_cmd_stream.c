@@ -203,7 +203,7 @@ void srv_cmd_xadd(srv_conn *c)
     trim_args a;
     srv_stream s;
     st_stream_id id;
-    uint64_t deleted, total = 0;
+    uint64_t deleted, total = 0, ordinal;
     int idpos, first, rc;
 
     if ((idpos = parse_trim_or_reply(c, &a, 1)) < 0)
@@ -220,7 +220,7 @@ void srv_cmd_xadd(srv_conn *c)
         return;
     }
     if (!(t = srv_txn_write_or_reply(c)) ||
-        (rc = srv_stream_load_or_reply(c, t, 1, &s)) < 0)
+        (rc = srv_stream_load_meta_or_reply(c, t, 1, &s)) < 0)
         return;
     if (rc == 0) {
         if (a.nomkstream) {
@@ -248,10 +248,11 @@ void srv_cmd_xadd(srv_conn *c)
         srv_reply_error(c, "ERR Elements are too large to be stored");
         return;
     }
-    rc = st_stream_add(t, &s.o, &id, s.m.entries_added + 1,
-                       (size_t)(c->argc - first), xadd_field,
-                       &(struct xadd_fields){ &c->argv[first] });
+    ordinal = st_stream_next_ordinal(&s.m);
+    rc = st_stream_add(t, &s.o, &id, ordinal, (size_t)(c->argc - first),
+                       xadd_field, &(struct xadd_fields){ &c->argv[first] });
     if (!rc) {
+        s.m.last_ordinal = ordinal;
         s.m.entries_added++;
         s.m.last = id;
         rc = trim(t, &s.o, &a, &deleted);

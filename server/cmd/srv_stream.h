@@ -84,6 +84,11 @@ int srv_stream_there(srv_conn *c, struct st_txn *t, int i);
 int srv_stream_load_or_reply(srv_conn *c, struct st_txn *t, int i,
                              srv_stream *s);
 
+/* srv_stream_load_or_reply without s->first (left 0-0), for a command
+ * that does not need the first entry (XADD: a cursor seek saved). */
+int srv_stream_load_meta_or_reply(srv_conn *c, struct st_txn *t, int i,
+                                  srv_stream *s);
+
 /* Redis 7.0's estimate of how many entries come up to `id` (its
  * streamEstimateDistanceFromFirstEverEntry), or ST_STREAM_READ_UNKNOWN. */
 int64_t srv_stream_entries_upto(const srv_stream *s, const st_stream_id *id);

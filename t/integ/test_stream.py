@@ -775,6 +775,164 @@ def test_groups_corpus_resp2_and_resp3(server):
             compare(server, redis, corpus_groups(), proto, 'groups')
 
 
+# Group and consumer name lengths around the storage's inline limit (400
+# bytes) and LMDB's key limit (511), and far past both.
+NAME_LENGTHS = [0, 1, 400, 401, 511, 4096, 100000]
+
+
+def long_name(n, tail=b''):
+    """n bytes: 'n's, ending in `tail`."""
+    return (b'n' * n)[:max(0, n - len(tail))] + tail[:n]
+
+
+def corpus_long_names():
+    """Every command that takes a group or consumer name, with names of
+    every length in NAME_LENGTHS, some sharing their first 400 bytes (so
+    XINFO's name order is tested past the inline part)."""
+    c = []
+    add = c.append
+    for i in range(1, 11):
+        add(b('XADD', 'ln', '%d-1' % i, 'f', str(i)))
+    names = []
+    for n in NAME_LENGTHS:
+        for tail in (b'', b'a', b'z'):
+            nm = long_name(n, tail)
+            if nm not in names:
+                names.append(nm)
+    # Created out of name order: the listing must sort.
+    for g in reversed(names):
+        add([b'XGROUP', b'CREATE', b'ln', g, b'0'])
+    add([b'XGROUP', b'CREATE', b'ln', names[-1], b'0'])
+    add(b('XINFO', 'GROUPS', 'ln'))
+    for i, g in enumerate(names):
+        cons = [long_name(n, t) for n in NAME_LENGTHS for t in (b'', b'q')]
+        cons = cons[i % 3::3] + [names[-1]]
+        for cn in cons:
+            add([b'XGROUP', b'CREATECONSUMER', b'ln', g, cn])
+            add([b'XREADGROUP', b'GROUP', g, cn, b'COUNT', b'1',
+                 b'STREAMS', b'ln', b'>'])
+        add([b'XGROUP', b'CREATECONSUMER', b'ln', g, cons[0]])
+        add([b'XINFO', b'CONSUMERS', b'ln', g])
+        add([b'XPENDING', b'ln', g])
+        add([b'XPENDING', b'ln', g, b'-', b'+', b'100'])
+        add([b'XPENDING', b'ln', g, b'-', b'+', b'100', cons[1]])
+        add([b'XACK', b'ln', g, b'1-1', b'9-1'])
+        add([b'XCLAIM', b'ln', g, cons[-1], b'0', b'2-1', b'3-1'])
+        add([b'XCLAIM', b'ln', g, cons[2], b'0', b'4-1', b'JUSTID'])
+        add([b'XAUTOCLAIM', b'ln', g, cons[0], b'0', b'0-0', b'COUNT', b'2'])
+        add([b'XREADGROUP', b'GROUP', g, cons[0], b'STREAMS', b'ln', b'0'])
+        add([b'XGROUP', b'DELCONSUMER', b'ln', g, cons[1]])
+        add([b'XGROUP', b'DELCONSUMER', b'ln', g, cons[1]])
+        add([b'XINFO', b'CONSUMERS', b'ln', g])
+        add([b'XGROUP', b'SETID', b'ln', g, b'5-1', b'ENTRIESREAD', b'5'])
+    add(b('XINFO', 'GROUPS', 'ln'))
+    add(b('XINFO', 'STREAM', 'ln', 'FULL'))
+    for g in names[1::2]:
+        add([b'XGROUP', b'DESTROY', b'ln', g])
+        add([b'XGROUP', b'DESTROY', b'ln', g])
+        add([b'XINFO', b'CONSUMERS', b'ln', g])
+        add([b'XREADGROUP', b'GROUP', g, b'c', b'STREAMS', b'ln', b'>'])
+    add(b('XINFO', 'GROUPS', 'ln'))
+    add(b('XINFO', 'STREAM', 'ln', 'FULL'))
+    return c
+
+
+def test_long_names_resp2_and_resp3(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_long_names(), proto, 'long names')
+
+
+def corpus_big_trims():
+    """Trims of more than a thousand entries (larder hands those to its
+    lazy freer and moves the stream's floor): every read after them,
+    pending entries of a group in the trimmed part (XPENDING, XCLAIM,
+    XAUTOCLAIM report them deleted), XDEL and XSETID below the floor, an
+    XADD after a stream was trimmed empty."""
+    c = []
+    add = c.append
+    for key in ('t1', 't2', 't3'):
+        for i in range(1, 5001):
+            add(b('XADD', key, '%d-%d' % (i // 2 + 1, i % 2), 'n', str(i)))
+    add(b('XGROUP', 'CREATE', 't1', 'g', '0'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'COUNT', '3', 'STREAMS', 't1',
+          '>'))
+    add(b('XDEL', 't1', '1000-0', '2400-1'))
+    add(b('XTRIM', 't1', 'MAXLEN', '=', '2000'))
+    add(b('XTRIM', 't2', 'MAXLEN', '~', '1500', 'LIMIT', '0'))
+    add(b('XTRIM', 't3', 'MINID', '~', '2100-0'))
+    add(b('XTRIM', 't3', 'MINID', '=', '2101-1'))
+    for key in ('t1', 't2', 't3'):
+        add(b('XLEN', key))
+        add(b('XRANGE', key, '-', '+', 'COUNT', '3'))
+        add(b('XREVRANGE', key, '3000', '-', 'COUNT', '3'))
+        add(b('XRANGE', key, '1-0', '1502-0'))
+        add(b('XREAD', 'COUNT', '2', 'STREAMS', key, '0'))
+        add(b('XINFO', 'STREAM', key))
+        add(b('XDEL', key, '5-0', '2600-0'))
+        add(b('XLEN', key))
+    add(b('XPENDING', 't1', 'g'))
+    add(b('XPENDING', 't1', 'g', '-', '+', '10'))
+    add(b('XREADGROUP', 'GROUP', 'g', 'alice', 'STREAMS', 't1', '0'))
+    add(b('XAUTOCLAIM', 't1', 'g', 'bob', '0', '0-0', 'COUNT', '1'))
+    add(b('XCLAIM', 't1', 'g', 'bob', '0', '2-1', '3-0'))
+    add(b('XPENDING', 't1', 'g'))
+    add(b('XINFO', 'STREAM', 't1', 'FULL', 'COUNT', '3'))
+    add(b('COPY', 't1', 't1copy'))
+    add(b('XRANGE', 't1copy', '-', '+', 'COUNT', '2'))
+    add(b('XLEN', 't1copy'))
+    # Trimmed empty; XSETID moves the last id back; an XADD below the
+    # old entries.
+    add(b('XTRIM', 't2', 'MAXLEN', '0'))
+    add(b('XINFO', 'STREAM', 't2'))
+    add(b('XSETID', 't2', '100-0'))
+    add(b('XADD', 't2', '200-0', 'f', 'v'))
+    add(b('XRANGE', 't2', '-', '+'))
+    add(b('XLEN', 't2'))
+    add(b('XTRIM', 't2', 'MAXLEN', '0'))
+    add(b('XADD', 't2', '3000-0', 'f', 'v'))
+    add(b('XRANGE', 't2', '-', '+'))
+    # In one batch: appends, FLUSHALL, a new stream of the same name.
+    add(b('XADD', 't3', '9000-0', 'f', 'v'))
+    add(b('FLUSHALL'))
+    add(b('XADD', 't3', '1-1', 'f', 'v'))
+    add(b('XINFO', 'STREAM', 't3'))
+    return c
+
+
+def test_big_trims_match_redis(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_big_trims(), proto, 'big trims')
+
+
+def corpus_ordinals():
+    """Approximate trims after XSETID ENTRIESADDED moved entries-added
+    on: Redis's nodes do not change with it, so neither may the entries
+    a trim by whole nodes takes."""
+    c = []
+    add = c.append
+    for i in range(1, 151):
+        add(b('XADD', 'o', '%d-0' % i, 'f', 'v'))
+    add(b('XSETID', 'o', '150-0', 'ENTRIESADDED', '1000'))
+    for i in range(151, 211):
+        add(b('XADD', 'o', '%d-0' % i, 'f', 'v'))
+    add(b('XINFO', 'STREAM', 'o'))
+    add(b('XTRIM', 'o', 'MAXLEN', '~', '10'))
+    add(b('XLEN', 'o'))
+    add(b('XSETID', 'o', '210-0', 'ENTRIESADDED', '5000000'))
+    for i in range(211, 331):
+        add(b('XADD', 'o', 'MAXLEN', '~', '20', '%d-0' % i, 'f', 'v'))
+        add(b('XLEN', 'o'))
+    return c
+
+
+def test_trims_after_xsetid_match_redis(server):
+    with peer() as redis:
+        for proto in (2, 3):
+            compare(server, redis, corpus_ordinals(), proto, 'ordinals')
+
+
 def test_random_streams(server):
     with peer() as redis:
         for seed in SEEDS:
@@ -1100,6 +1258,83 @@ def test_kill9_during_group_reads():
 
 
 ID = re.compile(rb'^(\d+)-(\d+)$')
+
+
+BIG_TRIM_N = 40000
+BIG_TRIM_KEEP = 1000
+BIG_TRIM_ROUNDS = 3
+
+
+def trimmed_views(c, key):
+    """What a trimmed stream shows: length, first and last entry, and
+    XINFO STREAM's counters."""
+    info = c.call('XINFO', 'STREAM', key)
+    d = dict(zip(info[0::2], info[1::2]))
+    return (c.call('XLEN', key), c.call('XRANGE', key, '-', '+', 'COUNT', 1),
+            c.call('XREVRANGE', key, '+', '-', 'COUNT', 1),
+            d[b'first-entry'], d[b'entries-added'],
+            d[b'max-deleted-entry-id'], len(c.call('XRANGE', key, '-', '+')))
+
+
+def test_big_trim_survives_kills():
+    """An exact and an approximate XTRIM of tens of thousands of entries
+    (handed to the lazy freer) while the reaper is killed with SIGKILL at
+    random moments of the freeing, and a worker killed right after it was
+    sent the XTRIM: every view of the stream (XLEN, first and last entry,
+    XINFO STREAM, a full XRANGE) is the trimmed one at once, after each
+    kill and once the freer is done; a COPY taken before the freeing
+    holds the live entries only."""
+    larder_only()
+    from test_crash import roles, wait_respawned, worker_of
+    rnd = random.Random(13)
+    with Server(workers=2) as srv:
+        c = RawClient(srv.port)
+        for r in range(BIG_TRIM_ROUNDS):
+            key = 'big%d' % r
+            for i in range(0, BIG_TRIM_N, 1000):
+                c.raw_pipeline([[b'XADD', key, b'%d-1' % (j + 1), b'f', b'v']
+                                for j in range(i, i + 1000)])
+            how = (['MAXLEN', '~', BIG_TRIM_KEEP, 'LIMIT', '0'] if r % 2
+                   else ['MAXLEN', BIG_TRIM_KEEP])
+            if r == BIG_TRIM_ROUNDS - 1:
+                # The worker dies right after it was sent the trim: it
+                # happened whole or not at all.
+                v = Client(srv.port)
+                victim = worker_of(v)
+                v.send('XTRIM', key, *how)
+                os.kill(victim, 9)
+                wait_respawned(srv, victim, 'worker')
+                v.close()
+                c.close()
+                c = RawClient(srv.port)
+                if c.call('XLEN', key) == BIG_TRIM_N:
+                    c.call('XTRIM', key, *how)
+            else:
+                assert_true(c.call('XTRIM', key, *how) > BIG_TRIM_N // 2,
+                            'XTRIM %s %r' % (key, how))
+            want = trimmed_views(c, key)
+            kept = want[0]
+            assert_true(BIG_TRIM_KEEP <= kept < BIG_TRIM_KEEP + 200,
+                        'XLEN after XTRIM %r: %d' % (how, kept))
+            assert_eq(want[1][0][0], b'%d-1' % (BIG_TRIM_N - kept + 1),
+                      'first entry after the trim')
+            assert_eq(want[4], BIG_TRIM_N, 'entries-added')
+            assert_eq(want[6], kept, 'entries a full XRANGE returns')
+            assert_eq(c.call('COPY', key, key + 'copy'), 1)
+            for _ in range(2):
+                time.sleep(rnd.random() * 0.3)
+                reaper = roles(srv)['reaper']
+                os.kill(reaper, 9)
+                wait_respawned(srv, reaper, 'reaper')
+                assert_eq(trimmed_views(c, key), want, 'after a reaper kill')
+            wait_until(lambda: c.call('INFO').find(
+                b'lazyfree_pending_objects:0') >= 0, 30,
+                'the lazy freer to finish')
+            assert_eq(trimmed_views(c, key), want, 'after the freer')
+            assert_eq(trimmed_views(c, key + 'copy'), want, 'the copy')
+            assert_eq(c.call('XADD', key, '*', 'f', 'v') is not None, True)
+            assert_eq(c.call('XLEN', key), kept + 1)
+        c.close()
 
 
 def test_auto_ids_increase(server):

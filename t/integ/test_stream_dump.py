@@ -1,4 +1,4 @@
-"""Checks DUMP and RESTORE of streams against redis-server 7.0: streams of every shape (one entry, many nodes, own and shared fields, integers, big and binary values, deleted and trimmed entries, empty, XSETID state, consumer groups with pending entries, consumers without, long and integer names) DUMPed by redis-server RESTORE into larder equal by XINFO STREAM FULL, XRANGE, XINFO GROUPS and XPENDING, and larder's DUMP of them RESTOREs into redis-server equal to the original (with Redis's own node layout where the original has no deleted entries); bad stream payloads get Redis's error."""
+"""Checks DUMP and RESTORE of streams against redis-server 7.0: streams of every shape (one entry, many nodes, own and shared fields, integers, big and binary values, deleted and trimmed entries, empty, XSETID state, consumer groups with pending entries, consumers without, long and integer names, group and consumer names of 0 to 100,000 bytes) DUMPed by redis-server RESTORE into larder equal by XINFO STREAM FULL, XRANGE, XINFO GROUPS and XPENDING, and larder's DUMP of them RESTOREs into redis-server equal to the original (with Redis's own node layout where the original has no deleted entries); bad stream payloads get Redis's error."""
 
 import os
 import shutil
@@ -69,6 +69,21 @@ def corpus():
           ['XREADGROUP', 'GROUP', 'n' * 300, 'z', 'COUNT', '2', 'STREAMS',
            'x:groups', '>']]
     out.append((b'x:groups', g, False))
+    # Group and consumer names past LMDB's key limit, some sharing their
+    # first 400 bytes (larder keeps 400 inline).
+    ln, seen = xadd_many('x:longnames', 12), set()
+    for i, n in enumerate([0, 1, 400, 401, 511, 4096, 100000]):
+        for tail in (b'', b'z'):
+            name = (b'n' * n)[:max(0, n - len(tail))] + tail[:n]
+            if name in seen:
+                continue
+            seen.add(name)
+            ln += [['XGROUP', 'CREATE', 'x:longnames', name, '0'],
+                   ['XREADGROUP', 'GROUP', name, name, 'COUNT', '2',
+                    'STREAMS', 'x:longnames', '>'],
+                   ['XREADGROUP', 'GROUP', name, b'c' * (n + i), 'COUNT',
+                    '1', 'STREAMS', 'x:longnames', '>']]
+    out.append((b'x:longnames', ln, False))
     return out
 
 
@@ -201,6 +216,53 @@ def test_rdb_import_and_export_carry_streams(larder):
     finally:
         shutil.rmtree(d, ignore_errors=True)
         shutil.rmtree(back, ignore_errors=True)
+
+
+def trim_script(key):
+    """Appends with approximate trims and reads of what is left."""
+    out = []
+    for i in range(40):
+        out.append(['XADD', key, '*', 'f', str(i)])
+    for n in (300, 200, 120, 60, 10):
+        out += [['XTRIM', key, 'MAXLEN', '~', str(n)], ['XLEN', key],
+                ['XADD', key, 'MAXLEN', '~', str(n), '*', 'g', 'h'],
+                ['XLEN', key]]
+    return out
+
+
+def test_restored_streams_trim_as_redis(larder):
+    """A stream RESTOREd from redis-server's DUMP (or loaded from its
+    RDB) keeps Redis's nodes: approximate trims and the XADDs after them
+    take the same entries on larder as on a redis-server that RESTOREd
+    the same payload, for streams with deleted entries inside nodes,
+    nodes emptied by XDEL, and entries-added moved by XSETID."""
+    histories = {
+        b'h:plain': xadd_many('h:plain', 250),
+        b'h:exact': xadd_many('h:exact', 250) +
+        [['XTRIM', 'h:exact', 'MAXLEN', '130']],
+        b'h:holes': xadd_many('h:holes', 320) +
+        [['XDEL', 'h:holes'] + ['%d-1' % i for i in range(90, 180, 3)]],
+        b'h:setid': xadd_many('h:setid', 150) +
+        [['XSETID', 'h:setid', '150-1', 'ENTRIESADDED', '10000']],
+        b'h:big': xadd_many('h:big', 60, lambda i: [b'f', b'v' * 300]),
+    }
+    with peer() as r, larder.client() as lc, r.client() as rc:
+        for key, cmds in histories.items():
+            for cmd in cmds:
+                rc.call(*cmd)
+            payload = rc.call('DUMP', key)
+            copy = key + b':r'
+            assert_eq(lc.call('RESTORE', copy, 0, payload), 'OK')
+            assert_eq(rc.call('RESTORE', copy, 0, payload), 'OK')
+            for cmd in trim_script(copy):
+                if cmd[0] == 'XADD':
+                    # Same ids on both: take redis's.
+                    got = rc.call(*cmd)
+                    cmd = cmd[:-3] + [got] + cmd[-2:]
+                    assert_eq(lc.call(*cmd), got, '%r %r' % (key, cmd))
+                else:
+                    assert_eq(lc.call(*cmd), rc.call(*cmd),
+                              '%r: %r' % (key, cmd))
 
 
 def frame(body, version=10):

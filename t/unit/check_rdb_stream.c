@@ -29,6 +29,9 @@
 typedef struct seen {
     rdb_buf log;
     uint64_t entries, groups, consumers, pels;
+    uint64_t nodes, node_live; /* node calls, and the live they told */
+    uint64_t node_entries;     /* entries since the last node call */
+    int node_mismatch;         /* a node's entries were not its live */
     rdb_stream_meta meta;
 } seen;
 
@@ -58,6 +61,7 @@ static int on_entry(void *ctx, const rdb_stream_id *id, const rdb_str *fv,
         rdb_buf_append(&s->log, "|", 1);
     }
     s->entries++;
+    s->node_entries++;
     return 0;
 }
 
@@ -104,8 +108,26 @@ static int on_pel(void *ctx, const rdb_stream_id *id, int64_t t, uint64_t n)
     return 0;
 }
 
-static const rdb_stream_sink sink = { on_entry, on_meta, on_group, on_consumer,
-                                      on_pel };
+/* Each node's live count must be the entries that follow it. */
+static int on_node(void *ctx, uint64_t live, uint64_t deleted, size_t bytes)
+{
+    seen *s = ctx;
+
+    if ((s->nodes && s->node_entries != s->node_live) || bytes == 0 ||
+        live + deleted == 0)
+        s->node_mismatch = 1;
+    s->nodes++;
+    s->node_live = live;
+    s->node_entries = 0;
+    return 0;
+}
+
+static const rdb_stream_sink sink = { .entry = on_entry,
+                                      .meta = on_meta,
+                                      .group = on_group,
+                                      .consumer = on_consumer,
+                                      .pel = on_pel,
+                                      .node = on_node };
 
 /* The i-th entry of the test stream: every seventh has fields of its
  * own, the rest the node's; values are integers, text or binary. */
@@ -204,6 +226,9 @@ START_TEST(test_round_trip)
     ck_assert_uint_eq(w.buf.data[1], 3);
     ck_assert_int_eq(decode(w.buf.data, w.buf.len, &got, &r), 0);
     ck_assert_uint_eq(got.entries, ENTRIES);
+    ck_assert_uint_eq(got.nodes, 3);
+    ck_assert_uint_eq(got.node_entries, got.node_live);
+    ck_assert_int_eq(got.node_mismatch, 0);
     ck_assert_uint_eq(got.groups, 2);
     ck_assert_uint_eq(got.consumers, 2);
     ck_assert_uint_eq(got.pels, 3);

@@ -4,7 +4,9 @@
  * count, deleted and trimmed (MAXLEN, MINID, LIMIT) against an array
  * model; an empty stream keeps its key; the stream state; groups,
  * consumers and pending entries (per group and per consumer, moved
- * between consumers, a group destroyed with all of it); values larger
+ * between consumers, a group destroyed with all of it); group and
+ * consumer names of 0 to 100,000 bytes, found, listed in byte order and
+ * deleted; values larger
  * than a page; DEL through the garbage list freeing entries and groups;
  * COPY and RENAME of a stream; TYPE code. Fresh temp-dir environment per
  * test.
@@ -283,6 +285,234 @@ START_TEST(approximate_trim_by_nodes)
 }
 END_TEST
 
+/* Free every detached collection; returns the elements freed. */
+static size_t free_all(void)
+{
+    size_t freed, total = 0;
+    uint64_t pending = 1;
+    int rounds = 0;
+
+    while (pending) {
+        ck_assert_int_eq(st_coll_free_chunk(unit_st_env, FREE_CHUNK, &freed,
+                                            &pending),
+                         0);
+        total += freed;
+        ck_assert_int_lt(rounds++, MANY);
+    }
+    return total;
+}
+
+/*
+ * A trim of more than a thousand entries moves the stream's floor and
+ * leaves the entries to the freer: every read skips them at once, COPY
+ * does not carry them, the freer deletes exactly them (in chunks, in
+ * other transactions), and an entry added below the floor survives.
+ */
+START_TEST(big_trim_hands_head_to_freer)
+{
+    st_keyref k, k2;
+    st_obj o, o2;
+    struct collect c = { .n = 0 };
+    const st_stream_id zero = { 0, 0 }, top = { UINT64_MAX, UINT64_MAX };
+    st_stream_id id, minid = id_of(2500);
+    uint64_t deleted;
+    const uint8_t *val;
+    size_t len;
+
+    open_stream("s", &k, &o, 1);
+    for (uint64_t i = 0; i < MANY; i++)
+        add_entry(&o, i);
+    id = id_of(5);
+    ck_assert_int_eq(st_stream_del(t, &o, &id), 0);
+    /* Exact MAXLEN: 2999 live, keep 1000. */
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 1000, NULL, 0, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, MANY - 1 - 1000);
+    ck_assert_uint_eq(o.c.card, 1000);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(2000).ms);
+    ck_assert_uint_eq(id.seq, id_of(2000).seq);
+    id = id_of(1999);
+    ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), ST_ENOTFOUND);
+    ck_assert_int_eq(st_stream_del(t, &o, &id), ST_ENOTFOUND);
+    ck_assert_uint_eq(o.c.card, 1000);
+    ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 0, 0, collect_fn, &c),
+                     0);
+    ck_assert_uint_eq(c.n, 1000);
+    c.n = 0;
+    ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 1, 0, collect_fn, &c),
+                     0);
+    ck_assert_uint_eq(c.n, 1000);
+    ck_assert_uint_eq(c.ids[999].ms, id_of(2000).ms);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    /* The copy holds the live entries only. */
+    st_codec_keyref_init(&k2, 0, "copy", 4);
+    ck_assert_int_eq(st_keyspace_copy(t, &k, &k2, NOW, 0), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    ck_assert_uint_eq(free_all(), MANY - 1 - 1000);
+
+    t = unit_st_wbegin();
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
+    ck_assert_uint_eq(o.c.card, 1000);
+    c.n = 0;
+    ck_assert_int_eq(st_stream_range(t, &o, &zero, &top, 0, 0, collect_fn, &c),
+                     0);
+    ck_assert_uint_eq(c.n, 1000);
+    /* A second big trim replaces the first hand-off: MINID by nodes of
+     * 100 ordinals (entry i has ordinal i + 1). */
+    for (uint64_t i = MANY; i < 2 * MANY; i++)
+        add_entry(&o, i);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 500); /* 2000..2499 */
+    minid = id_of(5500);
+    ck_assert_int_eq(st_stream_trim(t, &o, 1, 0, &minid, 100, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 3000); /* 2500..5499 */
+    ck_assert_uint_eq(o.c.card, 500);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(5500).ms);
+    ck_assert_uint_eq(id.seq, id_of(5500).seq);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_coll_open(t, &k2, ST_TYPE_STREAM, NOW, &o2), 0);
+    ck_assert_uint_eq(o2.c.card, 1000);
+    /* Deleting the copy frees its 1000 entries: nothing dead came along. */
+    ck_assert_int_eq(st_keyspace_delete(t, &k2, NOW), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    ck_assert_uint_eq(free_all(), 3000 + 1000);
+
+    /* Emptied by a big trim, then an id below the floor is added. */
+    t = unit_st_wbegin();
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
+    for (uint64_t i = 2 * MANY; i < 2 * MANY + 1200; i++)
+        add_entry(&o, i);
+    ck_assert_int_eq(st_stream_trim(t, &o, 0, 0, NULL, 0, 0, &deleted), 0);
+    ck_assert_uint_eq(deleted, 1700);
+    ck_assert_uint_eq(o.c.card, 0);
+    ck_assert_int_eq(st_stream_edge(t, &o, 0, &id), ST_ENOTFOUND);
+    {
+        struct fields f = { { "a", "v0", "b", "" }, { 1, 2, 1, 0 } };
+        id = id_of(2 * MANY + 100);
+        ck_assert_int_eq(st_stream_add(t, &o, &id, 1, NFIELDS * 2, field_of,
+                                       &f),
+                         0);
+    }
+    ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), 0);
+    ck_assert_int_eq(st_coll_save(t, &o, NOW), 0);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+    /* Those at and above it went at the add (with the entry it replaced);
+     * the freer takes 5500 .. 2 * MANY + 99. */
+    ck_assert_uint_eq(free_all(), 600);
+    t = unit_st_rbegin();
+    ck_assert_int_eq(st_coll_open(t, &k, ST_TYPE_STREAM, NOW, &o), 0);
+    ck_assert_uint_eq(o.c.card, 1);
+    ck_assert_int_eq(st_stream_get(t, &o, &id, &val, &len), 0);
+    ck_assert_int_eq(st_stream_edge(t, &o, 1, &id), 0);
+    ck_assert_uint_eq(id.ms, id_of(2 * MANY + 100).ms);
+}
+END_TEST
+
+/*
+ * The stream state written once per transaction: what a put leaves is
+ * what a get in the same transaction sees, another stream's put writes
+ * the first one's back, the commit writes the last, an abort drops it,
+ * and COPY in the same transaction copies the newest state.
+ */
+START_TEST(meta_written_back_at_commit)
+{
+    st_keyref ka, kb, kc;
+    st_obj a, b, cp;
+    st_stream_meta ma = { .entries_added = 7, .last = { 5, 1 } },
+                   mb = { .entries_added = 9, .ngroups = 2 }, got;
+
+    open_stream("a", &ka, &a, 1);
+    open_stream("b", &kb, &b, 1);
+    ck_assert_int_eq(st_stream_meta_put(t, &a, &ma), 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert(memcmp(&got, &ma, sizeof got) == 0);
+    ck_assert_int_eq(st_stream_meta_put(t, &b, &mb), 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert(memcmp(&got, &ma, sizeof got) == 0);
+    ma.entries_added = 8;
+    ck_assert_int_eq(st_stream_meta_put(t, &a, &ma), 0);
+    ck_assert_int_eq(st_coll_save(t, &a, NOW), 0);
+    ck_assert_int_eq(st_coll_save(t, &b, NOW), 0);
+    st_codec_keyref_init(&kc, 0, "c", 1);
+    ck_assert_int_eq(st_keyspace_copy(t, &ka, &kc, NOW, 0), 0);
+    ck_assert_int_eq(st_coll_open(t, &kc, ST_TYPE_STREAM, NOW, &cp), 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &cp, &got), 0);
+    ck_assert_uint_eq(got.entries_added, 8);
+    ck_assert_int_eq(st_txn_commit(&t), 0);
+
+    t = unit_st_wbegin();
+    open_stream("a", &ka, &a, 0);
+    open_stream("b", &kb, &b, 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert(memcmp(&got, &ma, sizeof got) == 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &b, &got), 0);
+    ck_assert(memcmp(&got, &mb, sizeof got) == 0);
+    ma.entries_added = 100;
+    ck_assert_int_eq(st_stream_meta_put(t, &a, &ma), 0);
+    st_txn_abort(&t);
+
+    t = unit_st_rbegin();
+    open_stream("a", &ka, &a, 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &a, &got), 0);
+    ck_assert_uint_eq(got.entries_added, 8);
+    open_stream("c", &kc, &cp, 0);
+    ck_assert_int_eq(st_stream_meta_get(t, &cp, &got), 0);
+    ck_assert_uint_eq(got.entries_added, 8);
+}
+END_TEST
+
+/*
+ * MAXLEN trims without a LIMIT count from the tail when they keep fewer
+ * than they take: the same entries go as when counted from the head (a
+ * LIMIT too large to matter takes that path), by nodes of 100 or 7 and
+ * exactly, over a stream thinned at random.
+ */
+START_TEST(trim_from_tail_matches_head)
+{
+    static const uint64_t nodes[] = { 0, 7, 100 };
+    static const uint64_t maxlens[] = { 0, 1, 6, 7, 8, 99, 100, 101, 450 };
+    unsigned seed = 4242;
+
+    for (size_t ni = 0; ni < sizeof nodes / sizeof nodes[0]; ni++) {
+        for (size_t mi = 0; mi < sizeof maxlens / sizeof maxlens[0]; mi++) {
+            st_keyref ka, kb;
+            st_obj a, b;
+            st_stream_id ea, eb;
+            uint64_t da, db;
+            char na[16], nb[16];
+            snprintf(na, sizeof na, "a%zu.%zu", ni, mi);
+            snprintf(nb, sizeof nb, "b%zu.%zu", ni, mi);
+            open_stream(na, &ka, &a, 1);
+            open_stream(nb, &kb, &b, 1);
+            for (uint64_t i = 0; i < MANY / 3; i++) {
+                add_entry(&a, i);
+                add_entry(&b, i);
+            }
+            for (int d = 0; d < 200; d++) {
+                st_stream_id id = id_of((uint64_t)rand_r(&seed) % (MANY / 3));
+                int ra = st_stream_del(t, &a, &id);
+                ck_assert_int_eq(st_stream_del(t, &b, &id), ra);
+            }
+            ck_assert_int_eq(st_stream_trim(t, &a, 0, maxlens[mi], NULL,
+                                            nodes[ni], 0, &da),
+                             0);
+            ck_assert_int_eq(st_stream_trim(t, &b, 0, maxlens[mi], NULL,
+                                            nodes[ni], UINT64_MAX, &db),
+                             0);
+            ck_assert_uint_eq(da, db);
+            ck_assert_uint_eq(a.c.card, b.c.card);
+            ck_assert_int_eq(st_stream_edge(t, &a, 0, &ea),
+                             st_stream_edge(t, &b, 0, &eb));
+            if (a.c.card)
+                ck_assert_int_eq(st_stream_id_cmp(&ea, &eb), 0);
+            if (!nodes[ni])
+                ck_assert_uint_eq(a.c.card, maxlens[mi]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(meta_and_big_values)
 {
     st_keyref k;
@@ -374,7 +604,6 @@ START_TEST(groups_consumers_pel)
     struct names names = { .n = 0 };
     const uint8_t *nm;
     size_t nl;
-    char longname[ST_STREAM_NAME_MAX + 2];
 
     open_stream("s", &k, &o, 1);
     ck_assert_int_eq(st_stream_group_put(t, &o, "gb", 2, &g2), 0);
@@ -382,9 +611,6 @@ START_TEST(groups_consumers_pel)
     ck_assert_int_eq(st_stream_group_get(t, &o, "ga", 2, &back), 0);
     ck_assert(memcmp(&back, &g, sizeof g) == 0);
     ck_assert_int_eq(st_stream_group_get(t, &o, "gc", 2, &back), ST_ENOTFOUND);
-    memset(longname, 'n', sizeof longname);
-    ck_assert_int_eq(st_stream_group_put(t, &o, longname, sizeof longname, &g),
-                     ST_EKEYSIZE);
     ck_assert_int_eq(st_stream_groups(t, &o, group_fn, &names), 0);
     ck_assert_uint_eq(names.n, 2);
     ck_assert_str_eq(names.v[0], "ga");
@@ -521,6 +747,141 @@ START_TEST(del_copy_rename_and_lazy_free)
 }
 END_TEST
 
+/* Names of the long-name test: `len` bytes of 'n' but the last `tail`
+ * bytes, which are `last`. */
+struct lname {
+    size_t len, tail;
+    char last;
+};
+
+#define LNAMES 8
+#define LNAME_BIG 100000
+
+/* In byte order (a prefix first); ST_STREAM_NAME_INLINE is 400. */
+static const struct lname lnames[LNAMES] = {
+    { 0, 0, 0 },   { 400, 0, 0 },       { 5000, 4600, 'a' }, { 401, 1, 'b' },
+    { 401, 0, 0 }, { LNAME_BIG, 0, 0 }, { 400, 1, 'o' },     { 1, 1, 'z' },
+};
+
+static char *lname_make(const struct lname *l)
+{
+    char *s = malloc(l->len ? l->len : 1);
+
+    ck_assert_ptr_nonnull(s);
+    memset(s, 'n', l->len);
+    memset(s + l->len - l->tail, l->last, l->tail);
+    return s;
+}
+
+struct lseen {
+    size_t n;
+    int bad;
+    uint64_t nums[LNAMES];
+};
+
+static int lname_fn(struct lseen *w, const uint8_t *name, size_t len,
+                    uint64_t num)
+{
+    char *want;
+
+    ck_assert_uint_lt(w->n, LNAMES);
+    want = lname_make(&lnames[w->n]);
+    if (len != lnames[w->n].len || memcmp(want, name, len) != 0)
+        w->bad = 1;
+    free(want);
+    w->nums[w->n++] = num;
+    return 0;
+}
+
+static int lgroup_fn(void *ctx, const uint8_t *name, size_t len,
+                     const st_stream_group *g)
+{
+    return lname_fn(ctx, name, len, g->num);
+}
+
+static int lconsumer_fn(void *ctx, const uint8_t *name, size_t len,
+                        const st_stream_consumer *cons)
+{
+    return lname_fn(ctx, name, len, cons->num);
+}
+
+START_TEST(long_names_any_length)
+{
+    st_keyref k;
+    st_obj o;
+    struct lseen seen = { 0, 0, { 0 } };
+    /* Put in an order unlike name order: digest order must not show. */
+    static const int put_order[LNAMES] = { 5, 2, 7, 0, 4, 1, 6, 3 };
+
+    open_stream("s", &k, &o, 1);
+    for (int i = 0; i < LNAMES; i++) {
+        int j = put_order[i];
+        char *nm = lname_make(&lnames[j]);
+        st_stream_group g = { .num = (uint64_t)j };
+        st_stream_consumer cons = { .num = (uint64_t)j, .seen_time = NOW };
+        ck_assert_int_eq(st_stream_group_put(t, &o, nm, lnames[j].len, &g), 0);
+        ck_assert_int_eq(st_stream_consumer_put(t, &o, 1, nm, lnames[j].len,
+                                                &cons),
+                         0);
+        /* Written twice: the second replaces the first. */
+        ck_assert_int_eq(st_stream_group_put(t, &o, nm, lnames[j].len, &g), 0);
+        free(nm);
+    }
+    for (int j = 0; j < LNAMES; j++) {
+        char *nm = lname_make(&lnames[j]);
+        st_stream_group g;
+        st_stream_consumer cons;
+        const uint8_t *back;
+        size_t blen;
+        ck_assert_int_eq(st_stream_group_get(t, &o, nm, lnames[j].len, &g), 0);
+        ck_assert_uint_eq(g.num, (uint64_t)j);
+        ck_assert_int_eq(st_stream_consumer_get(t, &o, 1, nm, lnames[j].len,
+                                                &cons),
+                         0);
+        ck_assert_uint_eq(cons.num, (uint64_t)j);
+        ck_assert_int_eq(st_stream_consumer_name(t, &o, 1, (uint64_t)j, &back,
+                                                 &blen),
+                         0);
+        ck_assert_uint_eq(blen, lnames[j].len);
+        ck_assert(memcmp(back, nm, blen) == 0);
+        /* One byte more or less is another name. */
+        if (lnames[j].len > 1)
+            ck_assert_int_eq(st_stream_group_get(t, &o, nm, lnames[j].len - 1,
+                                                 &g),
+                             j == 4 || j == 3 ? 0 : ST_ENOTFOUND);
+        free(nm);
+    }
+    ck_assert_int_eq(st_stream_groups(t, &o, lgroup_fn, &seen), 0);
+    ck_assert_uint_eq(seen.n, LNAMES);
+    ck_assert_int_eq(seen.bad, 0);
+    for (int j = 0; j < LNAMES; j++)
+        ck_assert_uint_eq(seen.nums[j], (uint64_t)j);
+    memset(&seen, 0, sizeof seen);
+    ck_assert_int_eq(st_stream_consumers(t, &o, 1, lconsumer_fn, &seen), 0);
+    ck_assert_uint_eq(seen.n, LNAMES);
+    ck_assert_int_eq(seen.bad, 0);
+
+    /* Deleting the long ones leaves the others. */
+    for (int j = 2; j <= 5; j++) {
+        char *nm = lname_make(&lnames[j]);
+        st_stream_group g;
+        ck_assert_int_eq(st_stream_consumer_del(t, &o, 1, nm, lnames[j].len,
+                                                (uint64_t)j),
+                         0);
+        ck_assert_int_eq(st_stream_group_del(t, &o, nm, lnames[j].len), 0);
+        ck_assert_int_eq(st_stream_group_get(t, &o, nm, lnames[j].len, &g),
+                         ST_ENOTFOUND);
+        ck_assert_int_eq(st_stream_group_del(t, &o, nm, lnames[j].len),
+                         ST_ENOTFOUND);
+        free(nm);
+    }
+    memset(&seen, 0, sizeof seen);
+    ck_assert_int_eq(st_stream_consumers(t, &o, 1, lconsumer_fn, &seen), 0);
+    ck_assert_uint_eq(seen.n, LNAMES - 4);
+    ck_assert_uint_eq(seen.nums[2], 6);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("st_stream");
@@ -532,9 +893,19 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, append_range_both_ways);
     tcase_add_test(tc, delete_and_trim_match_model);
     tcase_add_test(tc, approximate_trim_by_nodes);
+    tcase_add_test(tc, big_trim_hands_head_to_freer);
+    tcase_add_test(tc, trim_from_tail_matches_head);
     tcase_add_test(tc, meta_and_big_values);
+    tcase_add_test(tc, meta_written_back_at_commit);
     tcase_add_test(tc, groups_consumers_pel);
     tcase_add_test(tc, del_copy_rename_and_lazy_free);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("limits");
+    unit_st_fixture(tc, UNIT_ST_PLAIN);
+    tcase_add_checked_fixture(tc, txn_setup, txn_teardown);
+    tcase_set_timeout(tc, TIMEOUT_S);
+    tcase_add_test(tc, long_names_any_length);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cache");
