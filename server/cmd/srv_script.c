@@ -35,10 +35,12 @@
  * after it wrote (beyond Redis's UNKILLABLE), since its transaction is
  * aborted.
  *
- * Not here yet: PUBLISH inside a script gives the script 0 when the
- * broker carries the message (its count arrives after the script ended).
- * A command of another client that ran in the same loop turn just before
- * a long script keeps its reply with the turn's group until the script
+ * PUBLISH inside a script answers every worker's receiver count at once
+ * and its message waits for the script's commit (srv_pubsub.h): a killed
+ * script's messages are never delivered.
+ *
+ * Not here yet: a command of another client that ran in the same loop turn just
+ * before a long script keeps its reply with the turn's group until the script
  * ends or is killed (busy serving answers only connections with nothing
  * in the group; Redis would have written that reply).
  */
@@ -50,11 +52,14 @@
 #include "server/cmd/srv_scriptgate.h"
 #include "server/cmd/srv_sha1.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_ask.h"
+#include "server/srv_bproto.h"
 #include "server/srv_dict.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_hooks.h"
 #include "server/srv_log.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_scriptshm.h"
 #include "server/srv_util.h"
@@ -75,6 +80,8 @@
  * often. */
 #define BUSY_SERVE_MS 100
 #define SCRATCH_KEEP (64 * 1024)
+/* A running script answers other workers' questions this often. */
+#define ANSWER_EVERY_MS 10
 
 static const char MSG_KILLED[] = "Script killed by user with SCRIPT KILL...";
 static const char MSG_NOSCRIPT[] = "NOSCRIPT No matching script. Please use "
@@ -99,9 +106,10 @@ typedef struct run {
     int killed;  /* the interrupt fired */
     uint64_t id; /* in the region */
     int64_t started;
-    int warned;        /* the slow-script warning was logged */
-    int killed_here;   /* SCRIPT / FUNCTION KILL from this worker */
-    int64_t served_at; /* the worker last answered its other clients */
+    int warned;          /* the slow-script warning was logged */
+    int killed_here;     /* SCRIPT / FUNCTION KILL from this worker */
+    int64_t served_at;   /* the worker last answered its other clients */
+    int64_t answered_at; /* ... other workers' questions */
     const char *name;
 } run;
 
@@ -176,18 +184,6 @@ static void on_rewind(srv_conn *c, void *state)
     ((conn_state *)state)->flush_pending = 0;
 }
 
-/* A PUBLISH inside a script: the count comes later, nobody waits for it
- * (the script got its reply already, see script_call). */
-static int on_defer(srv_conn *c, void *state)
-{
-    return sc.cur && sc.cur->c == c;
-}
-
-static int on_deferred(srv_conn *c, void *state, long long v)
-{
-    return 1; /* dropped: its command was inside a script */
-}
-
 static void on_close(srv_conn *c, void *state) { free(state); }
 
 static const srv_hooks script_hooks = {
@@ -196,8 +192,6 @@ static const srv_hooks script_hooks = {
     .rewind = on_rewind,
     .close = on_close,
     .intercept = on_intercept,
-    .defer = on_defer,
-    .deferred = on_deferred,
 };
 
 /* ---- the per-worker cache ---- */
@@ -387,9 +381,11 @@ static const char *script_call(void *ctx, int argc, const srv_slice *argv,
     c->argv = argv0;
     c->cmd = cmd0;
     c->resp = resp0;
-    c->blocked = 0; /* a PUBLISH's count is not waited for (on_defer) */
-    if (sc.scratch.len == 0) /* PUBLISH with the broker up: sent */
-        srv_buf_append(&sc.scratch, ":0\r\n", 4);
+    if (sc.scratch.len == 0) { /* a bug: every command replies here */
+        static const char none[] = "-ERR the command gave no reply\r\n";
+        srv_log(SRV_LOG_WARNING, 0, "%s gave no reply in a script", cmd->name);
+        srv_buf_append(&sc.scratch, none, sizeof none - 1);
+    }
     if ((cmd->flags & F_WRITE) && in_slot() && !r->ro)
         srv_scriptshm_mark(srv_her.scripts, c->worker->index,
                            SRV_SCRIPTSHM_WROTE);
@@ -449,6 +445,12 @@ static const char *script_interrupt(void *ctx)
                 (long long)(now - r->started),
                 r->function ? "FUNCTION KILL" : "SCRIPT KILL", r->name);
     }
+    if (now - r->answered_at >= ANSWER_EVERY_MS) {
+        /* Other workers' questions that only read this one's state (who
+         * would receive a message): a script of theirs may wait for it. */
+        r->answered_at = now;
+        srv_ask_answer_waiting();
+    }
     if (threshold_ms() > 0 && now - r->started > threshold_ms() &&
         now - r->served_at >= BUSY_SERVE_MS) {
         r->served_at = now;
@@ -493,7 +495,7 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     run r = { 0 };
     srv_group *g = &c->worker->group;
     unsigned db0 = c->db;
-    size_t mark = c->out.len;
+    size_t mark = c->out.len, held = srv_pubsub_held(c);
     int stopped;
 
     r.c = c;
@@ -502,7 +504,7 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     r.learned = learned;
     r.function = function;
     r.name = name;
-    r.started = srv_util_monotonic_ms();
+    r.started = r.answered_at = srv_util_monotonic_ms();
     if (in_slot())
         r.id = srv_scriptshm_begin(srv_her.scripts, c->worker->index,
                                    (function ? SRV_SCRIPTSHM_FUNCTION : 0) |
@@ -518,14 +520,18 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     c->db = db0; /* SELECT inside a script is the script's own */
     srv_buf_trim(&sc.scratch, SCRATCH_KEEP);
     if (r.restart) {
-        c->out.len = mark; /* the attempt's reply goes; it wrote nothing */
+        /* the attempt's reply and messages go; it wrote nothing */
+        c->out.len = mark;
+        srv_pubsub_unhold(c, held);
         return 1;
     }
     if (stopped && r.killed) {
         /* Nothing it did may remain: abort the transaction it wrote in
-         * (the group replays the others it carried), and answer the kill
-         * where a replay would run the script again. */
+         * (the group replays the others it carried), drop the messages
+         * it published, and answer the kill where a replay would run the
+         * script again. */
         conn_state *s = state_of(c);
+        srv_pubsub_unhold(c, held);
         if (s && c->out.len > mark) {
             size_t n = c->out.len - mark - 3; /* "-" ... "\r\n" */
             if (n >= sizeof s->killed_err)
@@ -854,10 +860,53 @@ int srv_script_running(char *name, size_t size, long long *ms, int *function)
 
 /* ---- BUSY across workers ---- */
 
+/* ---- PUBLISH's count: every worker's receivers ---- */
+
+/* How long a script's PUBLISH waits for every worker's count before it
+ * takes this worker's (logged). A worker answers within its loop turn,
+ * or every ANSWER_EVERY_MS of a long script of its own. */
+#define COUNT_WAIT_MS 1000
+/* A receivers question: the kind (one byte), then the channel. */
+#define RECEIVERS_HEAD 1
+
+static int receivers_part(const char *q, size_t qlen, srv_buf *part)
+{
+    long long n = 0;
+
+    if (qlen >= RECEIVERS_HEAD && (unsigned char)q[0] < SRV_PS_KINDS)
+        n = srv_pubsub_receivers_here((unsigned char)q[0], q + RECEIVERS_HEAD,
+                                      qlen - RECEIVERS_HEAD);
+    return srv_ask_put_count(part, (uint64_t)n);
+}
+
+static int count_receivers(int kind, const char *ch, size_t chlen, long long *n)
+{
+    static srv_buf q, ans;
+    unsigned char k = (unsigned char)kind;
+    int rc;
+
+    q.len = 0;
+    if (srv_buf_append(&q, &k, RECEIVERS_HEAD) || srv_buf_append(&q, ch, chlen))
+        return -1;
+    rc = srv_ask_wait(SRV_BP_Q_RECEIVERS, q.data, q.len, COUNT_WAIT_MS, &ans);
+    srv_buf_trim(&q, SCRATCH_KEEP);
+    if (rc) {
+        srv_log(SRV_LOG_WARNING, 0,
+                "PUBLISH in a script: no count from every worker within %d "
+                "ms, this worker's given",
+                COUNT_WAIT_MS);
+        return -1;
+    }
+    *n = (long long)srv_ask_count(ans.data, ans.len);
+    return 0;
+}
+
 /* ---- the service ---- */
 
 static void service_start(srv_worker *w)
 {
+    srv_ask_register_anytime(SRV_BP_Q_RECEIVERS, receivers_part);
+    srv_pubsub_set_counter(count_receivers);
     if (srv_her.scripts && srv_scriptshm_check(srv_her.scripts) == 0 &&
         w->index < (int)srv_her.scripts->nslots)
         srv_scriptshm_reset_slot(srv_her.scripts, w->index);
