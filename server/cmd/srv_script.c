@@ -39,10 +39,14 @@
  * and its message waits for the script's commit (srv_pubsub.h): a killed
  * script's messages are never delivered.
  *
- * Not here yet: a command of another client that ran in the same loop turn just
- * before a long script keeps its reply with the turn's group until the script
- * ends or is killed (busy serving answers only connections with nothing
- * in the group; Redis would have written that reply).
+ * A command of another client that ran before a long script in the
+ * same loop turn is answered at once, as Redis answers it: a script
+ * whose last run here was long (SRV_SCRIPT_LONG_MS) runs after the
+ * group's finished work is committed and its replies written (the
+ * service's solo); on a first long run, release_others lets the others'
+ * reads go, or has the group replay with the script last. Under sync
+ * always such replies may still wait for the flush until the script
+ * ends (the worker hears of it in its loop).
  */
 #include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"
@@ -84,6 +88,7 @@
 #define ANSWER_EVERY_MS 10
 
 static const char MSG_KILLED[] = "Script killed by user with SCRIPT KILL...";
+static const char MSG_RUN_ALONE[] = "ERR the script runs again, alone";
 static const char MSG_NOSCRIPT[] = "NOSCRIPT No matching script. Please use "
                                    "EVAL.";
 
@@ -108,6 +113,8 @@ typedef struct run {
     int64_t started;
     int warned;          /* the slow-script warning was logged */
     int killed_here;     /* SCRIPT / FUNCTION KILL from this worker */
+    int released;        /* the others' replies were let go (or not) */
+    int run_alone;       /* stopped to run again after the others */
     int64_t served_at;   /* the worker last answered its other clients */
     int64_t answered_at; /* ... other workers' questions */
     const char *name;
@@ -116,8 +123,11 @@ typedef struct run {
 static struct {
     srv_lua *eval;
     srv_dict scripts; /* SHA1 -> script */
-    uint64_t gen;     /* region's cache generation the dict matches */
-    srv_buf scratch;  /* an inner command's reply */
+    /* functions whose last run here was long (FCALL's solo; the
+     * function table is srv_script_fn.c's, above this module) */
+    srv_dict long_fns;
+    uint64_t gen;    /* region's cache generation the dict matches */
+    srv_buf scratch; /* an inner command's reply */
     run *cur;
 } sc;
 
@@ -431,6 +441,39 @@ static int busy_answer(srv_conn *c, void *arg)
     return 0;
 }
 
+/*
+ * The script has run SRV_SCRIPT_LONG_MS on its first long run here (a
+ * known long one ran after the others' commit, see script_solo): the
+ * other members' replies must not wait for its end. When nothing this
+ * turn wrote, what they read is committed already: they are taken as
+ * committed and written now. When they wrote, their writes share the
+ * script's transaction: the script stops (1) and the group replays, the
+ * others first, one transaction each, then the script, which is now
+ * known to run long. Under sync always the replies may still wait for
+ * the flush, which the worker learns in its loop.
+ */
+static int release_others(run *r)
+{
+    srv_conn *c = r->c;
+    srv_group *g = &c->worker->group;
+    int what = srv_group_others_pending(g, c);
+
+    r->released = 1;
+    if (what & SRV_GROUP_OTHERS_UNCOMMITTED) {
+        if (g->writes > 0 && g->wtxn && !c->single && r->learned) {
+            *r->learned |= SRV_SCRIPT_LEARNED_LONG;
+            r->run_alone = 1;
+            return 1;
+        }
+        if (g->writes > 0)
+            return 0; /* no way to let them go: they wait */
+        srv_group_commit_reads(g, c);
+    }
+    if (what)
+        srv_worker_write_group(c->worker, c);
+    return 0;
+}
+
 static const char *script_interrupt(void *ctx)
 {
     run *r = ctx;
@@ -445,6 +488,9 @@ static const char *script_interrupt(void *ctx)
                 (long long)(now - r->started),
                 r->function ? "FUNCTION KILL" : "SCRIPT KILL", r->name);
     }
+    if (!r->released && now - r->started >= SRV_SCRIPT_LONG_MS &&
+        release_others(r))
+        return MSG_RUN_ALONE;
     if (now - r->answered_at >= ANSWER_EVERY_MS) {
         /* Other workers' questions that only read this one's state (who
          * would receive a message): a script of theirs may wait for it. */
@@ -485,6 +531,25 @@ static const srv_lua_host host = {
 
 /* ---- running ---- */
 
+/* Most functions remembered as long; past it the memory starts again
+ * (deleted functions' names would otherwise stay). */
+#define LONG_FNS_MAX 1024
+
+static void remember_long_fn(const char *name, int is_long)
+{
+    size_t n = strlen(name);
+    uint64_t h = srv_dict_hash(name, n);
+    srv_dict_entry *e = srv_dict_find(&sc.long_fns, name, n, h);
+
+    if (is_long && !e) {
+        if (sc.long_fns.count >= LONG_FNS_MAX)
+            srv_dict_clear(&sc.long_fns, NULL);
+        srv_dict_add(&sc.long_fns, name, n, h); /* (none: not solo) */
+    } else if (!is_long && e) {
+        srv_dict_remove(&sc.long_fns, e);
+    }
+}
+
 /* One run of the script in transaction t; 1 if it must run again in the
  * write transaction (a read-first attempt met a write command). */
 static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
@@ -518,12 +583,26 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     if (in_slot())
         srv_scriptshm_end(srv_her.scripts, c->worker->index);
     c->db = db0; /* SELECT inside a script is the script's own */
+    if (learned && srv_util_monotonic_ms() - r.started >= SRV_SCRIPT_LONG_MS)
+        *learned |= SRV_SCRIPT_LEARNED_LONG;
+    else if (learned)
+        *learned &= ~SRV_SCRIPT_LEARNED_LONG;
+    if (function && learned)
+        remember_long_fn(name, *learned & SRV_SCRIPT_LEARNED_LONG);
     srv_buf_trim(&sc.scratch, SCRATCH_KEEP);
     if (r.restart) {
         /* the attempt's reply and messages go; it wrote nothing */
         c->out.len = mark;
         srv_pubsub_unhold(c, held);
         return 1;
+    }
+    if (stopped && r.run_alone) {
+        /* The group's transaction goes: its members replay, the script
+         * after the others' replies are written (release_others). */
+        c->out.len = mark;
+        srv_pubsub_unhold(c, held);
+        srv_group_poison(g);
+        return 0;
     }
     if (stopped && r.killed) {
         /* Nothing it did may remain: abort the transaction it wrote in
@@ -903,6 +982,36 @@ static int count_receivers(int kind, const char *ch, size_t chlen, long long *n)
 
 /* ---- the service ---- */
 
+/*
+ * The service's solo: c's command is a script or function whose last
+ * run here was long (SRV_SCRIPT_LONG_MS). Looked up as the command will
+ * find it; one it does not know yet is not (its first run teaches).
+ */
+static int script_solo(srv_conn *c)
+{
+    const char *n = c->cmd->name;
+    char sha[SRV_SHA1_HEX_LEN + 1];
+    script *s;
+
+    if (c->argc < 2 || (n[0] != 'e' && n[0] != 'f'))
+        return 0;
+    if (!strcmp(n, "fcall") || !strcmp(n, "fcall_ro"))
+        return srv_dict_find(&sc.long_fns, c->argv[1].ptr, c->argv[1].len,
+                             srv_dict_hash(c->argv[1].ptr, c->argv[1].len)) !=
+               NULL;
+    if (!strcmp(n, "evalsha") || !strcmp(n, "evalsha_ro")) {
+        if (c->argv[1].len != SRV_SHA1_HEX_LEN)
+            return 0;
+        lower_sha(sha, &c->argv[1]);
+    } else if (!strcmp(n, "eval") || !strcmp(n, "eval_ro")) {
+        srv_sha1_hex(c->argv[1].ptr, c->argv[1].len, sha);
+    } else {
+        return 0;
+    }
+    sync_generation();
+    return (s = find_script(sha)) && (s->learned & SRV_SCRIPT_LEARNED_LONG);
+}
+
 static void service_start(srv_worker *w)
 {
     srv_ask_register_anytime(SRV_BP_Q_RECEIVERS, receivers_part);
@@ -917,6 +1026,7 @@ static void service_start(srv_worker *w)
 const srv_service srv_script_service = {
     .name = "script",
     .start = service_start,
+    .solo = script_solo,
 };
 
 /* ---- the master ---- */
