@@ -126,6 +126,7 @@ static struct {
     /* functions whose last run here was long (FCALL's solo; the
      * function table is srv_script_fn.c's, above this module) */
     srv_dict long_fns;
+    unsigned nlong;  /* compiled scripts whose last run was long */
     uint64_t gen;    /* region's cache generation the dict matches */
     srv_buf scratch; /* an inner command's reply */
     run *cur;
@@ -212,6 +213,8 @@ static void free_entry(srv_dict_entry *e)
 
     if (sc.eval)
         srv_lua_unref(sc.eval, s->ref);
+    if (s->learned & SRV_SCRIPT_LEARNED_LONG)
+        sc.nlong--;
     free(s);
 }
 
@@ -461,8 +464,7 @@ static int release_others(run *r)
     r->released = 1;
     if (what & SRV_GROUP_OTHERS_UNCOMMITTED) {
         if (g->writes > 0 && g->wtxn && !c->single && r->learned) {
-            *r->learned |= SRV_SCRIPT_LEARNED_LONG;
-            r->run_alone = 1;
+            r->run_alone = 1; /* (run_in marks it long: it ran 1 ms) */
             return 1;
         }
         if (g->writes > 0)
@@ -583,12 +585,17 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     if (in_slot())
         srv_scriptshm_end(srv_her.scripts, c->worker->index);
     c->db = db0; /* SELECT inside a script is the script's own */
-    if (learned && srv_util_monotonic_ms() - r.started >= SRV_SCRIPT_LONG_MS)
-        *learned |= SRV_SCRIPT_LEARNED_LONG;
-    else if (learned)
-        *learned &= ~SRV_SCRIPT_LEARNED_LONG;
-    if (function && learned)
-        remember_long_fn(name, *learned & SRV_SCRIPT_LEARNED_LONG);
+    if (learned) {
+        unsigned was = *learned & SRV_SCRIPT_LEARNED_LONG;
+        if (srv_util_monotonic_ms() - r.started >= SRV_SCRIPT_LONG_MS)
+            *learned |= SRV_SCRIPT_LEARNED_LONG;
+        else
+            *learned &= ~SRV_SCRIPT_LEARNED_LONG;
+        if (function)
+            remember_long_fn(name, *learned & SRV_SCRIPT_LEARNED_LONG);
+        else if (was != (*learned & SRV_SCRIPT_LEARNED_LONG))
+            sc.nlong += was ? -1u : 1u;
+    }
     srv_buf_trim(&sc.scratch, SCRATCH_KEEP);
     if (r.restart) {
         /* the attempt's reply and messages go; it wrote nothing */
@@ -993,8 +1000,9 @@ static int script_solo(srv_conn *c)
     char sha[SRV_SHA1_HEX_LEN + 1];
     script *s;
 
-    if (c->argc < 2 || (n[0] != 'e' && n[0] != 'f'))
-        return 0;
+    if ((sc.nlong == 0 && sc.long_fns.count == 0) || c->argc < 2 ||
+        (n[0] != 'e' && n[0] != 'f'))
+        return 0; /* (no long one: the common case, at no cost) */
     if (!strcmp(n, "fcall") || !strcmp(n, "fcall_ro"))
         return srv_dict_find(&sc.long_fns, c->argv[1].ptr, c->argv[1].len,
                              srv_dict_hash(c->argv[1].ptr, c->argv[1].len)) !=
