@@ -29,6 +29,7 @@ typedef struct ask_pending {
 static struct {
     srv_worker *w;
     srv_ask_part_fn *part[SRV_BP_NQUERIES];
+    int anytime[SRV_BP_NQUERIES]; /* answered in a command's middle too */
     ask_pending *p;
     size_t np, cap;
     uint64_t next_id;
@@ -43,6 +44,13 @@ void srv_ask_register(int kind, srv_ask_part_fn *part)
 {
     if (kind >= 0 && kind < SRV_BP_NQUERIES)
         ak.part[kind] = part;
+}
+
+void srv_ask_register_anytime(int kind, srv_ask_part_fn *part)
+{
+    srv_ask_register(kind, part);
+    if (kind >= 0 && kind < SRV_BP_NQUERIES)
+        ak.anytime[kind] = 1;
 }
 
 int srv_ask_put_count(srv_buf *part, uint64_t n)
@@ -163,16 +171,22 @@ static void done(ask_pending *p)
     ak.resume[ak.nresume++] = c;
 }
 
+/* This worker's part of a question, put on the link. */
+static void answer_query(const srv_bframe *f)
+{
+    ak.scratch.len = 0;
+    if (ak.part[f->kind] &&
+        ak.part[f->kind](f->body, (size_t)f->len, &ak.scratch))
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a worker's answer");
+    srv_link_put(SRV_BP_ANSWER, 0, f->arg, ak.scratch.data, ak.scratch.len,
+                 NULL, 0);
+    ak.scratch.len = 0;
+}
+
 static int on_frame(const srv_bframe *f)
 {
     if (f->type == SRV_BP_QUERY) {
-        ak.scratch.len = 0;
-        if (ak.part[f->kind] &&
-            ak.part[f->kind](f->body, (size_t)f->len, &ak.scratch))
-            srv_log(SRV_LOG_WARNING, ENOMEM, "a worker's answer");
-        srv_link_put(SRV_BP_ANSWER, 0, f->arg, ak.scratch.data, ak.scratch.len,
-                     NULL, 0);
-        ak.scratch.len = 0;
+        answer_query(f);
         return 0;
     }
     if (f->type == SRV_BP_REPLY) {
@@ -185,6 +199,63 @@ static int on_frame(const srv_bframe *f)
         return 0;
     }
     return -1;
+}
+
+/* ---- waiting in the middle of a command ---- */
+
+typedef struct wait_for {
+    uint64_t id; /* the REPLY awaited, 0 for none */
+    srv_buf *ans;
+} wait_for;
+
+static int pick(const srv_bframe *f, void *arg)
+{
+    wait_for *w = arg;
+
+    if (f->type == SRV_BP_QUERY && ak.anytime[f->kind]) {
+        answer_query(f);
+        return SRV_LINK_TAKEN;
+    }
+    if (f->type == SRV_BP_REPLY && w->id && f->arg == w->id) {
+        if (srv_buf_append(w->ans, f->body, (size_t)f->len))
+            w->ans->len = 0; /* an empty answer: the caller's fallback */
+        return SRV_LINK_DONE;
+    }
+    return SRV_LINK_LEAVE;
+}
+
+int srv_ask_wait(int kind, const void *q, size_t qlen, int timeout_ms,
+                 srv_buf *ans)
+{
+    wait_for w = { 0, ans };
+    ask_pending *p;
+
+    ans->len = 0;
+    if (!ak.w || !srv_link_up() ||
+        srv_link_put(SRV_BP_ASK, kind, ++ak.next_id, q, qlen, NULL, 0))
+        return -1;
+    w.id = ak.next_id;
+    if (srv_link_wait(pick, &w, timeout_ms) == 0 && ans->len)
+        return 0;
+    /* No answer in time: it is dropped when it comes (an asker that is
+     * gone), or the link is down and nothing comes. */
+    if (srv_link_up() && (p = slot())) {
+        p->id = w.id;
+        p->c = NULL;
+        p->kind = kind;
+        p->reply = NULL;
+        p->q.len = 0;
+    }
+    ans->len = 0;
+    return -1;
+}
+
+void srv_ask_answer_waiting(void)
+{
+    wait_for w = { 0, NULL };
+
+    if (ak.w && srv_link_up())
+        srv_link_wait(pick, &w, 0);
 }
 
 /* The broker is gone: what waits is answered from this worker. */

@@ -37,6 +37,30 @@ typedef void srv_ask_reply_fn(srv_conn *c, const char *ans, size_t len);
 void srv_ask_register(int kind, srv_ask_part_fn *part);
 
 /*
+ * As srv_ask_register, for a kind whose part only reads this worker's
+ * state: it is also answered in the middle of a command, while this
+ * worker waits for an answer of its own (srv_ask_wait) or runs a long
+ * script (srv_ask_answer_waiting), so that two workers asking each other
+ * never wait on one another.
+ */
+void srv_ask_register_anytime(int kind, srv_ask_part_fn *part);
+
+/*
+ * Ask every worker question `q` of `kind` and wait for the whole answer
+ * (a script's command needs it before it goes on), up to `timeout_ms`;
+ * meanwhile this worker answers the anytime kinds. The answer is copied
+ * to `ans` (emptied first). 0; -1 when the broker is not up or the time
+ * ran out (the caller answers from this worker; a late answer is
+ * dropped), with `ans` empty.
+ */
+int srv_ask_wait(int kind, const void *q, size_t qlen, int timeout_ms,
+                 srv_buf *ans);
+
+/* Answer the anytime questions that already arrived (a long script's
+ * worker, now and then). */
+void srv_ask_answer_waiting(void);
+
+/*
  * Ask every worker question `q` of `kind` on behalf of c: `reply` builds
  * c's reply from the answer, now (this worker's part only, see the top)
  * or when it arrives.

@@ -99,11 +99,13 @@ enum srv_bp_type {
 
 /* Questions of ASK / QUERY / REPLY (the kind). */
 enum srv_bp_query {
-    SRV_BP_Q_LIST = 0, /* CLIENT LIST: lines, concatenated */
-    SRV_BP_Q_KILL,     /* CLIENT KILL: clients killed, summed */
-    SRV_BP_Q_UNBLOCK,  /* CLIENT UNBLOCK: 1 where it was, summed */
-    SRV_BP_Q_EXISTS,   /* is there a client with this id: summed */
-    SRV_BP_Q_PAUSE,    /* CLIENT PAUSE/UNPAUSE changed: summed acks */
+    SRV_BP_Q_LIST = 0,  /* CLIENT LIST: lines, concatenated */
+    SRV_BP_Q_KILL,      /* CLIENT KILL: clients killed, summed */
+    SRV_BP_Q_UNBLOCK,   /* CLIENT UNBLOCK: 1 where it was, summed */
+    SRV_BP_Q_EXISTS,    /* is there a client with this id: summed */
+    SRV_BP_Q_PAUSE,     /* CLIENT PAUSE/UNPAUSE changed: summed acks */
+    SRV_BP_Q_RECEIVERS, /* PUBLISH in a script: who would receive it
+                         * (u8 kind, then the channel), summed */
     SRV_BP_NQUERIES
 };
 

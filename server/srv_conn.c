@@ -246,6 +246,7 @@ int srv_conn_flush(srv_conn *c)
     }
     if (c->out_sent == c->out.len) {
         c->out.len = c->out_sent = 0;
+        c->grp_out_mark = 0; /* (written mid-turn: the mark was the end) */
         c->obuf_soft_ms = 0;
         srv_buf_trim(&c->out, BUF_KEEP);
         if (c->writing) {
@@ -384,6 +385,8 @@ void srv_conn_run_input(srv_conn *c)
     srv_worker *w = c->worker;
     srv_group *g = &w->group;
 
+    int solo;
+
     c->out_limit = (size_t)srv_her.cfg->client_reply_limit;
     srv_group_join(g, c);
     prefetch_keys(c);
@@ -417,12 +420,17 @@ void srv_conn_run_input(srv_conn *c)
         c->argc = c->parser.argc;
         c->argv = c->parser.argv;
         c->cmd = srv_cmd_lookup(c->argv[0].ptr, c->argv[0].len);
-        if (c->cmd && (c->cmd->flags & F_BARRIER) && (g->rtxn || g->wtxn)) {
+        solo = c->cmd && w->solo && !c->single && w->solo(c) &&
+               srv_group_others_pending(g, c);
+        if (c->cmd &&
+            (((c->cmd->flags & F_BARRIER) && (g->rtxn || g->wtxn)) || solo)) {
             if (srv_group_commit(g))
                 break;        /* rewound: replay comes first */
             pos = c->in_done; /* input was consumed */
             srv_resp_parse(&c->parser, c->in.data + pos, c->in.len - pos);
             c->argv = c->parser.argv;
+            if (solo) /* it may run long: the others' replies go now */
+                srv_worker_write_group(w, c);
         }
         if (w->hold && w->hold(c)) {
             /* Held (CLIENT PAUSE): the command runs when c is woken. */

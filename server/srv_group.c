@@ -99,20 +99,30 @@ void srv_group_leave(srv_group *g, srv_conn *c)
     c->in_group = 0;
 }
 
-/* Every member's executed input is now committed: drop it from `in`. */
+/* m's executed input is now committed: drop it from `in`. */
+static void member_committed(srv_conn *m)
+{
+    if (m->in_done) {
+        srv_buf_consume(&m->in, m->in_done);
+        m->in_done = 0;
+    }
+    m->grp_out_mark = m->out.len;
+    m->grp_db = m->db;
+    m->grp_resp = m->resp;
+    SRV_HOOKS_EACH(&m->hooks, m, committed);
+}
+
 static void members_committed(srv_group *g)
 {
-    for (unsigned i = 0; i < g->nconns; i++) {
-        srv_conn *m = g->conns[i];
-        if (m->in_done) {
-            srv_buf_consume(&m->in, m->in_done);
-            m->in_done = 0;
-        }
-        m->grp_out_mark = m->out.len;
-        m->grp_db = m->db;
-        m->grp_resp = m->resp;
-        SRV_HOOKS_EACH(&m->hooks, m, committed);
-    }
+    for (unsigned i = 0; i < g->nconns; i++)
+        member_committed(g->conns[i]);
+}
+
+void srv_group_commit_reads(srv_group *g, srv_conn *except)
+{
+    for (unsigned i = 0; i < g->nconns; i++)
+        if (g->conns[i] != except)
+            member_committed(g->conns[i]);
 }
 
 /* The transaction is lost: every member discards the replies made since
@@ -173,6 +183,22 @@ int srv_group_commit(srv_group *g)
 }
 
 void srv_group_commit_after(srv_group *g) { g->commit_after = 1; }
+
+int srv_group_others_pending(const srv_group *g, const srv_conn *c)
+{
+    int what = 0;
+
+    for (unsigned i = 0; i < g->nconns; i++) {
+        const srv_conn *m = g->conns[i];
+        if (m == c)
+            continue;
+        if (m->in_done > 0)
+            what |= SRV_GROUP_OTHERS_UNCOMMITTED;
+        if (m->out_sent < m->out.len)
+            what |= SRV_GROUP_OTHERS_UNWRITTEN;
+    }
+    return what;
+}
 
 void srv_group_command_begins(srv_group *g, srv_conn *c)
 {

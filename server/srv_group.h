@@ -107,6 +107,22 @@ int srv_group_commit(srv_group *g);
  */
 void srv_group_settle(srv_group *g);
 
+/* What members other than c have waiting: commands run since the last
+ * commit (their replies wait for the next), replies not written yet. */
+#define SRV_GROUP_OTHERS_UNCOMMITTED 0x1
+#define SRV_GROUP_OTHERS_UNWRITTEN 0x2
+int srv_group_others_pending(const srv_group *g, const srv_conn *c);
+
+/*
+ * Nothing this turn has written (g->writes is 0: what the members read
+ * came from committed snapshots): take every member but `except` as
+ * committed now, as srv_group_commit would (input consumed, marks moved,
+ * `committed` hooks), leaving the transactions open for `except`'s
+ * running command. For a command that runs long and need not hold the
+ * others' replies; `except`'s own input cannot move under it.
+ */
+void srv_group_commit_reads(srv_group *g, srv_conn *except);
+
 /* The running command must be committed before the next one runs. */
 void srv_group_commit_after(srv_group *g);
 

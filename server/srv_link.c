@@ -298,6 +298,98 @@ static void read_frames(void)
     }
 }
 
+/* ---- answers in the middle of a command ---- */
+
+/* Read what the socket holds now (at most READ_MAX_PER_EVENT bytes);
+ * -1 when the link is lost. */
+static int read_now(void)
+{
+    size_t got = 0;
+
+    while (got < READ_MAX_PER_EVENT) {
+        ssize_t n;
+        if (srv_buf_reserve(&lk.in, READ_CHUNK)) {
+            nomem("input");
+            return -1;
+        }
+        n = read(lk.fd, lk.in.data + lk.in.len, lk.in.cap - lk.in.len);
+        if (n > 0) {
+            lk.in.len += (size_t)n;
+            got += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n < 0 && errno != ECONNRESET)
+            srv_log(SRV_LOG_WARNING, errno, "read() from the broker");
+        link_lost();
+        return -1;
+    }
+    return 0;
+}
+
+/* Show the complete frames from *off on to pick (see srv_link_wait);
+ * *off moves past those left. 1 when pick said done. */
+static int pick_frames(size_t *off, srv_link_pick_fn *pick, void *arg)
+{
+    uint64_t max = srv_bproto_max_body(srv_her.cfg->proto_max_bulk_len);
+    size_t size;
+    srv_bframe f;
+
+    while (*off < lk.in.len) {
+        int rc = srv_bproto_decode(lk.in.data + *off, lk.in.len - *off, max, &f,
+                                   &size);
+        if (rc) /* incomplete, or bad: read_frames meets it in turn */
+            return 0;
+        rc = pick(&f, arg);
+        if (rc == SRV_LINK_LEAVE) {
+            *off += size;
+            continue;
+        }
+        memmove(lk.in.data + *off, lk.in.data + *off + size,
+                lk.in.len - *off - size);
+        lk.in.len -= size;
+        if (rc == SRV_LINK_DONE)
+            return 1;
+    }
+    return 0;
+}
+
+int srv_link_wait(srv_link_pick_fn *pick, void *arg, int timeout_ms)
+{
+    int64_t deadline = srv_util_monotonic_ms() + timeout_ms;
+    size_t off = 0;
+    int done = 0;
+
+    for (;;) {
+        if (!srv_link_up() || lk.plain)
+            break;
+        write_some();
+        if (read_now())
+            break;
+        done = pick_frames(&off, pick, arg);
+        write_some(); /* what pick answered */
+        if (done)
+            break;
+        int64_t left = deadline - srv_util_monotonic_ms();
+        struct pollfd p = { lk.fd, POLLIN, 0 };
+        if (lk.out_sent < lk.out.len)
+            p.events |= POLLOUT;
+        if (left <= 0 || lk.lost)
+            break;
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            break;
+    }
+    if (lk.fd >= 0 && !lk.plain) {
+        srv_link_flush(); /* arm the write event for the rest */
+        if (lk.in.len)
+            activate_group(); /* what was left, in the group's turn */
+    }
+    return done ? 0 : -1;
+}
+
 /* ---- states ---- */
 
 static void schedule_retry(void)

@@ -114,6 +114,26 @@ void srv_link_flush(void);
  */
 int srv_link_flush_wait(int timeout_ms);
 
+/* What a srv_link_pick_fn says of a frame. */
+#define SRV_LINK_LEAVE 0 /* not its: handled as usual, in order */
+#define SRV_LINK_TAKEN 1 /* handled now: dropped from the input */
+#define SRV_LINK_DONE 2  /* handled now, and the wait is over */
+
+/* Looks at one frame during srv_link_wait; f->body lives until it
+ * returns. It may put frames (an answer), never wait itself. */
+typedef int srv_link_pick_fn(const srv_bframe *f, void *arg);
+
+/*
+ * In the middle of a command (a script that needs an answer now): send
+ * what is queued, then read the broker's frames for up to `timeout_ms`,
+ * showing each complete one, oldest first, to `pick`. The frames it
+ * takes leave the input; the others stay, in order, for the group's
+ * turn. 0 once pick said SRV_LINK_DONE; -1 when the time ran out (0 ms:
+ * only what already came is looked at) or the link is not up or got
+ * lost. Worker thread only; the loop is not run meanwhile.
+ */
+int srv_link_wait(srv_link_pick_fn *pick, void *arg, int timeout_ms);
+
 /* Times the link has been connected since the worker started (a feature
  * can tell a frame it queued on an earlier connection). */
 uint64_t srv_link_generation(void);

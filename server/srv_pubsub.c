@@ -62,6 +62,10 @@ typedef struct ps_entry {
 struct srv_pubsub_client {
     srv_dict names[SRV_PS_KINDS]; /* name -> ps_entry (val), index (aux) */
     size_t n[SRV_PS_KINDS];       /* live subscriptions per kind */
+    /* messages its scripts published since its last commit, sent when
+     * that commit holds (records: u64 kind, field channel, field
+     * message, as srv_bproto's fields) */
+    srv_buf held;
 };
 
 /* A request waiting for the broker's answer. */
@@ -717,11 +721,36 @@ static void on_close(srv_conn *c, void *state)
         if (ps.q[(ps.qhead + i) % ps.qcap].c == c)
             ps.q[(ps.qhead + i) % ps.qcap].c = NULL;
     on_reset(c, state);
+    srv_buf_free(&((struct srv_pubsub_client *)state)->held);
     free(state);
+}
+
+static void send_held(struct srv_pubsub_client *pc);
+
+/* The commit holds: what c's scripts published goes out now. */
+static void on_committed(srv_conn *c, void *state)
+{
+    struct srv_pubsub_client *pc = state;
+
+    if (pc->held.len)
+        send_held(pc);
+}
+
+/* The transaction is gone (or c's command failed alone in it): so are
+ * the messages its scripts published. */
+static void on_rewind(srv_conn *c, void *state)
+{
+    struct srv_pubsub_client *pc = state;
+
+    pc->held.len = 0;
+    srv_buf_trim(&pc->held, BUF_KEEP);
 }
 
 static const srv_hooks pubsub_hooks = {
     .name = "pubsub",
+    .committed = on_committed,
+    .rewind = on_rewind,
+    .lost = on_rewind,
     .reset = on_reset,
     .close = on_close,
 };
@@ -732,12 +761,201 @@ const srv_service srv_pubsub_service = {
     .stop = service_stop,
 };
 
+/* ---- inside scripts ---- */
+
+/* How long a PUBSUB query in a script waits for the broker's answer
+ * before it takes this worker's own (logged); the broker answers alone,
+ * at once. */
+#define SCRIPT_WAIT_MS 1000
+
+/* Counts every worker's receivers for a script (set by the scripting
+ * feature, which asks every worker); NULL: this worker's own. */
+static srv_pubsub_counter_fn *counter;
+
+void srv_pubsub_set_counter(srv_pubsub_counter_fn *fn) { counter = fn; }
+
+long long srv_pubsub_receivers_here(int kind, const char *ch, size_t chlen)
+{
+    long long n = local_count(kind, ch, chlen);
+
+    if (kind == SRV_PS_CHANNEL) {
+        srv_dict_iter it;
+        srv_dict_entry *de;
+        srv_dict_iter_init(&it, &ps.local[SRV_PS_PATTERN]);
+        while ((de = srv_dict_iter_next(&it)))
+            if (srv_util_glob_match(de->key, de->klen, ch, chlen, 0))
+                n += ((ps_entry *)de->val)->n;
+    }
+    return n;
+}
+
+/* Every worker's receivers of a message on `ch` (this worker's alone
+ * when the broker is away or slow). */
+static long long receivers_everywhere(int kind, const srv_slice *ch)
+{
+    long long n;
+
+    if (counter && srv_link_up() && counter(kind, ch->ptr, ch->len, &n) == 0)
+        return n;
+    return srv_pubsub_receivers_here(kind, ch->ptr, ch->len);
+}
+
+/* The messages c's scripts held, now that their transaction committed:
+ * to the broker as PUBLISH (nobody waits for the counts), or delivered
+ * here when it is away. */
+static void send_held(struct srv_pubsub_client *pc)
+{
+    srv_bframe f = { .body = pc->held.data, .len = pc->held.len };
+    srv_bcursor cur;
+    const char *ch, *msg;
+    size_t chlen, mlen;
+    uint64_t kind;
+    ps_pending *p;
+
+    srv_bproto_cursor(&cur, &f);
+    while (cur.p < cur.end && srv_bproto_get_u64(&cur, &kind) == 0 &&
+           srv_bproto_get_field(&cur, &ch, &chlen) == 0 &&
+           srv_bproto_get_field(&cur, &msg, &mlen) == 0) {
+        if (srv_link_up() && (p = queue_push())) {
+            if (srv_link_put(SRV_BP_PUBLISH, (int)kind, chlen, ch, chlen, msg,
+                             mlen) == 0)
+                continue; /* p->c NULL: its count is dropped */
+            queue_unpush();
+        }
+        deliver_local((int)kind, ch, chlen, msg, mlen);
+    }
+    pc->held.len = 0;
+    srv_buf_trim(&pc->held, BUF_KEEP);
+}
+
+/*
+ * PUBLISH inside a script. The script gets Redis's count at once: every
+ * worker's receivers, asked through the broker while the script waits.
+ * The message itself is held with c until the script's transaction
+ * commits, and dropped when it does not (a script killed, a lost
+ * transaction): a subscriber never hears of what did not happen, and
+ * when it hears, the script's writes are visible on every worker (Redis
+ * writes the message to the subscribers' buffers at once; they read it
+ * once the script is over, except past busy-reply-threshold, and a
+ * killed script's messages are delivered).
+ */
+static void publish_held(srv_conn *c, int kind, const srv_slice *ch,
+                         const srv_slice *msg)
+{
+    struct srv_pubsub_client *pc = client_of(c);
+    size_t mark;
+
+    if (!pc) {
+        srv_reply_error(c, "ERR out of memory");
+        return;
+    }
+    mark = pc->held.len;
+    if (srv_bproto_put_u64(&pc->held, (uint64_t)kind) ||
+        srv_bproto_put_field(&pc->held, ch->ptr, ch->len) ||
+        srv_bproto_put_field(&pc->held, msg->ptr, msg->len)) {
+        pc->held.len = mark;
+        srv_reply_error(c, "ERR out of memory");
+        return;
+    }
+    srv_reply_int(c, receivers_everywhere(kind, ch));
+}
+
+size_t srv_pubsub_held(const srv_conn *c)
+{
+    const struct srv_pubsub_client *pc = state_of(c);
+
+    return pc ? pc->held.len : 0;
+}
+
+void srv_pubsub_unhold(srv_conn *c, size_t mark)
+{
+    struct srv_pubsub_client *pc = state_of(c);
+
+    if (pc && mark < pc->held.len)
+        pc->held.len = mark;
+}
+
+/* The answer a PUBSUB query in a script waits for: the broker answers a
+ * link's requests in order, so it is the one after those of the `skip`
+ * requests queued before it. */
+typedef struct query_wait {
+    srv_conn *c;
+    int want; /* the answer's frame type */
+    size_t skip;
+    int taken, ok;
+} query_wait;
+
+static int pick_answer(const srv_bframe *f, void *arg)
+{
+    query_wait *w = arg;
+
+    if (f->type != SRV_BP_PUBCOUNT && f->type != SRV_BP_R_NUMSUB &&
+        f->type != SRV_BP_R_CHANNELS && f->type != SRV_BP_R_NUMPAT)
+        return SRV_LINK_LEAVE;
+    if (w->skip) {
+        w->skip--;
+        return SRV_LINK_LEAVE;
+    }
+    w->taken = 1;
+    if (f->type != w->want)
+        w->ok = 0; /* out of step: a bug, answered from here */
+    else if (f->type == SRV_BP_R_NUMPAT)
+        w->ok = (srv_reply_int(w->c, (long long)f->arg), 1);
+    else if (f->type == SRV_BP_R_NUMSUB)
+        w->ok = answer_numsub(w->c, f) == 0;
+    else
+        w->ok = answer_channels(w->c, f) == 0;
+    return SRV_LINK_DONE;
+}
+
+static int put_query(int query, int kind, int nargs, const srv_slice *args);
+
+/* A PUBSUB query inside a script, answered for every worker before the
+ * script goes on. 0, or -1 when it could not be (not sent, or no answer
+ * in time: a late answer is then dropped). */
+static int query_now(srv_conn *c, int query, int kind, int nargs,
+                     const srv_slice *args)
+{
+    static const int want[] = {
+        [SRV_PS_Q_NUMSUB] = SRV_BP_R_NUMSUB,
+        [SRV_PS_Q_CHANNELS] = SRV_BP_R_CHANNELS,
+        [SRV_PS_Q_NUMPAT] = SRV_BP_R_NUMPAT,
+    };
+    query_wait w = { c, want[query], ps.qlen, 0, 0 };
+    size_t mark = c->out.len;
+    ps_pending *p;
+
+    if (!srv_link_up() || put_query(query, kind, nargs, args))
+        return -1;
+    if (srv_link_wait(pick_answer, &w, SCRIPT_WAIT_MS) == 0 && w.ok)
+        return 0;
+    c->out.len = mark;
+    if (w.taken)
+        return -1;
+    if (!(p = queue_push())) {
+        /* the answers would be matched to the wrong requests */
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a pub/sub request");
+        return -1;
+    }
+    p->query = query; /* p->c NULL: dropped when it comes */
+    srv_log(SRV_LOG_WARNING, 0,
+            "PUBSUB in a script: no answer from the broker within %d ms, "
+            "this worker's given",
+            SCRIPT_WAIT_MS);
+    return -1;
+}
+
 /* ---- publishing and queries ---- */
 
 void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
                         const srv_slice *msg)
 {
     ps_pending *p;
+
+    if (c->flags & SRV_CONN_IN_SCRIPT) {
+        publish_held(c, kind, ch, msg);
+        return;
+    }
 
     /* The state is attached first: its close hook forgets the request. */
     if (srv_link_up() && client_of(c) && (p = queue_push())) {
@@ -809,8 +1027,12 @@ void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
     ps_pending *p;
     srv_slice *copy = NULL;
 
-    /* Inside EXEC a query answers from this worker's subscribers: the
-     * transaction's reply cannot wait for the broker in the middle. */
+    /* A script waits for the broker's answer; inside EXEC a query
+     * answers from this worker's subscribers: the transaction's reply
+     * cannot wait for the broker in the middle. */
+    if ((c->flags & SRV_CONN_IN_SCRIPT) &&
+        query_now(c, query, kind, nargs, args) == 0)
+        return;
     if (srv_link_up() && !(c->flags & SRV_CONN_IN_TXN) && client_of(c) &&
         (nargs == 0 || (copy = copy_args(nargs, args))) && (p = queue_push())) {
         if (put_query(query, kind, nargs, args) == 0) {

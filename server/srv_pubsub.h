@@ -82,6 +82,33 @@ void srv_pubsub_each_subscription(const srv_conn *c,
 void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
                         const srv_slice *msg);
 
+/*
+ * Inside a script PUBLISH answers at once with every worker's count of
+ * receivers (asked through the broker while the script waits), and the
+ * message is held with c until the script's transaction commits: sent
+ * then, dropped if it does not. srv_pubsub_held is how much c holds;
+ * srv_pubsub_unhold drops what was held after `mark` (a script killed
+ * or run again from its start).
+ */
+size_t srv_pubsub_held(const srv_conn *c);
+void srv_pubsub_unhold(srv_conn *c, size_t mark);
+
+/*
+ * How many would receive a message on `ch` of `kind` on every worker:
+ * 0 with *n set, or -1 (not known now: this worker's count is used).
+ * The scripting feature provides it (it asks every worker, each
+ * answering with srv_pubsub_receivers_here); without it, or with the
+ * broker away, a script's PUBLISH counts this worker's receivers.
+ */
+typedef int srv_pubsub_counter_fn(int kind, const char *ch, size_t chlen,
+                                  long long *n);
+void srv_pubsub_set_counter(srv_pubsub_counter_fn *fn);
+
+/* This worker's receivers of a message on `ch` of `kind` (its channel's
+ * subscribers and, for a channel, the matching patterns'), as a delivery
+ * here would count them. */
+long long srv_pubsub_receivers_here(int kind, const char *ch, size_t chlen);
+
 /* The PUBSUB subcommands that need every worker's state. */
 #define SRV_PS_Q_NUMSUB 1
 #define SRV_PS_Q_CHANNELS 2
@@ -90,7 +117,8 @@ void srv_pubsub_publish(srv_conn *c, int kind, const srv_slice *ch,
 /*
  * Answer a PUBSUB query: `args` are the subcommand's arguments (channel
  * names for NUMSUB, an optional pattern for CHANNELS). Broker up: c is
- * blocked until its answer arrives; otherwise answered from this worker.
+ * blocked until its answer arrives (inside a script, the script waits
+ * for it); otherwise, and inside EXEC, answered from this worker.
  */
 void srv_pubsub_query(srv_conn *c, int query, int kind, int nargs,
                       const srv_slice *args);

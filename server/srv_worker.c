@@ -96,6 +96,33 @@ void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
 
 /* ---- the group's turn ---- */
 
+/* Replies of a committed group wait until what they show is on disk
+ * (sync always): each member holds the group's newest version. */
+static void hold_for_durability(srv_group *g)
+{
+    if (srv_her.cfg->sync == SRV_SYNC_ALWAYS &&
+        g->hold_ver > atomic_load(&srv_her.stats->durable_txn)) {
+        for (unsigned i = 0; i < g->nconns; i++)
+            if (g->conns[i]->hold_ver < g->hold_ver)
+                g->conns[i]->hold_ver = g->hold_ver;
+        srv_syncer_poke();
+    }
+}
+
+void srv_worker_write_group(srv_worker *w, srv_conn *except)
+{
+    srv_group *g = &w->group;
+
+    hold_for_durability(g);
+    /* Backwards: a member its write closes leaves the array, the last
+     * one (already written) taking its place. */
+    for (unsigned i = g->nconns; i-- > 0;) {
+        srv_conn *m = g->conns[i];
+        if (m != except && !(m->flags & SRV_CONN_CLOSE_ASAP))
+            srv_conn_flush(m);
+    }
+}
+
 /*
  * The group's turn, after every ready read of this loop turn: commit, then
  * write each member's replies. A failed group replays its members' commands
@@ -110,14 +137,7 @@ static void group_finish(srv_worker *w)
     for (const srv_service *const *sv = w->services; sv && *sv; sv++)
         if ((*sv)->settled && (*sv)->settled(w))
             srv_group_settle(g); /* what the resumed clients ran */
-    if (srv_her.cfg->sync == SRV_SYNC_ALWAYS &&
-        g->hold_ver > atomic_load(&srv_her.stats->durable_txn)) {
-        /* Replies wait until what they show is on disk. */
-        for (unsigned i = 0; i < g->nconns; i++)
-            if (g->conns[i]->hold_ver < g->hold_ver)
-                g->conns[i]->hold_ver = g->hold_ver;
-        srv_syncer_poke();
-    }
+    hold_for_durability(g);
     g->hold_ver = 0;
     while (g->nconns) {
         srv_conn *m = g->conns[--g->nconns];
@@ -320,6 +340,9 @@ int srv_worker_open(srv_worker *w, int index,
     for (const srv_service *const *sv = services; sv && *sv; sv++)
         if ((*sv)->hold && !w->hold)
             w->hold = (*sv)->hold;
+    for (const srv_service *const *sv = services; sv && *sv; sv++)
+        if ((*sv)->solo && !w->solo)
+            w->solo = (*sv)->solo;
     w->stats = srv_stats_slot_of(srv_her.stats, SRV_ROLE_WORKER, index);
     atomic_store(&w->stats->pid, getpid());
     atomic_store(&w->stats->started_ms, srv_util_mstime());

@@ -42,6 +42,12 @@ typedef struct srv_service {
      * its commands until the service wakes it with srv_group_wake), else
      * 0. One service of the table may have it (CLIENT PAUSE's). */
     int (*hold)(srv_conn *c);
+    /* before a looked-up command of c runs: 1 when it may run long (a
+     * script that did before), so that the work the group finished
+     * before it is committed and its replies written first, as Redis
+     * would have answered them before it started. One service of the
+     * table may have it (scripting's). */
+    int (*solo)(srv_conn *c);
 } srv_service;
 
 typedef struct srv_worker {
@@ -51,6 +57,7 @@ typedef struct srv_worker {
     srv_stats_slot *stats;
     const srv_service *const *services; /* NULL-terminated */
     int (*hold)(srv_conn *c);           /* the services' hold, or NULL */
+    int (*solo)(srv_conn *c);           /* the services' solo, or NULL */
     srv_conn *clients;                  /* doubly linked list */
     unsigned nclients;
     int nlisten;
@@ -95,6 +102,13 @@ static inline struct event *srv_worker_io_event(srv_worker *w,
  */
 void srv_worker_serve_busy(srv_worker *w, srv_busy_answer_fn *answer, void *arg,
                            const char *busy);
+
+/*
+ * The group just committed in the middle of the turn (before a command
+ * that may run long): write the replies of every member but `except`,
+ * as the group's turn would (held under sync always until durable).
+ */
+void srv_worker_write_group(srv_worker *w, srv_conn *except);
 
 /*
  * Run worker `index` of the master's pool until told to stop, with the

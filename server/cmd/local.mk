@@ -30,6 +30,7 @@ libserver_a_SOURCES += \
 	server/cmd/srv_scriptgate.c server/cmd/srv_scriptgate.h \
 	server/cmd/srv_script_fn.c \
 	server/cmd/srv_script_lua.c server/cmd/srv_script_lua.h \
+	server/cmd/srv_lua_pool.c server/cmd/srv_lua_pool.h \
 	server/cmd/srv_script_conv.c server/cmd/srv_script_conv.h \
 	server/cmd/srv_script_libs.c server/cmd/srv_script_libs.h \
 	server/cmd/srv_sha1.c server/cmd/srv_sha1.h

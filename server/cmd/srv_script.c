@@ -35,12 +35,18 @@
  * after it wrote (beyond Redis's UNKILLABLE), since its transaction is
  * aborted.
  *
- * Not here yet: PUBLISH inside a script gives the script 0 when the
- * broker carries the message (its count arrives after the script ended).
- * A command of another client that ran in the same loop turn just before
- * a long script keeps its reply with the turn's group until the script
- * ends or is killed (busy serving answers only connections with nothing
- * in the group; Redis would have written that reply).
+ * PUBLISH inside a script answers every worker's receiver count at once
+ * and its message waits for the script's commit (srv_pubsub.h): a killed
+ * script's messages are never delivered.
+ *
+ * A command of another client that ran before a long script in the
+ * same loop turn is answered at once, as Redis answers it: a script
+ * whose last run here was long (SRV_SCRIPT_LONG_MS) runs after the
+ * group's finished work is committed and its replies written (the
+ * service's solo); on a first long run, release_others lets the others'
+ * reads go, or has the group replay with the script last. Under sync
+ * always such replies may still wait for the flush until the script
+ * ends (the worker hears of it in its loop).
  */
 #include "server/cmd/srv_script.h"
 #include "server/cmd/srv_args.h"
@@ -50,11 +56,14 @@
 #include "server/cmd/srv_scriptgate.h"
 #include "server/cmd/srv_sha1.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_ask.h"
+#include "server/srv_bproto.h"
 #include "server/srv_dict.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_hooks.h"
 #include "server/srv_log.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_scriptshm.h"
 #include "server/srv_util.h"
@@ -75,8 +84,11 @@
  * often. */
 #define BUSY_SERVE_MS 100
 #define SCRATCH_KEEP (64 * 1024)
+/* A running script answers other workers' questions this often. */
+#define ANSWER_EVERY_MS 10
 
 static const char MSG_KILLED[] = "Script killed by user with SCRIPT KILL...";
+static const char MSG_RUN_ALONE[] = "ERR the script runs again, alone";
 static const char MSG_NOSCRIPT[] = "NOSCRIPT No matching script. Please use "
                                    "EVAL.";
 
@@ -99,17 +111,24 @@ typedef struct run {
     int killed;  /* the interrupt fired */
     uint64_t id; /* in the region */
     int64_t started;
-    int warned;        /* the slow-script warning was logged */
-    int killed_here;   /* SCRIPT / FUNCTION KILL from this worker */
-    int64_t served_at; /* the worker last answered its other clients */
+    int warned;          /* the slow-script warning was logged */
+    int killed_here;     /* SCRIPT / FUNCTION KILL from this worker */
+    int released;        /* the others' replies were let go (or not) */
+    int run_alone;       /* stopped to run again after the others */
+    int64_t served_at;   /* the worker last answered its other clients */
+    int64_t answered_at; /* ... other workers' questions */
     const char *name;
 } run;
 
 static struct {
     srv_lua *eval;
     srv_dict scripts; /* SHA1 -> script */
-    uint64_t gen;     /* region's cache generation the dict matches */
-    srv_buf scratch;  /* an inner command's reply */
+    /* functions whose last run here was long (FCALL's solo; the
+     * function table is srv_script_fn.c's, above this module) */
+    srv_dict long_fns;
+    unsigned nlong;  /* compiled scripts whose last run was long */
+    uint64_t gen;    /* region's cache generation the dict matches */
+    srv_buf scratch; /* an inner command's reply */
     run *cur;
 } sc;
 
@@ -176,18 +195,6 @@ static void on_rewind(srv_conn *c, void *state)
     ((conn_state *)state)->flush_pending = 0;
 }
 
-/* A PUBLISH inside a script: the count comes later, nobody waits for it
- * (the script got its reply already, see script_call). */
-static int on_defer(srv_conn *c, void *state)
-{
-    return sc.cur && sc.cur->c == c;
-}
-
-static int on_deferred(srv_conn *c, void *state, long long v)
-{
-    return 1; /* dropped: its command was inside a script */
-}
-
 static void on_close(srv_conn *c, void *state) { free(state); }
 
 static const srv_hooks script_hooks = {
@@ -196,8 +203,6 @@ static const srv_hooks script_hooks = {
     .rewind = on_rewind,
     .close = on_close,
     .intercept = on_intercept,
-    .defer = on_defer,
-    .deferred = on_deferred,
 };
 
 /* ---- the per-worker cache ---- */
@@ -208,6 +213,8 @@ static void free_entry(srv_dict_entry *e)
 
     if (sc.eval)
         srv_lua_unref(sc.eval, s->ref);
+    if (s->learned & SRV_SCRIPT_LEARNED_LONG)
+        sc.nlong--;
     free(s);
 }
 
@@ -387,9 +394,11 @@ static const char *script_call(void *ctx, int argc, const srv_slice *argv,
     c->argv = argv0;
     c->cmd = cmd0;
     c->resp = resp0;
-    c->blocked = 0; /* a PUBLISH's count is not waited for (on_defer) */
-    if (sc.scratch.len == 0) /* PUBLISH with the broker up: sent */
-        srv_buf_append(&sc.scratch, ":0\r\n", 4);
+    if (sc.scratch.len == 0) { /* a bug: every command replies here */
+        static const char none[] = "-ERR the command gave no reply\r\n";
+        srv_log(SRV_LOG_WARNING, 0, "%s gave no reply in a script", cmd->name);
+        srv_buf_append(&sc.scratch, none, sizeof none - 1);
+    }
     if ((cmd->flags & F_WRITE) && in_slot() && !r->ro)
         srv_scriptshm_mark(srv_her.scripts, c->worker->index,
                            SRV_SCRIPTSHM_WROTE);
@@ -435,6 +444,38 @@ static int busy_answer(srv_conn *c, void *arg)
     return 0;
 }
 
+/*
+ * The script has run SRV_SCRIPT_LONG_MS on its first long run here (a
+ * known long one ran after the others' commit, see script_solo): the
+ * other members' replies must not wait for its end. When nothing this
+ * turn wrote, what they read is committed already: they are taken as
+ * committed and written now. When they wrote, their writes share the
+ * script's transaction: the script stops (1) and the group replays, the
+ * others first, one transaction each, then the script, which is now
+ * known to run long. Under sync always the replies may still wait for
+ * the flush, which the worker learns in its loop.
+ */
+static int release_others(run *r)
+{
+    srv_conn *c = r->c;
+    srv_group *g = &c->worker->group;
+    int what = srv_group_others_pending(g, c);
+
+    r->released = 1;
+    if (what & SRV_GROUP_OTHERS_UNCOMMITTED) {
+        if (g->writes > 0 && g->wtxn && !c->single && r->learned) {
+            r->run_alone = 1; /* (run_in marks it long: it ran 1 ms) */
+            return 1;
+        }
+        if (g->writes > 0)
+            return 0; /* no way to let them go: they wait */
+        srv_group_commit_reads(g, c);
+    }
+    if (what)
+        srv_worker_write_group(c->worker, c);
+    return 0;
+}
+
 static const char *script_interrupt(void *ctx)
 {
     run *r = ctx;
@@ -448,6 +489,15 @@ static const char *script_interrupt(void *ctx)
                 "%s command. Script name is: %s.",
                 (long long)(now - r->started),
                 r->function ? "FUNCTION KILL" : "SCRIPT KILL", r->name);
+    }
+    if (!r->released && now - r->started >= SRV_SCRIPT_LONG_MS &&
+        release_others(r))
+        return MSG_RUN_ALONE;
+    if (now - r->answered_at >= ANSWER_EVERY_MS) {
+        /* Other workers' questions that only read this one's state (who
+         * would receive a message): a script of theirs may wait for it. */
+        r->answered_at = now;
+        srv_ask_answer_waiting();
     }
     if (threshold_ms() > 0 && now - r->started > threshold_ms() &&
         now - r->served_at >= BUSY_SERVE_MS) {
@@ -483,6 +533,25 @@ static const srv_lua_host host = {
 
 /* ---- running ---- */
 
+/* Most functions remembered as long; past it the memory starts again
+ * (deleted functions' names would otherwise stay). */
+#define LONG_FNS_MAX 1024
+
+static void remember_long_fn(const char *name, int is_long)
+{
+    size_t n = strlen(name);
+    uint64_t h = srv_dict_hash(name, n);
+    srv_dict_entry *e = srv_dict_find(&sc.long_fns, name, n, h);
+
+    if (is_long && !e) {
+        if (sc.long_fns.count >= LONG_FNS_MAX)
+            srv_dict_clear(&sc.long_fns, NULL);
+        srv_dict_add(&sc.long_fns, name, n, h); /* (none: not solo) */
+    } else if (!is_long && e) {
+        srv_dict_remove(&sc.long_fns, e);
+    }
+}
+
 /* One run of the script in transaction t; 1 if it must run again in the
  * write transaction (a read-first attempt met a write command). */
 static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
@@ -493,7 +562,7 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     run r = { 0 };
     srv_group *g = &c->worker->group;
     unsigned db0 = c->db;
-    size_t mark = c->out.len;
+    size_t mark = c->out.len, held = srv_pubsub_held(c);
     int stopped;
 
     r.c = c;
@@ -502,7 +571,7 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     r.learned = learned;
     r.function = function;
     r.name = name;
-    r.started = srv_util_monotonic_ms();
+    r.started = r.answered_at = srv_util_monotonic_ms();
     if (in_slot())
         r.id = srv_scriptshm_begin(srv_her.scripts, c->worker->index,
                                    (function ? SRV_SCRIPTSHM_FUNCTION : 0) |
@@ -516,16 +585,39 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
     if (in_slot())
         srv_scriptshm_end(srv_her.scripts, c->worker->index);
     c->db = db0; /* SELECT inside a script is the script's own */
+    if (learned) {
+        unsigned was = *learned & SRV_SCRIPT_LEARNED_LONG;
+        if (srv_util_monotonic_ms() - r.started >= SRV_SCRIPT_LONG_MS)
+            *learned |= SRV_SCRIPT_LEARNED_LONG;
+        else
+            *learned &= ~SRV_SCRIPT_LEARNED_LONG;
+        if (function)
+            remember_long_fn(name, *learned & SRV_SCRIPT_LEARNED_LONG);
+        else if (was != (*learned & SRV_SCRIPT_LEARNED_LONG))
+            sc.nlong += was ? -1u : 1u;
+    }
     srv_buf_trim(&sc.scratch, SCRATCH_KEEP);
     if (r.restart) {
-        c->out.len = mark; /* the attempt's reply goes; it wrote nothing */
+        /* the attempt's reply and messages go; it wrote nothing */
+        c->out.len = mark;
+        srv_pubsub_unhold(c, held);
         return 1;
+    }
+    if (stopped && r.run_alone) {
+        /* The group's transaction goes: its members replay, the script
+         * after the others' replies are written (release_others). */
+        c->out.len = mark;
+        srv_pubsub_unhold(c, held);
+        srv_group_poison(g);
+        return 0;
     }
     if (stopped && r.killed) {
         /* Nothing it did may remain: abort the transaction it wrote in
-         * (the group replays the others it carried), and answer the kill
-         * where a replay would run the script again. */
+         * (the group replays the others it carried), drop the messages
+         * it published, and answer the kill where a replay would run the
+         * script again. */
         conn_state *s = state_of(c);
+        srv_pubsub_unhold(c, held);
         if (s && c->out.len > mark) {
             size_t n = c->out.len - mark - 3; /* "-" ... "\r\n" */
             if (n >= sizeof s->killed_err)
@@ -854,10 +946,84 @@ int srv_script_running(char *name, size_t size, long long *ms, int *function)
 
 /* ---- BUSY across workers ---- */
 
+/* ---- PUBLISH's count: every worker's receivers ---- */
+
+/* How long a script's PUBLISH waits for every worker's count before it
+ * takes this worker's (logged). A worker answers within its loop turn,
+ * or every ANSWER_EVERY_MS of a long script of its own. */
+#define COUNT_WAIT_MS 1000
+/* A receivers question: the kind (one byte), then the channel. */
+#define RECEIVERS_HEAD 1
+
+static int receivers_part(const char *q, size_t qlen, srv_buf *part)
+{
+    long long n = 0;
+
+    if (qlen >= RECEIVERS_HEAD && (unsigned char)q[0] < SRV_PS_KINDS)
+        n = srv_pubsub_receivers_here((unsigned char)q[0], q + RECEIVERS_HEAD,
+                                      qlen - RECEIVERS_HEAD);
+    return srv_ask_put_count(part, (uint64_t)n);
+}
+
+static int count_receivers(int kind, const char *ch, size_t chlen, long long *n)
+{
+    static srv_buf q, ans;
+    unsigned char k = (unsigned char)kind;
+    int rc;
+
+    q.len = 0;
+    if (srv_buf_append(&q, &k, RECEIVERS_HEAD) || srv_buf_append(&q, ch, chlen))
+        return -1;
+    rc = srv_ask_wait(SRV_BP_Q_RECEIVERS, q.data, q.len, COUNT_WAIT_MS, &ans);
+    srv_buf_trim(&q, SCRATCH_KEEP);
+    if (rc) {
+        srv_log(SRV_LOG_WARNING, 0,
+                "PUBLISH in a script: no count from every worker within %d "
+                "ms, this worker's given",
+                COUNT_WAIT_MS);
+        return -1;
+    }
+    *n = (long long)srv_ask_count(ans.data, ans.len);
+    return 0;
+}
+
 /* ---- the service ---- */
+
+/*
+ * The service's solo: c's command is a script or function whose last
+ * run here was long (SRV_SCRIPT_LONG_MS). Looked up as the command will
+ * find it; one it does not know yet is not (its first run teaches).
+ */
+static int script_solo(srv_conn *c)
+{
+    const char *n = c->cmd->name;
+    char sha[SRV_SHA1_HEX_LEN + 1];
+    script *s;
+
+    if ((sc.nlong == 0 && sc.long_fns.count == 0) || c->argc < 2 ||
+        (n[0] != 'e' && n[0] != 'f'))
+        return 0; /* (no long one: the common case, at no cost) */
+    if (!strcmp(n, "fcall") || !strcmp(n, "fcall_ro"))
+        return srv_dict_find(&sc.long_fns, c->argv[1].ptr, c->argv[1].len,
+                             srv_dict_hash(c->argv[1].ptr, c->argv[1].len)) !=
+               NULL;
+    if (!strcmp(n, "evalsha") || !strcmp(n, "evalsha_ro")) {
+        if (c->argv[1].len != SRV_SHA1_HEX_LEN)
+            return 0;
+        lower_sha(sha, &c->argv[1]);
+    } else if (!strcmp(n, "eval") || !strcmp(n, "eval_ro")) {
+        srv_sha1_hex(c->argv[1].ptr, c->argv[1].len, sha);
+    } else {
+        return 0;
+    }
+    sync_generation();
+    return (s = find_script(sha)) && (s->learned & SRV_SCRIPT_LEARNED_LONG);
+}
 
 static void service_start(srv_worker *w)
 {
+    srv_ask_register_anytime(SRV_BP_Q_RECEIVERS, receivers_part);
+    srv_pubsub_set_counter(count_receivers);
     if (srv_her.scripts && srv_scriptshm_check(srv_her.scripts) == 0 &&
         w->index < (int)srv_her.scripts->nslots)
         srv_scriptshm_reset_slot(srv_her.scripts, w->index);
@@ -868,6 +1034,7 @@ static void service_start(srv_worker *w)
 const srv_service srv_script_service = {
     .name = "script",
     .start = service_start,
+    .solo = script_solo,
 };
 
 /* ---- the master ---- */

@@ -39,8 +39,17 @@ void srv_script_function_stats(srv_conn *c);
 void srv_script_function_dump(srv_conn *c);
 void srv_script_function_restore(srv_conn *c);
 
-/* What a script's runs taught: it has run a write command. */
+/* What a script's runs taught: it has run a write command; its last run
+ * took SRV_SCRIPT_LONG_MS or more. */
 #define SRV_SCRIPT_LEARNED_WRITES 0x1u
+#define SRV_SCRIPT_LEARNED_LONG 0x2u
+/*
+ * A script that ran this long (or more) last time runs after what the
+ * group finished before it is committed and its replies written: it
+ * would hold them that long. A shorter one shares the group's commit (a
+ * commit of its own would cost more than the wait saves).
+ */
+#define SRV_SCRIPT_LONG_MS 1
 
 /*
  * Run a compiled function of `engine` for c: `flags` are its

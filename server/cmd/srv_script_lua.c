@@ -12,6 +12,7 @@
  * refuse, as Redis's read-only tables do.
  */
 #include "server/cmd/srv_script_lua.h"
+#include "server/cmd/srv_lua_pool.h"
 #include "server/cmd/srv_script_conv.h"
 #include "server/cmd/srv_script_libs.h"
 #include "server/cmd/srv_sha1.h"
@@ -49,8 +50,9 @@
 struct srv_lua {
     lua_State *L;
     enum srv_lua_kind kind;
-    size_t used;  /* bytes allocated */
-    size_t limit; /* refuse growth past this during a run (0: none) */
+    srv_lua_pool pool; /* its small blocks, kept for the next run */
+    size_t used;       /* bytes allocated */
+    size_t limit;      /* refuse growth past this during a run (0: none) */
     int running;
     int resp;    /* redis.setresp of the running script */
     int stopped; /* interrupt or abort: raise again on every hook */
@@ -74,14 +76,14 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     srv_lua *l = ud;
 
     if (nsize == 0) {
-        free(ptr);
+        srv_lua_pool_realloc(&l->pool, ptr, osize, 0);
         l->used -= osize;
         return NULL;
     }
     if (nsize > osize && l->running && l->limit &&
         l->used + (nsize - osize) > l->limit)
         return NULL; /* Lua raises "not enough memory" */
-    void *p = realloc(ptr, nsize);
+    void *p = srv_lua_pool_realloc(&l->pool, ptr, osize, nsize);
     if (p)
         l->used = l->used - osize + nsize;
     return p;
@@ -857,12 +859,14 @@ srv_lua *srv_lua_create(enum srv_lua_kind kind)
         return NULL;
     l->kind = kind;
     l->resp = 2;
+    srv_lua_pool_init(&l->pool);
     if (!(l->L = lua_newstate(lua_alloc, l))) {
         free(l);
         return NULL;
     }
     if (lua_cpcall(l->L, setup, NULL)) {
         lua_close(l->L);
+        srv_lua_pool_fini(&l->pool);
         free(l);
         return NULL;
     }
@@ -876,6 +880,7 @@ void srv_lua_destroy(srv_lua **lp)
     if (!l)
         return;
     lua_close(l->L);
+    srv_lua_pool_fini(&l->pool);
     free(l);
     *lp = NULL;
 }

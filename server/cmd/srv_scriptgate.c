@@ -3,6 +3,7 @@
  * (srv_scriptgate.h).
  */
 #include "server/cmd/srv_scriptgate.h"
+#include "server/srv_ask.h"
 #include "server/srv_group.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
@@ -43,6 +44,9 @@ int srv_scriptgate_enter_or_reply(srv_conn *c)
             srv_group_on_wtxn_end(&c->worker->group, gate_release, NULL);
             return 0;
         }
+        /* A script holding the gate may wait for this worker's part of
+         * a question (who would receive its PUBLISH). */
+        srv_ask_answer_waiting();
         if (rc != ETIMEDOUT) {
             srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0,
                     "the scripting write gate failed: writing without it");

@@ -49,7 +49,8 @@ EXTRA_DIST += $(INTEG_TESTS_I14N)
 SCRIPT_INTEG_TESTS = \
 	t/integ/test_script.py \
 	t/integ/test_script_redis.py \
-	t/integ/test_script_clients.py
+	t/integ/test_script_clients.py \
+	t/integ/test_script_pubsub.py
 TESTS += $(SCRIPT_INTEG_TESTS)
 EXTRA_DIST += $(SCRIPT_INTEG_TESTS) t/integ/bullmq/package.json \
 	t/integ/bullmq/setup t/integ/bullmq/e2e.js

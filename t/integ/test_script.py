@@ -580,6 +580,108 @@ def test_kill_from_the_same_worker(s):
         other.close()
 
 
+def on_one_worker(s, n, limit=200):
+    """n connections served by one worker."""
+    first = s.client()
+    pid, keep, spare = worker_of(first), [first], []
+    for _ in range(limit):
+        if len(keep) == n:
+            break
+        c = s.client()
+        (keep if worker_of(c) == pid else spare).append(c)
+    for c in spare:
+        c.close()
+    assert_true(len(keep) == n, '%d connections on one worker' % n)
+    return keep
+
+
+BUSY_FOR = ("local t = redis.call('time') "
+            "local stop = t[1] * 1000000 + t[2] + ARGV[1] * 1000 "
+            "repeat t = redis.call('time') "
+            "until t[1] * 1000000 + t[2] >= stop return 'done'")
+# The same, writing first (a counter) and answering what it read of the
+# key the other client's command wrote.
+BUSY_WRITER = ("redis.call('incr', KEYS[1]) local t = redis.call('time') "
+               "local stop = t[1] * 1000000 + t[2] + ARGV[1] * 1000 "
+               "repeat t = redis.call('time') "
+               "until t[1] * 1000000 + t[2] >= stop "
+               "return redis.call('get', KEYS[2])")
+LONG_MS = 1500
+
+
+def one_turn(busy, other, a, a_cmd, b, b_cmd):
+    """a_cmd from a, then b_cmd (a long script) from b, both sent while
+    busy's script keeps their worker busy (so the worker reads them in
+    one turn). Returns a's reply and seconds, b's reply and seconds."""
+    busy.send('EVAL', BUSY_FOR, 0, '300')
+    wait_until(lambda: other.call('FUNCTION', 'STATS')[1], 5,
+               'the busy script runs')
+    t0 = time.time()
+    a.send(*a_cmd)
+    b.send(*b_cmd)
+    assert_eq(busy.read_reply(), b'done')
+    ra = a.read_reply()
+    ta = time.time() - t0
+    rb = b.read_reply()
+    return ra, ta, rb, time.time() - t0
+
+
+def test_reply_not_held_behind_long_script(s):
+    """A command that ran just before a long script in the same loop turn
+    of the same worker is answered at once, not when the script ends:
+    on the script's first run (a read is let go, a write makes the
+    script run again after it, once) and once the worker knows the
+    script runs long (it runs after the others' commit)."""
+    a, b, busy = on_one_worker(s, 3)
+    pool = clients_on_distinct_workers(s, 2)
+    other = next(c for c in pool if worker_of(c) != worker_of(a))
+    for c in pool:
+        if c is not other:
+            c.close()
+    try:
+        for n, a_cmd in enumerate((('GET', 'held'), ('SET', 'held', 'v'),
+                                   ('GET', 'held'), ('SET', 'held', 'w'))):
+            learned = n >= 2
+            body = BUSY_WRITER + (' -- %d' % (n % 2 if learned else n + 2))
+            if learned and n == 2:  # teach both bodies
+                for k in (0, 1):
+                    assert_eq(b.call('EVAL', BUSY_WRITER + ' -- %d' % k, 2,
+                                     'runs', 'held', '5'), b'v')
+            runs = int(other.call('GET', 'runs') or 0)
+            ra, ta, rb, tb = one_turn(busy, other, a, a_cmd, b,
+                                      ('EVAL', body, 2, 'runs', 'held',
+                                       str(LONG_MS)))
+            what = '%s (%s)' % (a_cmd[0], 'known' if learned else 'first')
+            want = 'OK' if a_cmd[0] == 'SET' else (b'v' if n else None)
+            assert_eq(ra, want, what)
+            # the script ran after a's command, its write once
+            assert_eq(rb, b'w' if n == 3 else (b'v' if n else None), what)
+            assert_eq(int(other.call('GET', 'runs')), runs + 1, what)
+            assert_true(tb >= LONG_MS / 1000, 'the long script ran (%.2fs)'
+                        % tb)
+            assert_true(ta < LONG_MS / 1000 * 0.8, '%s answered before the '
+                        'script ended (%.2fs, script %.2fs)' % (what, ta, tb))
+        # a function, first run and known
+        assert_eq(b.call('FUNCTION', 'LOAD', 'REPLACE',
+                         "#!lua name=lng\nredis.register_function('lng', "
+                         "function(KEYS, ARGV) %s end)" % BUSY_WRITER),
+                  b'lng')
+        for n in range(2):
+            runs = int(other.call('GET', 'runs'))
+            ra, ta, rb, tb = one_turn(busy, other, a, ('SET', 'held', str(n)),
+                                      b, ('FCALL', 'lng', 2, 'runs', 'held',
+                                          str(LONG_MS)))
+            assert_eq((ra, rb), ('OK', str(n).encode()))
+            assert_eq(int(other.call('GET', 'runs')), runs + 1)
+            assert_true(tb >= LONG_MS / 1000 and ta < LONG_MS / 1000 * 0.8,
+                        'FCALL run %d: SET at %.2fs, function %.2fs'
+                        % (n, ta, tb))
+        assert_eq(b.call('FUNCTION', 'DELETE', 'lng'), 'OK')
+    finally:
+        for c in (a, b, busy, other):
+            c.close()
+
+
 def test_writer_waits_below_threshold(s):
     larder_only()
     with s.client() as c:

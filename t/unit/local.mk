@@ -221,6 +221,13 @@ t_unit_check_script_CFLAGS = $(UNIT_CFLAGS) $(LUA_CFLAGS)
 t_unit_check_script_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_script
 
+# A Lua state's small-block pool (server/cmd/srv_lua_pool.h).
+check_PROGRAMS += t/unit/check_lua_pool
+t_unit_check_lua_pool_SOURCES = t/unit/check_lua_pool.c
+t_unit_check_lua_pool_CFLAGS = $(UNIT_CFLAGS) $(LUA_CFLAGS)
+t_unit_check_lua_pool_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_lua_pool
+
 # ==== issue 13 ====
 # Streams: entries, groups, consumers, PEL (storage/st_stream.h).
 check_PROGRAMS += t/unit/check_st_stream
