@@ -72,8 +72,9 @@ static int alloc_to(st_room *r, uint64_t end)
  * fallocate can cost as much as a successful one: tmpfs allocates, then
  * gives back), and once even that has failed, no syscall for as large a
  * need until the retry time (a smaller one may lie in blocks another
- * process allocated: fallocate of those succeeds at no cost). 0, or the errno of the failure (kept in r->err). A
- * filesystem without fallocate turns the room off.
+ * process allocated: fallocate of those succeeds at no cost). 0, or the errno
+ * of the failure (kept in r->err). A filesystem without fallocate turns the
+ * room off.
  */
 static int grow(st_room *r, uint64_t need)
 {
@@ -262,8 +263,7 @@ static uint64_t reusable(st_room *r, MDB_txn *txn)
  * When the room cannot grow, single pages LMDB will take from its
  * freelist count against the reusable pages instead of the reserve.
  */
-static int fits(st_room *r, MDB_txn *txn, uint64_t fresh, uint64_t run,
-                int del)
+static int fits(st_room *r, MDB_txn *txn, uint64_t fresh, uint64_t run, int del)
 {
     uint64_t at = r->probe ? next_pgno(txn) * r->psize
                            : r->base + r->fresh + r->run;

@@ -95,28 +95,28 @@
  * only (a write transaction holds LMDB's write lock). */
 typedef struct st_room {
     MDB_env *env;
-    int on;               /* writes are accounted against the room */
-    int unguarded;        /* writemap, but fallocate is not supported */
-    int err;              /* errno of the last failed growth, or 0 */
-    int fd;               /* LMDB's descriptor of data.mdb */
-    int reuse_known;      /* `reuse` was counted in this transaction */
-    int probe;            /* LMDB's next page can be read (st_room.c) */
-    int full;             /* the last growth failed */
-    int freeing;          /* the writes now made free space (a delete, the
-                           * lazy free): they may use the reserve; reset
-                           * by st_room_begin */
+    int on;          /* writes are accounted against the room */
+    int unguarded;   /* writemap, but fallocate is not supported */
+    int err;         /* errno of the last failed growth, or 0 */
+    int fd;          /* LMDB's descriptor of data.mdb */
+    int reuse_known; /* `reuse` was counted in this transaction */
+    int probe;       /* LMDB's next page can be read (st_room.c) */
+    int full;        /* the last growth failed */
+    int freeing;     /* the writes now made free space (a delete, the
+                      * lazy free): they may use the reserve; reset
+                      * by st_room_begin */
     unsigned psize;
-    uint64_t map;         /* the map size: the room's ceiling */
-    uint64_t end;         /* every byte below has a block */
-    uint64_t base;        /* the committed end when the txn began */
-    uint64_t fresh;       /* bytes of single pages the txn was charged */
-    uint64_t run;         /* ... and of page runs (overflow values) */
-    uint64_t reuse;       /* freelist bytes no reader sees (when full) */
-    uint64_t fail_need;   /* the end the last failed growth wanted */
-    uint64_t nudged;      /* the last transaction st_room_nudge_due asked
-                           * for */
-    uint64_t retry_at;    /* ms (monotonic): no full step (or, when
-                           * `full`, no growth at all) before */
+    uint64_t map;       /* the map size: the room's ceiling */
+    uint64_t end;       /* every byte below has a block */
+    uint64_t base;      /* the committed end when the txn began */
+    uint64_t fresh;     /* bytes of single pages the txn was charged */
+    uint64_t run;       /* ... and of page runs (overflow values) */
+    uint64_t reuse;     /* freelist bytes no reader sees (when full) */
+    uint64_t fail_need; /* the end the last failed growth wanted */
+    uint64_t nudged;    /* the last transaction st_room_nudge_due asked
+                         * for */
+    uint64_t retry_at;  /* ms (monotonic): no full step (or, when
+                         * `full`, no growth at all) before */
 } st_room;
 
 /* At open: take the page size, allocate [0, end + step). Never fails the
@@ -132,8 +132,7 @@ void st_room_begin(st_room *r, MDB_txn *txn);
  * (`del`), growing the room if needed. 0, or ST_ENOSPACE when the room
  * cannot hold it (the write must not be made).
  */
-int st_room_take(st_room *r, MDB_txn *txn, MDB_dbi dbi, size_t bytes,
-                 int del);
+int st_room_take(st_room *r, MDB_txn *txn, MDB_dbi dbi, size_t bytes, int del);
 
 /* Account dropping (emptying) dbi: its pages go to the freelist record. */
 int st_room_take_drop(st_room *r, MDB_txn *txn, MDB_dbi dbi);
@@ -158,8 +157,8 @@ static inline st_room *st_room_of(MDB_txn *txn)
 }
 
 /* LMDB's write calls, each accounted first when the room is kept. */
-static inline int st_mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *k,
-                             MDB_val *v, unsigned flags)
+static inline int st_mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v,
+                             unsigned flags)
 {
     st_room *r = st_room_of(txn);
     int rc;
@@ -177,14 +176,14 @@ static inline int st_mdb_cursor_put(MDB_cursor *c, MDB_val *k, MDB_val *v,
     st_room *r = st_room_of(txn);
     int rc;
 
-    if (r && r->on && (rc = st_room_take(r, txn, mdb_cursor_dbi(c),
-                                         k->mv_size + v->mv_size, 0)))
+    if (r && r->on &&
+        (rc = st_room_take(r, txn, mdb_cursor_dbi(c), k->mv_size + v->mv_size,
+                           0)))
         return rc;
     return mdb_cursor_put(c, k, v, flags);
 }
 
-static inline int st_mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *k,
-                             MDB_val *v)
+static inline int st_mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
 {
     st_room *r = st_room_of(txn);
     int rc;
