@@ -7,14 +7,20 @@
 #include "server/srv_log.h"
 #include "server/srv_reply.h"
 #include "server/srv_resp.h"
+#include "storage/st_env.h"
 #include "storage/st_err.h"
 #include "storage/st_txn.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GROUP_CAP_MIN 16
+
+/* The worker's environment, for the errno behind ST_ENOSPACE in
+ * srv_group_reply_error (one group per worker process). */
+static const struct st_env *reply_env;
 
 int srv_group_init(srv_group *g, struct event_base *base, int priority,
                    struct st_env *env, srv_stats_slot *stats,
@@ -23,6 +29,7 @@ int srv_group_init(srv_group *g, struct event_base *base, int priority,
 {
     memset(g, 0, sizeof *g);
     g->env = env;
+    reply_env = env;
     g->stats = stats;
     g->run_input = run_input;
     g->ev_commit = event_new(base, -1, 0, on_commit, arg);
@@ -217,6 +224,15 @@ void srv_group_reply_error(srv_conn *c, int rc)
         break;
     case ST_ETXNFULL:
         srv_reply_error(c, "ERR write too large for one transaction");
+        break;
+    case ST_ENOSPACE:
+        /* Redis's answer when its AOF write fails (MISCONF + strerror);
+         * the errno is the last failed growth of the data file's room,
+         * ENOSPC when the storage layer did not keep one. */
+        srv_reply_errorf(c, "MISCONF Errors writing to the data file: %s",
+                         strerror(reply_env && st_env_room_errno(reply_env)
+                                      ? st_env_room_errno(reply_env)
+                                      : ENOSPC));
         break;
     default:
         srv_log(SRV_LOG_WARNING, rc > 0 ? rc : 0, "storage error: %s",

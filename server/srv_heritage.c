@@ -32,7 +32,14 @@ int srv_heritage_env_open(int nosync, st_env **env)
         .boot_id = srv_her.boot_id,
     };
 
-    return st_env_open(&o, env);
+    int rc = st_env_open(&o, env);
+
+    if (rc == 0 && o.writemap && st_env_room_unguarded(*env))
+        srv_log(SRV_LOG_WARNING, 0,
+                "fallocate() is not supported on %s's filesystem: with "
+                "lmdb-writemap yes a full disk can kill the process (SIGBUS)",
+                o.dir);
+    return rc;
 }
 
 int srv_heritage_boot(void)

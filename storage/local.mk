@@ -5,6 +5,7 @@ libstorage_a_SOURCES = \
 	storage/st_internal.h \
 	storage/st_coll.c storage/st_coll.h \
 	storage/st_env.c storage/st_env.h \
+	storage/st_room.c storage/st_room.h \
 	storage/st_durable.c storage/st_durable.h \
 	storage/st_metapage.c storage/st_metapage.h \
 	storage/st_txn.c storage/st_txn.h \

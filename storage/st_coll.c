@@ -50,7 +50,7 @@ int st_coll_new_id(st_txn *t, uint64_t *id)
     *id = next++;
     v.mv_size = sizeof next;
     v.mv_data = &next;
-    return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 /* The element databases of a type (zsets have two). */
@@ -79,7 +79,8 @@ int st_coll_detach_id(st_txn *t, uint64_t id, int type)
     MDB_val k = { sizeof key, key }, v = { GARBAGE_VALUE_BYTES, &tb };
 
     st_codec_put_be64(key, id);
-    return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
+    return st_err_map(
+        st_mdb_put(t->txn, t->env->dbi[ST_DBI_GARBAGE], &k, &v, 0));
 }
 
 int st_coll_detach_below(st_txn *t, uint64_t id, int type, const uint8_t *below,
@@ -96,12 +97,12 @@ int st_coll_detach_below(st_txn *t, uint64_t id, int type, const uint8_t *below,
     st_codec_put_be64(key, id);
     if (old) {
         memcpy(key + ST_COLL_ID_BYTES, old, len);
-        rc = mdb_del(t->txn, g, &k, NULL);
+        rc = st_mdb_del(t->txn, g, &k, NULL);
         if (rc && rc != MDB_NOTFOUND)
             return st_err_map(rc);
     }
     memcpy(key + ST_COLL_ID_BYTES, below, len);
-    return st_err_map(mdb_put(t->txn, g, &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, g, &k, &v, 0));
 }
 
 int st_coll_detach(st_txn *t, const st_rec *r)
@@ -146,9 +147,9 @@ static int copy_elems_from(st_txn *t, int type, uint64_t src_id,
             st_codec_put_be64(nkey, dst_id);
             MDB_val nk = { klen, nkey };
             /* The new id is the largest yet: its keys append. */
-            rc = mdb_put(t->txn, dbis[i], &nk, &v, MDB_APPEND);
+            rc = st_mdb_put(t->txn, dbis[i], &nk, &v, MDB_APPEND);
             if (rc == MDB_KEYEXIST)
-                rc = mdb_put(t->txn, dbis[i], &nk, &v, 0);
+                rc = st_mdb_put(t->txn, dbis[i], &nk, &v, 0);
             if (rc)
                 break;
             /* Re-find the source element: the put may split pages. */
@@ -215,7 +216,7 @@ static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
         }
         if (*budget == 0)
             break;
-        if ((rc = mdb_cursor_del(cur, 0)))
+        if ((rc = st_mdb_cursor_del(cur, 0)))
             break;
         (*budget)--;
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
@@ -226,6 +227,23 @@ static int free_elements(MDB_txn *txn, MDB_dbi dbi, uint64_t id,
     }
     mdb_cursor_close(cur);
     return st_err_map(rc);
+}
+
+/* Commit a write of the meta record ST_META_ROOM, so that the pin can
+ * move past the pages the last commits freed (st_room_nudge_due). */
+static int room_nudge(st_txn *t)
+{
+    uint64_t id = mdb_txn_id(t->txn);
+    MDB_val k = { sizeof ST_META_ROOM - 1, ST_META_ROOM };
+    MDB_val v = { sizeof id, &id };
+    int rc = st_mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0);
+
+    if (rc) {
+        st_txn_abort(&t);
+        return st_err_map(rc);
+    }
+    t->env->room.nudged = id;
+    return st_txn_commit(&t);
 }
 
 int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
@@ -242,6 +260,7 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
     *pending = 0;
     if ((rc = st_txn_begin(env, 1, &t)))
         return rc;
+    env->room.freeing = 1; /* the reserve is for this (st_room.h) */
     if ((rc = mdb_cursor_open(t->txn, env->dbi[ST_DBI_GARBAGE], &cur))) {
         st_txn_abort(&t);
         return st_err_map(rc);
@@ -275,7 +294,7 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
             break;
         if (!all_empty)
             break; /* budget spent mid-collection */
-        if ((rc = mdb_cursor_del(cur, 0)))
+        if ((rc = st_mdb_cursor_del(cur, 0)))
             break;
     }
     mdb_cursor_close(cur);
@@ -287,6 +306,8 @@ int st_coll_free_chunk(st_env *env, size_t max, size_t *freed,
     if (mdb_stat(t->txn, env->dbi[ST_DBI_GARBAGE], &st) == 0)
         *pending = st.ms_entries;
     if (*freed == 0 && *pending == 0) {
+        if (st_room_nudge_due(&env->room))
+            return room_nudge(t);
         st_txn_abort(&t);
         return 0;
     }
@@ -326,7 +347,7 @@ static int rec_write(st_txn *t, st_obj *o)
 
     v.mv_size = st_codec_rec_size(o->k, ST_COLL_PAYLOAD);
     v.mv_data = NULL;
-    rc = mdb_put(t->txn, t->env->dbi[ST_DBI_KEYS], &key, &v, MDB_RESERVE);
+    rc = st_mdb_put(t->txn, t->env->dbi[ST_DBI_KEYS], &key, &v, MDB_RESERVE);
     if (rc)
         return st_err_map(rc);
     p = st_codec_rec_encode_head(v.mv_data, o->k, o->type, 0, st_txn_version(t),

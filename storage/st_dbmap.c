@@ -234,7 +234,7 @@ static int store(st_txn *t)
 
     v.mv_size = (size_t)t->map_n * ENTRY_BYTES;
     v.mv_data = NULL;
-    if ((rc = mdb_put(t->txn, t->env->dbi_main, &k, &v, MDB_RESERVE)))
+    if ((rc = st_mdb_put(t->txn, t->env->dbi_main, &k, &v, MDB_RESERVE)))
         return st_err_map(rc);
     buf = v.mv_data;
     for (unsigned i = 0; i < t->map_n; i++, buf += ENTRY_BYTES) {
@@ -288,13 +288,13 @@ int st_dbmap_stage_set(st_txn *t, unsigned n)
     if (!t->write)
         return EINVAL;
     if (n == 0) {
-        rc = mdb_del(t->txn, t->env->dbi[ST_DBI_META], &k, NULL);
+        rc = st_mdb_del(t->txn, t->env->dbi[ST_DBI_META], &k, NULL);
         return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
     }
     st_codec_put_be16(buf, (uint16_t)n);
     v.mv_size = sizeof buf;
     v.mv_data = buf;
-    return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 int st_dbmap_stage_get(st_txn *t, unsigned *n)

@@ -130,12 +130,12 @@ int st_elem_put(st_txn *t, int kind, const st_coll *c, const void *name,
     if (!is_long) {
         v.mv_size = vlen;
         v.mv_data = (void *)val;
-        rc = mdb_put(t->txn, dbi, &k, &v, 0);
+        rc = st_mdb_put(t->txn, dbi, &k, &v, 0);
     } else {
         uint32_t n = (uint32_t)len;
         v.mv_size = ELEM_NLEN_BYTES + len + vlen;
         v.mv_data = NULL;
-        if ((rc = mdb_put(t->txn, dbi, &k, &v, MDB_RESERVE)) == 0) {
+        if ((rc = st_mdb_put(t->txn, dbi, &k, &v, MDB_RESERVE)) == 0) {
             uint8_t *p = v.mv_data;
             memcpy(p, &n, sizeof n);
             memcpy(p + ELEM_NLEN_BYTES, name, len);
@@ -167,7 +167,7 @@ int st_elem_del(st_txn *t, int kind, const st_coll *c, const void *name,
         if (!long_matches(&v, name, len))
             return ST_ENOTFOUND;
     }
-    if ((rc = mdb_del(t->txn, dbi, &k, NULL)) == 0 &&
+    if ((rc = st_mdb_del(t->txn, dbi, &k, NULL)) == 0 &&
         counted(kind, t, c->id, &r)) {
         MDB_val key = { k.mv_size, buf };
         rc = st_rank_remove(&r, c->card, &key);

@@ -19,6 +19,8 @@
 #define ST_LOCK_FILE "/lock.mdb"
 #define ST_FILE_MODE 0600
 #define ST_DIR_MODE 0700
+/* st_blocks counts 512-byte units. */
+#define ST_STAT_BLOCK 512
 
 static const char *const dbi_names[ST_DBI_COUNT] = {
     [ST_DBI_KEYS] = "keys",           [ST_DBI_EXPIRES] = "expires",
@@ -68,7 +70,7 @@ static int check_schema(st_env *e, MDB_txn *txn)
     }
     v.mv_size = sizeof ver;
     v.mv_data = &ver;
-    return st_err_map(mdb_put(txn, e->dbi[ST_DBI_META], &k, &v, 0));
+    return st_err_map(st_mdb_put(txn, e->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 static int open_dbis(st_env *e)
@@ -78,6 +80,8 @@ static int open_dbis(st_env *e)
 
     if (rc)
         return st_err_map(rc);
+    if (e->room.on)
+        st_room_begin(&e->room, txn);
     for (int i = 0; i < ST_DBI_COUNT && !rc; i++)
         rc = mdb_dbi_open(txn, dbi_names[i], MDB_CREATE, &e->dbi[i]);
     rc = rc ? st_err_map(rc) : check_schema(e, txn);
@@ -161,6 +165,10 @@ int st_env_open(const st_env_opts *o, st_env **out)
                                MDB_NOTLS | (o->writemap ? MDB_WRITEMAP : 0),
                            ST_FILE_MODE)))
         goto fail_map;
+    if (o->writemap) {
+        e->writemap = 1;
+        st_room_open(&e->room, e->env);
+    }
     if ((rc = open_dbis(e)))
         goto fail;
     if (e->boot_id[0] && (rc = open_lockfd(e)))
@@ -252,6 +260,10 @@ int st_env_reader_check(st_env *env, int *dead)
 
 unsigned st_env_databases(const st_env *env) { return env->databases; }
 
+int st_env_room_unguarded(const st_env *env) { return env->room.unguarded; }
+
+int st_env_room_errno(const st_env *env) { return env->room.err; }
+
 void st_env_observe(st_env *env, const st_env_observer *obs)
 {
     if (obs)
@@ -282,6 +294,7 @@ int st_env_stat_get(st_env *env, st_env_stat *out)
     if ((size_t)snprintf(file, sizeof file, "%s%s", path, ST_DATA_FILE) <
             sizeof file &&
         stat(file, &fs) == 0)
-        out->file_bytes = (uint64_t)fs.st_size;
+        out->file_bytes = env->writemap ? (uint64_t)fs.st_blocks * ST_STAT_BLOCK
+                                        : (uint64_t)fs.st_size;
     return 0;
 }

@@ -42,8 +42,10 @@ typedef struct st_env_opts {
     unsigned databases;        /* SELECT range: 0 .. databases-1 */
     unsigned max_readers;      /* reader slots across all processes */
     int nosync;                /* commits do not fsync; st_env_sync does */
-    int writemap;              /* write through the map (faster writes; a
-                                * full disk then faults instead of failing) */
+    int writemap;              /* write through the map (faster writes);
+                                * file blocks are kept allocated ahead of
+                                * the data so a full disk fails a write
+                                * with ST_ENOSPACE (storage/st_room.h) */
     struct shm_cache *cache;   /* shared cache in front of reads, or NULL */
     struct shm_clock *clock;   /* shared last-access clock, or NULL */
     size_t compress_threshold; /* compress strings this long; 0 = never */
@@ -90,7 +92,8 @@ int st_env_reader_check(st_env *env, int *dead);
 typedef struct st_env_stat {
     uint64_t map_size;   /* configured maximum bytes */
     uint64_t used_bytes; /* pages in use up to the high-water mark */
-    uint64_t file_bytes; /* size of data.mdb on disk */
+    uint64_t file_bytes; /* size of data.mdb on disk (writemap: the bytes
+                          * allocated; its size is the whole map) */
     uint64_t last_txn;   /* id of the newest committed transaction */
     unsigned readers_used;
     unsigned readers_max;
@@ -100,6 +103,17 @@ typedef struct st_env_stat {
 int st_env_stat_get(st_env *env, st_env_stat *out);
 
 unsigned st_env_databases(const st_env *env);
+
+/*
+ * Writemap only (st_room.h): 1 when the filesystem of data.mdb cannot
+ * allocate blocks ahead (no fallocate), so a full disk can fault the
+ * process as LMDB alone would; else 0. Any process, any time.
+ */
+int st_env_room_unguarded(const st_env *env);
+
+/* The errno (ENOSPC, EFBIG, EDQUOT ...) of the last failed growth of the
+ * room, 0 after a success: what an ST_ENOSPACE write ran into. */
+int st_env_room_errno(const st_env *env);
 
 /*
  * What the environment tells its user about the writes of its write

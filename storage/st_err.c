@@ -25,6 +25,7 @@ const char *st_strerror(int err)
     case ST_EBUSY: return "transaction already open";
     case ST_ENOPIN:
         return "no durable snapshot pinned (is the syncer running?)";
+    case ST_ENOSPACE: return "no space left for the data file";
     default: break;
     }
     return err > 0 ? strerror(err) : "unknown storage error";

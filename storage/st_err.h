@@ -23,6 +23,8 @@ enum st_err {
     ST_ELMDB = -11,     /* any other LMDB failure */
     ST_EBUSY = -12,     /* a transaction is already open on this handle */
     ST_ENOPIN = -13,    /* no durable snapshot is pinned (no syncer) */
+    ST_ENOSPACE = -14,  /* the data file's filesystem has no block left
+                         * for the write (writemap: st_room.h) */
 };
 
 /* A static, human-readable text for any code st_ functions return. */

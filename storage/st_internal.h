@@ -13,6 +13,7 @@
 
 #include "storage/st_codec.h"
 #include "storage/st_env.h"
+#include "storage/st_room.h"
 
 /* Keys seen expired by a read transaction, deleted by st_keyspace_reap_seen().
  */
@@ -130,6 +131,8 @@ struct st_env {
     uint8_t *span_rd;    /* a span decompressed for reading */
     uint8_t *span_wr;    /* a span, or a short string, being
                           * rebuilt by a write (st_string.c) */
+    int writemap;        /* opened with MDB_WRITEMAP */
+    st_room room;        /* blocks kept allocated ahead of LMDB's end */
 };
 
 /* `len` bytes valid until transaction t ends; NULL if out of memory.

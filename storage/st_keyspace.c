@@ -53,7 +53,7 @@ static int exp_put(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
     MDB_val k, v;
 
     exp_key(buf, enc, len, at, &k, &v);
-    return st_err_map(mdb_put(t->txn, DBI(t, ST_DBI_EXPIRES), &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, DBI(t, ST_DBI_EXPIRES), &k, &v, 0));
 }
 
 static int exp_del(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
@@ -63,7 +63,7 @@ static int exp_del(st_txn *t, const uint8_t *enc, size_t len, int64_t at)
     int rc;
 
     exp_key(buf, enc, len, at, &k, &v);
-    rc = mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &k, NULL);
+    rc = st_mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &k, NULL);
     return rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
 }
 
@@ -243,8 +243,24 @@ static void stream_gone(st_txn *t, const st_keyref *k)
  * collection's elements are detached for lazy freeing unless `keep_elems`
  * (RENAME moves them with the record).
  */
+static int del_record_freeing(st_txn *t, const st_keyref *k, const st_rec *r,
+                              int keep_elems);
+
+/* A delete frees: its writes may use the room's reserve (st_room.h), so
+ * DEL and expiry still run on a full disk. */
 static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
                       int keep_elems)
+{
+    int was = t->env->room.freeing, rc;
+
+    t->env->room.freeing = 1;
+    rc = del_record_freeing(t, k, r, keep_elems);
+    t->env->room.freeing = was;
+    return rc;
+}
+
+static int del_record_freeing(st_txn *t, const st_keyref *k, const st_rec *r,
+                              int keep_elems)
 {
     MDB_val key = { k->enc_len, (void *)k->enc };
     int64_t at = r->expire_at;
@@ -254,7 +270,7 @@ static int del_record(st_txn *t, const st_keyref *k, const st_rec *r,
         return rc;
     if (r->type == ST_TYPE_STREAM && !keep_elems)
         stream_gone(t, k);
-    if ((rc = mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
+    if ((rc = st_mdb_del(t->txn, DBI(t, ST_DBI_KEYS), &key, NULL)))
         return st_err_map(rc);
     cache_invalidate(t, k);
     if (at && (rc = exp_del(t, k->enc, k->enc_len, at)))
@@ -455,7 +471,7 @@ int st_keyspace_put_rec(st_txn *t, st_keyref *k, int type, unsigned flags,
     key.mv_data = k->enc;
     v.mv_size = st_codec_rec_size(k, payload_len);
     v.mv_data = NULL;
-    if ((rc = mdb_put(t->txn, DBI(t, ST_DBI_KEYS), &key, &v, MDB_RESERVE)))
+    if ((rc = st_mdb_put(t->txn, DBI(t, ST_DBI_KEYS), &key, &v, MDB_RESERVE)))
         return st_err_map(rc);
     *dst = st_codec_rec_encode_head(v.mv_data, k, type, flags,
                                     st_txn_version(t), expire_at);
@@ -807,9 +823,9 @@ static int drop_all(st_txn *t)
 
     for (int i = 0; i < ST_DBI_COUNT && !rc; i++)
         if (i != ST_DBI_META)
-            rc = mdb_drop(t->txn, DBI(t, i), 0);
+            rc = st_mdb_drop(t->txn, DBI(t, i), 0);
     if (!rc) {
-        rc = mdb_del(t->txn, DBI(t, ST_DBI_META), &k, NULL);
+        rc = st_mdb_del(t->txn, DBI(t, ST_DBI_META), &k, NULL);
         if (rc == MDB_NOTFOUND)
             rc = 0;
     }
@@ -972,7 +988,8 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
     if (rc == MDB_NOTFOUND) {
         /* An index entry without its key: drop it. */
         MDB_val ekc = *ek;
-        return st_err_map(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
+        return st_err_map(
+            st_mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
     }
     if (rc)
         return st_err_map(rc);
@@ -980,7 +997,8 @@ static int expire_entry(st_txn *t, const MDB_val *ek, const MDB_val *ev,
         return rc;
     if (r.expire_at != at) {
         MDB_val ekc = *ek;
-        return st_err_map(mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
+        return st_err_map(
+            st_mdb_del(t->txn, DBI(t, ST_DBI_EXPIRES), &ekc, NULL));
     }
     note_expired(t, &key, &r);
     return del_found(t, &k, &r);

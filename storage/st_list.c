@@ -31,7 +31,7 @@ static int put_seq(st_txn *t, uint64_t id, int64_t seq, const void *val,
     MDB_val k = { sizeof buf, buf }, v = { len, (void *)val };
 
     st_list_key(buf, id, seq);
-    return st_err_map(mdb_put(t->txn, LISTS(t), &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, LISTS(t), &k, &v, 0));
 }
 
 static int get_seq(st_txn *t, uint64_t id, int64_t seq, const uint8_t **val,
@@ -55,7 +55,7 @@ static int del_seq(st_txn *t, uint64_t id, int64_t seq)
     MDB_val k = { sizeof buf, buf };
 
     st_list_key(buf, id, seq);
-    return st_err_map(mdb_del(t->txn, LISTS(t), &k, NULL));
+    return st_err_map(st_mdb_del(t->txn, LISTS(t), &k, NULL));
 }
 
 int st_list_push(st_txn *t, st_obj *o, int left, const void *val, size_t len)

@@ -187,7 +187,7 @@ static int node_put(const st_rank *r, const node *n)
     uint64_t x[VAL_WORDS] = { n->elems, n->kids };
     MDB_val k = { n->len, (void *)n->key }, v = { sizeof x, x };
 
-    return mdb_put(r->txn, r->dbi, &k, &v, 0);
+    return st_mdb_put(r->txn, r->dbi, &k, &v, 0);
 }
 
 /* Rewrite node n in place; `cur` is on it. */
@@ -196,14 +196,14 @@ static int node_put_current(MDB_cursor *cur, const node *n)
     uint64_t x[VAL_WORDS] = { n->elems, n->kids };
     MDB_val k = { n->len, (void *)n->key }, v = { sizeof x, x };
 
-    return mdb_cursor_put(cur, &k, &v, MDB_CURRENT);
+    return st_mdb_cursor_put(cur, &k, &v, MDB_CURRENT);
 }
 
 static int node_del(const st_rank *r, const node *n)
 {
     MDB_val k = { n->len, (void *)n->key };
 
-    return mdb_del(r->txn, r->dbi, &k, NULL);
+    return st_mdb_del(r->txn, r->dbi, &k, NULL);
 }
 
 /* The top level (the root's), 0 when the collection keeps no nodes; the
@@ -553,7 +553,7 @@ static int drop_all(const st_rank *r, MDB_cursor *cur)
     st_codec_put_be64(key + MARK_AT, ST_RANK_MARK);
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && is_node(&k, r->id, 0)) {
-        if ((rc = mdb_cursor_del(cur, 0)))
+        if ((rc = st_mdb_cursor_del(cur, 0)))
             break;
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
     }

@@ -26,15 +26,15 @@ int st_script_get(st_txn *t, const char *sha, const uint8_t **body, size_t *len)
 int st_script_put(st_txn *t, const char *sha, const void *body, size_t len)
 {
     MDB_val k = { ST_SCRIPT_SHA_LEN, (void *)sha }, v = { len, (void *)body };
-    int rc = mdb_put(t->txn, t->env->dbi[ST_DBI_SCRIPTS], &k, &v,
-                     MDB_NOOVERWRITE);
+    int rc = st_mdb_put(t->txn, t->env->dbi[ST_DBI_SCRIPTS], &k, &v,
+                        MDB_NOOVERWRITE);
 
     return rc == MDB_KEYEXIST ? 0 : st_err_map(rc);
 }
 
 int st_script_flush(st_txn *t)
 {
-    return st_err_map(mdb_drop(t->txn, t->env->dbi[ST_DBI_SCRIPTS], 0));
+    return st_err_map(st_mdb_drop(t->txn, t->env->dbi[ST_DBI_SCRIPTS], 0));
 }
 
 static int count_of(st_txn *t, int dbi, uint64_t *n)
@@ -80,7 +80,7 @@ static int bump_generation(st_txn *t)
     gen++;
     v.mv_size = sizeof gen;
     v.mv_data = &gen;
-    return st_err_map(mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, t->env->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 static int name_ok(size_t nlen) { return nlen > 0 && nlen <= ST_FUNC_NAME_MAX; }
@@ -109,7 +109,7 @@ int st_func_put(st_txn *t, const char *name, size_t nlen, const void *code,
 
     if (!name_ok(nlen))
         return EINVAL;
-    rc = mdb_put(t->txn, t->env->dbi[ST_DBI_FUNCTIONS], &k, &v, 0);
+    rc = st_mdb_put(t->txn, t->env->dbi[ST_DBI_FUNCTIONS], &k, &v, 0);
     return rc ? st_err_map(rc) : bump_generation(t);
 }
 
@@ -120,7 +120,7 @@ int st_func_delete(st_txn *t, const char *name, size_t nlen)
 
     if (!name_ok(nlen))
         return ST_ENOTFOUND;
-    rc = mdb_del(t->txn, t->env->dbi[ST_DBI_FUNCTIONS], &k, NULL);
+    rc = st_mdb_del(t->txn, t->env->dbi[ST_DBI_FUNCTIONS], &k, NULL);
     if (rc)
         return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
     return bump_generation(t);
@@ -128,7 +128,7 @@ int st_func_delete(st_txn *t, const char *name, size_t nlen)
 
 int st_func_flush(st_txn *t)
 {
-    int rc = mdb_drop(t->txn, t->env->dbi[ST_DBI_FUNCTIONS], 0);
+    int rc = st_mdb_drop(t->txn, t->env->dbi[ST_DBI_FUNCTIONS], 0);
 
     return rc ? st_err_map(rc) : bump_generation(t);
 }

@@ -165,13 +165,13 @@ static int put_raw(st_txn *t, const uint8_t *key, size_t klen, const void *val,
 {
     MDB_val k = { klen, (void *)key }, v = { size, (void *)val };
 
-    return st_err_map(mdb_put(t->txn, GROUPS(t), &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, GROUPS(t), &k, &v, 0));
 }
 
 static int del_raw(st_txn *t, const uint8_t *key, size_t klen)
 {
     MDB_val k = { klen, (void *)key };
-    int rc = mdb_del(t->txn, GROUPS(t), &k, NULL);
+    int rc = st_mdb_del(t->txn, GROUPS(t), &k, NULL);
 
     return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
 }
@@ -293,7 +293,7 @@ static int floor_lower(st_txn *t, st_obj *o, const st_stream_id *id)
         get_id((const uint8_t *)k.mv_data + ST_COLL_ID_BYTES, &at);
         if (st_stream_id_cmp(&at, &f) >= 0)
             break;
-        if ((rc = mdb_cursor_del(cur, 0)))
+        if ((rc = st_mdb_cursor_del(cur, 0)))
             break;
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
     }
@@ -329,11 +329,11 @@ int st_stream_add(st_txn *t, st_obj *o, const st_stream_id *id,
     /* The newest stream's entries are the database's last keys: appending
      * fills pages instead of splitting them in half. Any other stream's
      * append is an ordinary put. */
-    rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE | MDB_APPEND);
+    rc = st_mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE | MDB_APPEND);
     if (rc == MDB_KEYEXIST) {
         v.mv_size = size;
         v.mv_data = NULL;
-        rc = mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE);
+        rc = st_mdb_put(t->txn, ENTRIES(t), &k, &v, MDB_RESERVE);
     }
     if (rc)
         return st_err_map(rc);
@@ -488,7 +488,7 @@ int st_stream_del(st_txn *t, st_obj *o, const st_stream_id *id)
     if (below_floor(o, id))
         return ST_ENOTFOUND;
     entry_key(kb, o->c.id, id);
-    if ((rc = mdb_del(t->txn, ENTRIES(t), &k, NULL)))
+    if ((rc = st_mdb_del(t->txn, ENTRIES(t), &k, NULL)))
         return rc == MDB_NOTFOUND ? ST_ENOTFOUND : st_err_map(rc);
     o->c.card--;
     return 0;
@@ -602,7 +602,7 @@ static int trim_inline(st_txn *t, st_obj *o, uint64_t n)
         if (k.mv_size != ENTRY_KEY_BYTES ||
             st_codec_get_be64(k.mv_data) != o->c.id)
             break;
-        if ((rc = mdb_cursor_del(cur, 0)))
+        if ((rc = st_mdb_cursor_del(cur, 0)))
             break;
         o->c.card--;
         n--;
@@ -745,7 +745,7 @@ static int walk_prefix(st_txn *t, const uint8_t *prefix, size_t plen,
                      v.mv_data, v.mv_size))
             break;
         if (del) {
-            if ((rc = mdb_cursor_del(cur, 0)))
+            if ((rc = st_mdb_cursor_del(cur, 0)))
                 break;
             rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
         } else {
@@ -878,7 +878,7 @@ static int named_put(st_txn *t, uint8_t *key, size_t hlen, const void *name,
     k.mv_data = key;
     v.mv_size = size + len;
     v.mv_data = NULL;
-    if ((rc = mdb_put(t->txn, GROUPS(t), &k, &v, MDB_RESERVE)))
+    if ((rc = st_mdb_put(t->txn, GROUPS(t), &k, &v, MDB_RESERVE)))
         return st_err_map(rc);
     memcpy(v.mv_data, rec, size);
     memcpy((uint8_t *)v.mv_data + size, name, len);

@@ -157,10 +157,10 @@ static int span_put(st_txn *t, uint64_t id, uint64_t idx, const uint8_t *p,
     span_key(key, id, idx);
     v.mv_size = ST_STRING_TAG_BYTES + len;
     v.mv_data = NULL;
-    rc = mdb_put(t->txn, CHUNKS(t), &k, &v,
-                 MDB_RESERVE | (append ? MDB_APPEND : 0));
+    rc = st_mdb_put(t->txn, CHUNKS(t), &k, &v,
+                    MDB_RESERVE | (append ? MDB_APPEND : 0));
     if (rc == MDB_KEYEXIST && append)
-        rc = mdb_put(t->txn, CHUNKS(t), &k, &v, MDB_RESERVE);
+        rc = st_mdb_put(t->txn, CHUNKS(t), &k, &v, MDB_RESERVE);
     if (rc)
         return st_err_map(rc);
     ((uint8_t *)v.mv_data)[0] = tag;

@@ -73,6 +73,8 @@ int st_txn_begin(st_env *env, int write, st_txn **out)
         if (env->pressure)
             st_durable_pressure(env);
         rc = mdb_txn_begin(env->env, NULL, 0, &t->txn);
+        if (rc == 0 && env->room.on)
+            st_room_begin(&env->room, t->txn);
     } else if (env->rtxn_parked) {
         t->txn = env->rtxn_parked;
         env->rtxn_parked = NULL;
@@ -128,7 +130,7 @@ static int apply_counts(st_txn *t)
     }
     v.mv_size = len;
     v.mv_data = c;
-    return st_err_map(mdb_put(t->txn, e->dbi[ST_DBI_META], &k, &v, 0));
+    return st_err_map(st_mdb_put(t->txn, e->dbi[ST_DBI_META], &k, &v, 0));
 }
 
 void st_txn_count_keys(st_txn *t, unsigned db, int64_t dkeys, int64_t dexpires)
@@ -163,6 +165,10 @@ int st_txn_commit(st_txn **tp)
         t->active = 0;
         return 0;
     }
+    /* The commit's own records (the counts, a stream state written back)
+     * may use the room's reserve: a transaction of deletes must be able
+     * to commit on a full disk (st_room.h). */
+    t->env->room.freeing = 1;
     if ((rc = st_txn_settle(t)) ||
         (t->counts_dirty && (rc = apply_counts(t)))) {
         st_txn *self = t;

@@ -125,7 +125,7 @@ static int zs_put(st_txn *t, const st_obj *o, double score, const void *m,
     k.mv_data = buf;
     v.mv_size = k.mv_size == ST_LMDB_MAXKEY ? len : 0;
     v.mv_data = (void *)m;
-    rc = mdb_put(t->txn, ZSCORES(t), &k, &v, MDB_NOOVERWRITE);
+    rc = st_mdb_put(t->txn, ZSCORES(t), &k, &v, MDB_NOOVERWRITE);
     if (rc == 0 && count)
         rc = st_rank_insert(&r, o->c.card, &k);
     else if (rc == MDB_KEYEXIST)
@@ -144,7 +144,7 @@ static int zs_del(st_txn *t, const st_obj *o, double score, const void *m,
 
     k.mv_size = zs_key(buf, o->c.id, score, m, len);
     k.mv_data = buf;
-    if ((rc = mdb_del(t->txn, ZSCORES(t), &k, NULL)) == 0 && count)
+    if ((rc = st_mdb_del(t->txn, ZSCORES(t), &k, NULL)) == 0 && count)
         rc = st_rank_remove(&r, o->c.card, &k);
     return st_err_map(rc);
 }
@@ -787,7 +787,7 @@ int st_zset_walk(st_txn *t, st_obj *o, const st_zrange *r, int del,
         memcpy(kbuf, k.mv_data, klen);
         MDB_val gone = { klen, kbuf };
         st_rank rk = zrank_of(t, o->c.id);
-        if ((rc = zcopy_in(&name, m, ml)) || (rc = mdb_cursor_del(cur, 0)) ||
+        if ((rc = zcopy_in(&name, m, ml)) || (rc = st_mdb_cursor_del(cur, 0)) ||
             (rc = st_rank_remove(&rk, o->c.card, &gone)))
             break;
         if ((rc = st_elem_del(t, ST_ELEM_ZMEMBER, &o->c, name.p, ml)))

@@ -9,6 +9,9 @@ Environment:
                        larder-only tests are skipped then
   LARDER_TEST_FILTER   run only tests whose name contains this text
   LARDER_TEST_VERBOSE  print the server log of a failed test
+  LARDER_TEST_SERVER_ARGS  arguments added to every larder-server command
+                       line of the harness (shell words), e.g.
+                       "--lmdb-writemap yes" to run a suite with writemap
 
 Replies decode as: simple string -> str, bulk -> bytes, integer -> int,
 null -> None, array -> list, map -> dict, set -> set (list if members are
@@ -19,6 +22,7 @@ Errors are returned, not raised, so they can be asserted exactly.
 
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -31,6 +35,7 @@ import shutil
 HERE = os.path.dirname(os.path.abspath(__file__))
 AGAINST = os.environ.get('LARDER_TEST_AGAINST', 'larder')
 IS_REDIS = AGAINST == 'redis'
+SERVER_ARGS = shlex.split(os.environ.get('LARDER_TEST_SERVER_ARGS', ''))
 # How long a start may take before the test fails: a sanitizer build on a
 # loaded machine (CI) may need far more than the usual fraction of a second.
 START_DEADLINE = 30.0
@@ -457,6 +462,7 @@ class Server:
                      '--logfile', self.logfile]
             if self.workers is not None:
                 argv += ['--workers', str(self.workers)]
+            argv += SERVER_ARGS
         if self.unixsocket:
             argv += ['--unixsocket', self.unixsocket]
         return argv + [str(a) for a in self.extra]

@@ -101,3 +101,4 @@ INTEG_TESTS += t/integ/test_sweep.py t/integ/test_limits.py \
 	t/integ/test_chaos.py t/integ/test_connections.py
 
 # ==== issue 17 ====
+INTEG_TESTS += t/integ/test_diskfull.py

@@ -2,7 +2,8 @@
  * check_st_env: unit tests of the LMDB environment (storage/st_env.h):
  * open, close and reopen (with fewer databases too), the schema stamp
  * and a newer one refused, open errors, backups (also with a read
- * transaction open), a full map (also with writemap), the reader slot
+ * transaction open), a full map (also with writemap), the blocks kept
+ * allocated ahead with writemap, the reader slot
  * of a process that died inside a read transaction, and the observer
  * (commits and aborts, keys created, keys expired lazily, by the reaper
  * and by the reap of what reads saw, long names included).
@@ -200,6 +201,41 @@ static int raw_schema(uint32_t *ver, int overwrite_with)
     mdb_env_close(e);
     return rc;
 }
+
+/* Room ahead (st_room.h): this much of the data file's blocks may lie
+ * past its last page (a step, or 1/16 of the file), plus a page. */
+#define ROOM_SLACK(used) ((64ull * MIB) + (used) / 16 + 4 * KIB)
+#define ROOM_VALUES 64
+
+START_TEST(test_writemap_room)
+{
+    /* Every page LMDB has used has a block (allocated = du >= used) and
+     * what is allocated ahead is bounded; the test's filesystem
+     * supports fallocate, so the room is kept. */
+    const size_t vlen = 64 * KIB;
+    uint8_t *v = unit_st_make_name(vlen, 7);
+    char name[NAME_SIZE];
+    st_env_stat st;
+
+    ck_assert_int_eq(st_env_room_unguarded(unit_st_env), 0);
+    for (int round = 0; round < 2; round++) {
+        st_txn *t = unit_st_wbegin();
+        for (int i = 0; i < ROOM_VALUES; i++) {
+            snprintf(name, sizeof name, "room%d-%d", round, i);
+            ck_assert_int_eq(unit_st_putn(t, 0, name, strlen(name), v, vlen, 0),
+                             0);
+        }
+        unit_st_commit(&t);
+        ck_assert_int_eq(st_env_stat_get(unit_st_env, &st), 0);
+        ck_assert_uint_ge(st.file_bytes, st.used_bytes);
+        ck_assert_uint_le(st.file_bytes,
+                          st.used_bytes + ROOM_SLACK(st.used_bytes));
+        ck_assert_uint_lt(st.file_bytes, st.map_size);
+    }
+    ck_assert_int_eq(st_env_room_errno(unit_st_env), 0);
+    free(v);
+}
+END_TEST
 
 START_TEST(test_schema_stamp)
 {
@@ -671,6 +707,7 @@ static Suite *env_suite(void)
     unit_st_fixture(tc, UNIT_ST_WRITEMAP);
     tcase_set_timeout(tc, TIMEOUT_S);
     tcase_add_test(tc, test_map_full);
+    tcase_add_test(tc, test_writemap_room);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("observer");
