@@ -256,10 +256,18 @@ static void answer_local(srv_conn *c, int query, int kind, int nargs,
     }
 }
 
+/* How long a turn that changed subscriptions waits for its counts to be
+ * written to the broker before its confirmations go out anyway. */
+#define COUNT_FLUSH_MS 100
+
+/* Counts were told this turn: they are written before the replies. */
+static int counts_told;
+
 /* Tell the broker this worker's count for one name. */
 static void link_count(int kind, const srv_dict_entry *de, unsigned n)
 {
-    srv_link_put(SRV_BP_COUNT, kind, n, de->key, de->klen, NULL, 0);
+    if (srv_link_put(SRV_BP_COUNT, kind, n, de->key, de->klen, NULL, 0) == 0)
+        counts_told = 1;
 }
 
 /* ---- the queue of requests ---- */
@@ -479,6 +487,17 @@ static int handle_frame(const srv_bframe *f)
 static int link_settled(srv_worker *w)
 {
     size_t n = ps.nresume;
+
+    /* A (UN)SUBSCRIBE confirmed to its client must be counted by any
+     * PUBLISH or NUMSUB sent after it, from any worker (the broker reads
+     * every link before it answers): its COUNT is on the socket before
+     * the confirmation, even when a slow broker left the link backed up. */
+    if (counts_told) {
+        counts_told = 0;
+        if (srv_link_flush_wait(COUNT_FLUSH_MS))
+            srv_log(SRV_LOG_VERBOSE, 0,
+                    "subscription counts not yet written to the broker");
+    }
 
     for (size_t i = 0; i < ps.nresume; i++)
         srv_group_wake(&w->group, ps.resume[i], 1);
