@@ -1,4 +1,4 @@
-"""Checks crash recovery of single processes: kill -9 of a worker, the reaper or the syncer under load is respawned with no error on other connections and no acknowledged write lost; dead readers' LMDB slots (also one pinning a snapshot) are cleared within about a second and data.mdb stays bounded across 100 worker kills (and stops growing once they are cleared); a worker killed inside the write transaction (DEBUG TXN-SLEEP) lets the next writer through within a second and its write stays invisible.
+"""Checks crash recovery of single processes: kill -9 of a worker, the reaper or the syncer under load is respawned with no error on other connections and no acknowledged write lost; dead readers' LMDB slots (also one pinning a snapshot) are cleared within about a second and data.mdb stays bounded across 100 worker kills (and grows no more than the syncer's pin holds once they are cleared); a worker killed inside the write transaction (DEBUG TXN-SLEEP) lets the next writer through within a second and its write stays invisible.
 
 Scaling: LARDER_SLOW=1 (the ASan run) gives processes more time to start
 (longer deadlines); the kill counts stay as the issue asks.
@@ -30,7 +30,14 @@ PIN_WRITE_RATE = 2000           # SETs per second while pinned and after
 LMDB_NO_TXN = (1 << 64) - 1     # a reset read transaction's slot
 SLOT_POLL = 0.02
 CHURN_RECONNECT = 20
-FILE_SLACK = 64 * 1024
+# After the kills, with no dead reader left, the file may still grow by
+# what the syncer's durable pin holds beyond its earlier high water: at
+# CHURN_WRITES one-SET commits of ~4 fresh pages each, one flush cycle
+# allocates ~2.4 MB, so a flush slower than any before adds up to about
+# that (90 KB measured in a sanitizer run, which failed the former 64 KiB
+# slack). A dead reader left in place grows it by ~3.5 MB/s here
+# (FILE_GROWTH_MAX's measurement), ~7 MB over QUIET_CHURN.
+FILE_SLACK = 2 * 1024 * 1024
 # After a dead reader's slot is cleared the file may still grow by what
 # the syncer's durable pin holds (st_durable.h "Cost": the commits of
 # about two flush cycles allocate fresh pages, more when flushes are slow
@@ -394,7 +401,7 @@ def test_kill_syncer_under_load():
 
 def test_reader_slots_and_file_size_over_100_kills():
     """100 worker kills under a constant data set: every dead worker's
-    reader slot is cleared within ~1 s, and data.mdb does not grow."""
+    reader slot is cleared within ~1 s, and data.mdb stays bounded."""
     larder_only()
     rng = random.Random(SEED)
     nworkers = 4
@@ -545,7 +552,8 @@ def test_reader_slots_and_file_size_over_100_kills():
         # to a second), so the file may grow by what that second of writes
         # needs; it must stay bounded (with the reaper stopped, so nothing
         # clears dead readers, this churn grows it by hundreds of MB in
-        # seconds), and once the dead are cleared it must not grow at all.
+        # seconds), and once the dead are cleared it grows no more than the
+        # syncer's pin can hold (FILE_SLACK), well below a dead reader's rate.
         assert_true(size1 <= sizes[0] + FILE_GROWTH_MAX,
                     'data.mdb grew from %d to %d bytes over %d kills at a '
                     'constant data set' % (sizes[0], size1, len(sizes)))
