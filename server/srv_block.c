@@ -56,6 +56,15 @@
 /* How long a new registration may wait for the link to take it before
  * its check runs anyway. */
 #define REGISTER_FLUSH_MS 100
+/* Until the broker has welcomed the link (DOWN, or HELLO: connected to
+ * the listening socket the master keeps while the broker is respawned,
+ * with back-off) a push on another worker cannot reach this worker's
+ * waiters (one on their own worker still wakes them at once), so they
+ * are checked this often and run again here when a key holds something:
+ * a broker that is away delays a wake-up by this much at most, not by its
+ * absence. Grants are hints and every pop is a transaction, so the broker's
+ * later grants lose nothing. */
+#define AWAY_POLL_MS 100
 
 static const char ERR_UNBLOCKED[] =
     "UNBLOCKED client unblocked via CLIENT UNBLOCK";
@@ -118,6 +127,8 @@ static struct {
     bk_ready *ready;
     size_t nready, capready;
     srv_buf names;
+    struct event *ev_poll; /* checks waiters while the broker is away */
+    int poll_due;
 } bk;
 
 static const srv_hooks block_hooks;
@@ -161,6 +172,24 @@ static void schedule(void)
 {
     if (bk.w)
         srv_group_schedule(&bk.w->group);
+}
+
+/* Queue x to register and be checked in the group's turn (in DOWN the
+ * registration is not sent and the check runs it again if a key holds
+ * something). */
+static void queue_register(bk_waiter *x)
+{
+    if (!x->registering && queue_push(&bk.reg, x) == 0)
+        x->registering = 1;
+}
+
+static void arm_poll(void)
+{
+    struct timeval tv = { 0, AWAY_POLL_MS * US_PER_MS };
+
+    if (bk.ev_poll && bk.head && srv_link_state() != SRV_LINK_UP &&
+        !evtimer_pending(bk.ev_poll, NULL))
+        evtimer_add(bk.ev_poll, &tv);
 }
 
 /* ---- timeouts ---- */
@@ -336,8 +365,8 @@ static void start_waiting(bk_waiter *x)
     if (!x->ev_timer && x->deadline_ms)
         x->ev_timer = srv_worker_io_event(x->c->worker, -1, 0, on_timer, x);
     arm_timer(x);
-    if (!x->registering && queue_push(&bk.reg, x) == 0)
-        x->registering = 1;
+    queue_register(x);
+    arm_poll();
     schedule();
 }
 
@@ -576,13 +605,45 @@ static int on_frame(const srv_bframe *f)
     return 0;
 }
 
+static void on_poll(evutil_socket_t fd, short what, void *arg)
+{
+    if (srv_link_state() == SRV_LINK_UP)
+        return; /* the welcome's resend registered and checked everyone */
+    bk.poll_due = 1;
+    schedule();
+    arm_poll();
+}
+
+/* The broker is away: run again here every waiter a key holds something
+ * for (see AWAY_POLL_MS). */
+static void poll_away(srv_group *g, int64_t now)
+{
+    struct st_txn *t;
+    int rc = 0;
+
+    bk.poll_due = 0;
+    if (srv_link_state() == SRV_LINK_UP || !(t = srv_group_read_txn(g, &rc)))
+        return;
+    for (bk_waiter *x = bk.head; x; x = x->next) {
+        const srv_block_view v = { x->db,        x->argc,  x->argv,
+                                   x->first_key, x->nkeys, x->group };
+        if (x->state != BK_WAITING || x->queued)
+            continue;
+        for (int i = x->first_key; i < x->first_key + x->nkeys; i++)
+            if (x->ready ? x->ready(t, &v, i, now)
+                         : holds(t, &v, i, x->type, now)) {
+                queue_retry(x, i);
+                break;
+            }
+    }
+}
+
 /* A new connection: every waiter registers again and is checked. */
 static void on_resend(void)
 {
     for (bk_waiter *x = bk.head; x; x = x->next) {
         x->sent_gen = 0;
-        if (!x->registering && queue_push(&bk.reg, x) == 0)
-            x->registering = 1;
+        queue_register(x);
     }
     schedule();
 }
@@ -591,6 +652,7 @@ static void on_down(void)
 {
     for (bk_waiter *x = bk.head; x; x = x->next)
         x->sent_gen = 0;
+    arm_poll();
 }
 
 /* After each group commit (the link's frames are handled): register,
@@ -602,6 +664,8 @@ static int on_settled(srv_worker *w)
     int sent = 0, ran;
 
     wake_local();
+    if (bk.poll_due)
+        poll_away(g, now);
     for (size_t i = 0; i < bk.reg.n; i++) {
         bk_waiter *x = bk.reg.v[i];
         if (!x)
@@ -837,6 +901,7 @@ static void service_start(srv_worker *w)
     srv_keys_want_created(ST_TYPE_ZSET);
     srv_keys_want_created(ST_TYPE_STREAM); /* st_stream_signal too */
     srv_keys_on_ready(on_ready);
+    bk.ev_poll = srv_worker_io_event(w, -1, 0, on_poll, NULL);
     if (srv_link_register(&link_feature))
         srv_log(SRV_LOG_WARNING, 0,
                 "blocking commands could not join the "
@@ -846,6 +911,10 @@ static void service_start(srv_worker *w)
 static void service_stop(srv_worker *w)
 {
     srv_keys_on_ready(NULL);
+    if (bk.ev_poll) {
+        event_free(bk.ev_poll);
+        bk.ev_poll = NULL;
+    }
     queue_free(&bk.reg);
     queue_free(&bk.retry);
     queue_free(&bk.resume);

@@ -578,5 +578,51 @@ def test_kill_broker_while_clients_block():
             c.close()
 
 
+def test_served_while_the_broker_is_away():
+    """While the broker is away (dead, and the master not yet respawning
+    it: here the master is stopped), a push on another worker still serves
+    a blocked client within the away poll (0.1 s), in FIFO order on its
+    worker, and every element exactly once; once the broker is back
+    wake-ups go through it again."""
+    larder_only()
+    with Server(workers=2) as srv:
+        a1, a2, b1 = on_workers(srv, 'AAB')
+        victim = broker_pid(srv)
+        assert_true(victim, 'a broker process')
+        os.kill(srv.pid, signal.SIGSTOP)
+        try:
+            os.kill(victim, signal.SIGKILL)
+            wait_until(lambda: not proc_alive(victim) or
+                       open('/proc/%d/stat' % victim).read().split()[2] ==
+                       'Z', SLOW, 'broker to die')
+            a1.send('BLPOP', 'away', '0')
+            a2.send('BLPOP', 'away', '0')
+            wait_blocked(b1, 2)
+            t0 = time.monotonic()
+            assert_eq(b1.call('RPUSH', 'away', 'e1'), 1)
+            assert_eq(read_within(a1, 2), [b'away', b'e1'],
+                      'the oldest waiter, served with the broker away')
+            took = time.monotonic() - t0
+            assert_eq(read_within(a2, 0.3), '<none>', 'one element, one pop')
+            assert_eq(b1.call('RPUSH', 'away', 'e2', 'e3'), 2)
+            assert_eq(read_within(a2, 2), [b'away', b'e2'])
+            assert_eq(b1.call('LRANGE', 'away', '0', '-1'), [b'e3'])
+            assert_true(broker_pid(srv) in (None, victim),
+                        'the broker is still away (not respawned) while '
+                        'they were served')
+            print('# served %.0f ms after the push with the broker away'
+                  % (took * 1000))
+        finally:
+            os.kill(srv.pid, signal.SIGCONT)
+        wait_until(lambda: broker_pid(srv) not in (None, victim), SLOW,
+                   'a new broker')
+        a1.send('BLPOP', 'back', '0')
+        wait_blocked(b1, 1)
+        assert_eq(b1.call('RPUSH', 'back', 'x'), 1)
+        assert_eq(read_within(a1, SLOW), [b'back', b'x'])
+        for c in (a1, a2, b1):
+            c.close()
+
+
 if __name__ == '__main__':
     main(globals(), workers=2)
