@@ -50,6 +50,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -607,6 +608,15 @@ static void spawn_child(child *c)
         return;
     }
     srv_config_refresh(); /* the child starts from our copy */
+    /*
+     * Hand the heap's free top back to the kernel first. A child's large
+     * calloc (LMDB's write-transaction lists, 2 MB) carved from memory our
+     * heap used before is cleared page by page, so every child wrote (and
+     * kept) ~2 MB of it; from freshly grown heap it is zero already and
+     * costs only the pages used. Measured on an idle server: 3.1 MB of
+     * anonymous memory per process before, 1.0-1.2 MB after.
+     */
+    malloc_trim(0);
     if ((pid = fork()) < 0) {
         srv_log(SRV_LOG_WARNING, errno, "fork() of %s failed", name);
         c->respawn_at_ms = srv_util_monotonic_ms() + RESPAWN_MAX_MS;

@@ -1,5 +1,8 @@
 /* shm_clock.c — the shared access clock (shm_clock.h): a region header,
- * then the slots. */
+ * then the slots. A slot that was never touched holds 0 and reads as the
+ * creation time, so creating the region writes none of its pages: a
+ * million slots cost no memory until keys are accessed (they cost 4 MB of
+ * every server's resident memory when each slot was set at creation). */
 #include "shm/shm_clock.h"
 #include "shm/shm_region.h"
 
@@ -9,7 +12,8 @@
 struct shm_clock {
     shm_region_sh region; /* immutable after init */
     uint64_t mask;        /* immutable after init: slots - 1 */
-    uint8_t pad[SHM_CACHE_LINE - sizeof(uint64_t)];
+    uint32_t born;        /* immutable after init: what 0 stands for */
+    uint8_t pad[SHM_CACHE_LINE - sizeof(uint64_t) - sizeof(uint32_t)];
     _Atomic uint32_t slot[]; /* atomic (relaxed) */
 };
 
@@ -31,9 +35,8 @@ int shm_clock_create(size_t slots, uint32_t now_s, shm_clock_t **out)
         return rc;
     shm_clock_t *c = (shm_clock_t *)(void *)r;
     c->mask = slots - 1;
-    for (size_t i = 0; i < slots; i++)
-        atomic_store_explicit(&c->slot[i], now_s, memory_order_relaxed);
-    *out = c;
+    c->born = now_s;
+    *out = c; /* fresh anonymous memory: every slot is 0, "born" */
     return 0;
 }
 
@@ -47,8 +50,10 @@ void shm_clock_touch(shm_clock_t *c, uint64_t hash, uint32_t now_s)
 
 uint32_t shm_clock_get(const shm_clock_t *c, uint64_t hash)
 {
-    return atomic_load_explicit(&((shm_clock_t *)c)->slot[hash & c->mask],
-                                memory_order_relaxed);
+    uint32_t t = atomic_load_explicit(&((shm_clock_t *)c)->slot[hash & c->mask],
+                                      memory_order_relaxed);
+
+    return t ? t : c->born;
 }
 
 int shm_clock_check(const shm_clock_t *c)

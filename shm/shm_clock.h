@@ -17,13 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHM_CLOCK_LAYOUT_VERSION 1u
+#define SHM_CLOCK_LAYOUT_VERSION 2u
 #define SHM_CLOCK_DEFAULT_SLOTS (1u << 20)
 
 typedef struct shm_clock shm_clock_t;
 
-/* Map a clock of `slots` slots (a power of two), each set to `now_s`.
- * The master, before fork. 0, EINVAL or mmap's errno. */
+/* Map a clock of `slots` slots (a power of two), each reading `now_s`
+ * until touched (no page of the slots is written: they cost no memory
+ * until used). The master, before fork. 0, EINVAL or mmap's errno. */
 int shm_clock_create(size_t slots, uint32_t now_s, shm_clock_t **out);
 
 /* Record an access to the key of `hash` at `now_s`. Any process; a store

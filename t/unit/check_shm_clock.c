@@ -2,14 +2,17 @@
  * check_shm_clock: unit tests of the shared access clock
  * (shm/shm_clock.h): slots start at the creation time, a touch is seen by
  * a read of the same hash (and of a hash sharing its slot), other slots
- * keep their time, a forked child's touches are seen by the parent, and
- * sizes that are not a power of two are refused.
+ * keep their time, a forked child's touches are seen by the parent,
+ * sizes that are not a power of two are refused, and a new clock's slots
+ * take no memory until touched.
  */
 #include "shm/shm_clock.h"
 
 #include <check.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +59,41 @@ START_TEST(test_shared_across_fork)
 }
 END_TEST
 
+/* Pages of [p, p + len) resident (mincore). */
+static size_t resident_pages(const void *p, size_t len)
+{
+    long psz = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(psz - 1);
+    size_t n = ((uintptr_t)p + len - a + (size_t)psz - 1) / (size_t)psz;
+    unsigned char *v = malloc(n);
+    size_t in = 0;
+
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_eq(mincore((void *)a, n * (size_t)psz, v), 0);
+    for (size_t i = 0; i < n; i++)
+        in += v[i] & 1;
+    free(v);
+    return in;
+}
+
+START_TEST(test_new_clock_costs_no_memory)
+{
+    shm_clock_t *c;
+    const size_t slots = SHM_CLOCK_DEFAULT_SLOTS;
+    const size_t bytes = slots * sizeof(uint32_t);
+
+    ck_assert_int_eq(shm_clock_create(slots, T0, &c), 0);
+    /* The header's page, maybe the next: not the 4 MB of slots. */
+    ck_assert_uint_le(resident_pages(c, bytes), 2);
+    ck_assert_uint_eq(shm_clock_get(c, HASH), T0);
+    ck_assert_uint_eq(shm_clock_get(c, HASH + slots / 2), T0);
+    shm_clock_touch(c, HASH, LATER);
+    ck_assert_uint_le(resident_pages(c, bytes), 3);
+    ck_assert_uint_eq(shm_clock_get(c, HASH), LATER);
+    shm_clock_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_bad_sizes)
 {
     shm_clock_t *c = (shm_clock_t *)1;
@@ -77,6 +115,7 @@ int main(void)
     tcase_add_test(tc, test_touch_and_get);
     tcase_add_test(tc, test_shared_across_fork);
     tcase_add_test(tc, test_bad_sizes);
+    tcase_add_test(tc, test_new_clock_costs_no_memory);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
