@@ -88,6 +88,16 @@ def read_within(c, t):
     return out
 
 
+def confirmed(c, *cmd):
+    """Send a (UN)SUBSCRIBE-family command naming channels or patterns and
+    read its confirmation for each of them."""
+    c.send(*cmd)
+    for name in cmd[1:]:
+        r = c.read_reply()
+        assert_eq(r[1], name.encode(), '%s: the confirmation of each name'
+                  % cmd[0])
+
+
 def numsub(c, *chans):
     r = c.call('PUBSUB', 'NUMSUB', *chans)
     return dict(zip(r[0::2], r[1::2]))
@@ -352,11 +362,13 @@ def test_pubsub_introspection(s):
         with s.client() as c0:
             base_pat = c0.call('PUBSUB', 'NUMPAT')
         (a, _), (b, _), (c, _), (d, _) = subs[:4]
-        a.call('SUBSCRIBE', 'in:x', 'in:y')
-        b.call('SUBSCRIBE', 'in:x')
-        c.call('PSUBSCRIBE', 'in:*', 'zz:*')
-        d.call('PSUBSCRIBE', 'in:*')            # the same pattern again
-        d.call('SSUBSCRIBE', 'in:s')
+        # Every confirmation is read (one per name) before the next step,
+        # so each step is in effect when the next query is sent.
+        confirmed(a, 'SUBSCRIBE', 'in:x', 'in:y')
+        confirmed(b, 'SUBSCRIBE', 'in:x')
+        confirmed(c, 'PSUBSCRIBE', 'in:*', 'zz:*')
+        confirmed(d, 'PSUBSCRIBE', 'in:*')      # the same pattern again
+        confirmed(d, 'SSUBSCRIBE', 'in:s')
         assert_eq(numsub(q, 'in:x', 'in:y', 'in:z', 'in:*', 'in:s'),
                   {b'in:x': 2, b'in:y': 1, b'in:z': 0, b'in:*': 0,
                    b'in:s': 0})
@@ -376,13 +388,16 @@ def test_pubsub_introspection(s):
         assert_eq(q.call('PUBSUB', 'SHARDNUMSUB', 'in:s', 'in:x'),
                   [b'in:s', 1, b'in:x', 0])
         assert_eq(q.call('PUBLISH', 'in:x', 'v'), 4)
+        for r, kind in ((a, b'message'), (b, b'message'), (c, b'pmessage'),
+                        (d, b'pmessage')):
+            assert_eq(r.read_reply()[0], kind)
         q.hello(3)
         assert_eq(q.call('PUBSUB', 'NUMSUB', 'in:y'), [b'in:y', 1])
         assert_eq(q.call('PUBSUB', 'NUMPAT'), base_pat + 2)
         # Unsubscribing takes them out.
-        a.call('UNSUBSCRIBE', 'in:y')
-        c.call('PUNSUBSCRIBE')
-        d.call('RESET')
+        confirmed(a, 'UNSUBSCRIBE', 'in:y')
+        confirmed(c, 'PUNSUBSCRIBE', 'in:*', 'zz:*')
+        assert_eq(d.call('RESET'), 'RESET')
         assert_eq(numsub(q, 'in:x', 'in:y'), {b'in:x': 2, b'in:y': 0})
         assert_eq(q.call('PUBSUB', 'NUMPAT'), base_pat)
         assert_eq(q.call('PUBSUB', 'CHANNELS', 'in:*'), [b'in:x'])
