@@ -46,6 +46,7 @@ libserver_a_SOURCES += \
 	server/srv_link.c server/srv_link.h \
 	server/srv_block.c server/srv_block.h \
 	server/srv_bwait.c server/srv_bwait.h \
+	server/srv_morder.c server/srv_morder.h \
 	server/srv_keys.c server/srv_keys.h \
 	server/srv_ask.c server/srv_ask.h \
 	server/srv_clients.c server/srv_clients.h \

@@ -79,7 +79,9 @@ enum srv_bp_type {
                       * worker's count (absolute) */
     SRV_BP_INVAL,    /* b->w; body per key: u64 writer id, u64 1 for
                       * "every key" (FLUSHALL) else 0, field key */
-    SRV_BP_MONITOR,  /* both ways; body: one MONITOR line */
+    SRV_BP_MONITOR,  /* both ways; arg: the line's number (the order its
+                      * command ran in: srv_morder.h); body: one MONITOR
+                      * line */
     SRV_BP_TOCLIENT, /* both ways; arg: a client id; body: the value of
                       * an invalidation message (RESP: an array of keys,
                       * or a null) for that client, which is on some

@@ -8,10 +8,11 @@
  *
  * Loop: epoll over the listening socket (inherited from the master) and
  * the links (and a wake-up per tick, 1/hz s, to apply configuration
- * changes); each wake-up runs rounds until the links are quiet. A round
- * takes a cut (what has been read so far), then reads every link until
- * it is empty (a sweep), applies the COUNT frames of everything read, and
- * only then handles the frames before the cut, in order per link.
+ * changes, or sooner when a MONITOR gap's wait runs out); each wake-up
+ * runs rounds until the links are quiet. A round takes a cut (what has
+ * been read so far), then reads every link until it is empty (a sweep),
+ * applies the COUNT frames of everything read, and only then handles the
+ * frames before the cut, in order per link.
  *
  * Why: causality across workers. A worker writes a subscription's COUNT
  * frame to the broker before it writes the SUBSCRIBE (or UNSUBSCRIBE)
@@ -32,6 +33,17 @@
  * fans out to its own clients), and the publisher's worker then gets the
  * count, after any DELIVER of its own, so its subscribers see the message
  * before the publisher sees the reply, as with Redis.
+ *
+ * MONITOR: lines are held ahead (apply_ahead) in a reorder buffer
+ * (srv_morder.h) stamped with the round that read them, and released at
+ * the end of a later round in the order of their numbers. A worker writes
+ * a line before its command's reply (its group's turn sends the link's
+ * frames first), so by the same argument every line of a command that
+ * finished before a held line's command started has been read by the
+ * next round's sweep: it is released first. A gap (a number not seen) is
+ * waited for MONITOR_GAP_MS at most; that bound is what orders a line
+ * whose reply left first (a link socket that was full, replies written
+ * in the middle of a turn before a long command).
  */
 #include "server/srv_broker.h"
 #include "server/srv_bproto.h"
@@ -41,6 +53,7 @@
 #include "server/srv_dict.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
+#include "server/srv_morder.h"
 #include "server/srv_notify.h"
 #include "server/srv_role.h"
 #include "server/srv_stats.h"
@@ -71,6 +84,11 @@
  * still busy go on right after it). */
 #define MAX_ROUNDS 16
 #define MS_PER_S 1000
+/* How long a MONITOR line waits for a lower number that has not come (a
+ * line still on its way, or never sent: its worker was killed), and how
+ * many bytes of lines may wait (past that the oldest leave, in order). */
+#define MONITOR_GAP_MS 100
+#define MONITOR_HOLD_MAX (16 * 1024 * 1024)
 
 typedef struct blink {
     int fd;
@@ -113,7 +131,11 @@ static struct epoll_event *events;
 static uint32_t events_cap;
 static srv_dict names[SRV_BP_NKINDS];
 static uint64_t epoch;
-static srv_bwait *waiters; /* blocked clients of every worker */
+static srv_bwait *waiters;      /* blocked clients of every worker */
+static srv_morder *lines;       /* MONITOR lines on their way, in order */
+static uint64_t round_no;       /* rounds so far (the reorder buffer's clock) */
+static int64_t round_ms;        /* when this round began (monotonic) */
+static int64_t lines_wait = -1; /* srv_morder_release's last answer */
 
 /* A question to every worker (ASK), waiting for their parts. */
 typedef struct bquery {
@@ -722,6 +744,26 @@ static void to_interested(int what, const srv_bframe *f)
     }
 }
 
+/* A MONITOR line the reorder buffer releases. */
+static void emit_line(void *ctx, uint64_t seq, const char *line, size_t len)
+{
+    srv_bframe f = {
+        .type = SRV_BP_MONITOR, .arg = seq, .body = line, .len = len
+    };
+
+    to_interested(SRV_BP_I_MONITOR, &f);
+}
+
+/* A MONITOR frame, read this round: held until its turn. */
+static void hold_line(const srv_bframe *f)
+{
+    if (srv_morder_add(lines, f->arg, round_no, round_ms, f->body,
+                       (size_t)f->len)) {
+        srv_log(SRV_LOG_WARNING, ENOMEM, "a MONITOR line sent out of order");
+        to_interested(SRV_BP_I_MONITOR, f);
+    }
+}
+
 /* A frame for every other worker link (a tracking redirection to a
  * client somewhere). */
 static void to_others(blink *l, const srv_bframe *f)
@@ -1028,7 +1070,7 @@ static void handle_frame(blink *l, const srv_bframe *f)
     case SRV_BP_COMMITTED: committed(l, f); break;
     case SRV_BP_ASK: ask(l, f); break;
     case SRV_BP_INTEREST: break; /* applied ahead */
-    case SRV_BP_MONITOR: to_interested(SRV_BP_I_MONITOR, f); break;
+    case SRV_BP_MONITOR: break;  /* held ahead (hold_line) */
     case SRV_BP_TOCLIENT: to_others(l, f); break;
     case SRV_BP_ANSWER: answer(l, f); break;
     default:
@@ -1038,9 +1080,9 @@ static void handle_frame(blink *l, const srv_bframe *f)
     }
 }
 
-/* The link's COUNT and WAIT frames, all of them, applied ahead of the
- * other frames (in order: the newest count of each name wins; a WAIT
- * applied in an earlier round is known already). */
+/* The link's COUNT, WAIT, TXN, INTEREST and MONITOR frames, all of them,
+ * applied ahead of the other frames (in order: the newest count of each
+ * name wins; a WAIT applied in an earlier round is known already). */
 static void apply_ahead(blink *l)
 {
     size_t off = l->ahead, size;
@@ -1060,6 +1102,8 @@ static void apply_ahead(blink *l)
             stage_txn(l, &f);
         else if (f.type == SRV_BP_INTEREST)
             l->interest[f.kind] = f.arg;
+        else if (f.type == SRV_BP_MONITOR)
+            hold_line(&f);
         off += size;
     }
     l->ahead = off;
@@ -1150,11 +1194,6 @@ static int size_events(void)
     return 0;
 }
 
-/*
- * One round (see the top comment): cut, sweep, counts, frames before the
- * cut, then send and close. Returns 1 if the sweep read something, which
- * the next round handles.
- */
 /* The sweep: read every link that has anything to read. epoll is level-
  * triggered, so a wait that does not block reports exactly those (one
  * call instead of a read per link). -1 when out of memory. */
@@ -1181,10 +1220,18 @@ static int sweep(int *more)
     return 0;
 }
 
+/*
+ * One round (see the top comment): cut, sweep, counts, frames before the
+ * cut, the MONITOR lines of earlier rounds, then send and close. Returns
+ * 1 if another round must follow: the sweep read something, which the
+ * next round handles, or lines of this round are held.
+ */
 static int round_once(void)
 {
     int more = 0;
 
+    round_no++;
+    round_ms = srv_util_monotonic_ms();
     for (uint32_t id = 0; id < links_cap; id++)
         if (links[id]) {
             links[id]->cut = links[id]->in.len;
@@ -1209,6 +1256,7 @@ static int round_once(void)
             link_close(l); /* a pending batch of it blocks no more */
     }
     deliver_ready();
+    lines_wait = srv_morder_release(lines, round_no, round_ms);
     for (uint32_t id = 0; id < links_cap; id++) {
         blink *l = links[id];
         if (l && l->out_sent < l->out.len)
@@ -1216,7 +1264,7 @@ static int round_once(void)
         if (l && l->dead)
             link_close(l);
     }
-    return more;
+    return more || lines_wait == 0;
 }
 
 int srv_broker_main(void)
@@ -1224,8 +1272,13 @@ int srv_broker_main(void)
     sigset_t waitmask;
     int rounds, busy = 0;
 
+    /* A restarted broker expects the counter's current number: lines
+     * numbered before it are late (they leave as they come). */
     if (setup(&waitmask) || grow_links() ||
-        !(waiters = srv_bwait_create(grant, NULL)))
+        !(waiters = srv_bwait_create(grant, NULL)) ||
+        !(lines = srv_morder_create(atomic_load(&srv_her.stats->monitor_seq),
+                                    MONITOR_GAP_MS, MONITOR_HOLD_MAX, emit_line,
+                                    NULL)))
         return 1;
     srv_log(SRV_LOG_VERBOSE, 0, "serving pub/sub");
     while (!stop) {
@@ -1234,12 +1287,14 @@ int srv_broker_main(void)
          * changes (hz itself among them). */
         srv_config_refresh();
         int tick_ms = (int)(MS_PER_S / srv_her.cfg->hz);
+        int timeout_ms = busy ? 0 : tick_ms;
+        if (lines_wait > 0 && lines_wait < timeout_ms)
+            timeout_ms = (int)lines_wait; /* a MONITOR gap runs out */
         if (size_events()) {
             srv_log(SRV_LOG_WARNING, ENOMEM, "epoll event array");
             return 1;
         }
-        n = epoll_pwait(ep, events, (int)events_cap, busy ? 0 : tick_ms,
-                        &waitmask);
+        n = epoll_pwait(ep, events, (int)events_cap, timeout_ms, &waitmask);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -1266,6 +1321,7 @@ int srv_broker_main(void)
     for (int k = 0; k < SRV_BP_NKINDS; k++)
         srv_dict_clear(&names[k], entry_free);
     srv_bwait_destroy(&waiters);
+    srv_morder_destroy(&lines);
     while (nbatches)
         batch_remove(nbatches - 1);
     free(batches);

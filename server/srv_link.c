@@ -76,7 +76,7 @@ int srv_link_up(void) { return lk.state == SRV_LINK_UP && !lk.lost; }
 
 uint64_t srv_link_generation(void) { return lk.generation; }
 
-static int usable(void) { return lk.state != SRV_LINK_DOWN && !lk.lost; }
+int srv_link_usable(void) { return lk.state != SRV_LINK_DOWN && !lk.lost; }
 
 static void nomem(const char *what)
 {
@@ -89,7 +89,7 @@ static int write_some(void);
 int srv_link_put(int type, int kind, uint64_t arg, const void *p1, size_t n1,
                  const void *p2, size_t n2)
 {
-    if (!usable())
+    if (!srv_link_usable())
         return -1;
     if (srv_bproto_put(&lk.out, type, kind, arg, p1, n1, p2, n2)) {
         nomem("a frame");
@@ -104,7 +104,7 @@ size_t srv_link_begin(int type, int kind, uint64_t arg)
 {
     size_t off;
 
-    if (!usable())
+    if (!srv_link_usable())
         return (size_t)-1;
     if ((off = srv_bproto_begin(&lk.out, type, kind, arg)) == (size_t)-1)
         nomem("a frame");
@@ -504,7 +504,7 @@ int srv_link_register(const srv_link_feature *f)
     for (const int *t = f->types; t && *t; t++)
         lk.by_type[*t] = f;
     lk.features[lk.nfeatures++] = f;
-    if (usable() && f->resend) {
+    if (srv_link_usable() && f->resend) {
         f->resend();
         srv_link_flush();
     }

@@ -80,6 +80,10 @@ int srv_link_state(void);
  * sent now will be answered. */
 int srv_link_up(void);
 
+/* 1 when a frame can be queued now (HELLO or UP, not lost): srv_link_put
+ * fails then only when out of memory. */
+int srv_link_usable(void);
+
 /*
  * Queue a frame whose body is p1[0..n1) then p2[0..n2) (sent at the end
  * of the group's turn, or by srv_link_flush). 0, or -1 when the link is

@@ -2,7 +2,7 @@
  * srv_monitor.c - MONITOR across workers (see the header). The worker's
  * monitors are a list of connections; the broker learns how many there
  * are (INTEREST, absolute) and sends this worker every line of every
- * worker while there are any.
+ * worker while there are any, in the order of their numbers.
  */
 #include "server/srv_monitor.h"
 #include "server/cmd/srv_cmd.h"
@@ -179,7 +179,13 @@ void srv_monitor_feed_now(srv_conn *c)
         srv_log(SRV_LOG_WARNING, ENOMEM, "a MONITOR line");
         return;
     }
-    if (srv_link_put(SRV_BP_MONITOR, 0, 0, mn.line.data, mn.line.len, NULL, 0))
+    /* The number is drawn after the command ran and before its reply
+     * can leave, and only for a line that goes to the broker (a number
+     * never sent is a gap its reorder buffer waits for). */
+    if (!srv_link_usable() ||
+        srv_link_put(SRV_BP_MONITOR, 0,
+                     atomic_fetch_add(&srv_her.stats->monitor_seq, 1),
+                     mn.line.data, mn.line.len, NULL, 0))
         deliver(mn.line.data, mn.line.len); /* no broker: ours only */
     mn.line.len = 0;
     srv_buf_trim(&mn.line, BUF_KEEP);

@@ -4,11 +4,13 @@
  * in Redis's format, +<s>.<us> [<db> <addr>] "arg" ..., sent through the
  * broker to the workers that have MONITOR clients, which append it to
  * their output. Without the broker a worker's own commands reach its own
- * monitors. Lines of one worker arrive in the order its commands ran;
- * lines of different workers may interleave out of their causal order
- * (a client's next command on another worker can overtake the line of
- * its last one, still on its way through the broker). Feeding costs one load
- * and a test while nobody monitors.
+ * monitors. Each line sent to the broker carries a number from one
+ * counter every worker shares (srv_stats.monitor_seq), drawn after its
+ * command ran and before its reply can leave; the broker releases lines
+ * in that order (srv_morder.h), so a command that finished before another
+ * started shows first, whatever workers they and the monitor are on (a
+ * line that misses the broker's bound for a gap may come late).
+ * Feeding costs one load and a test while nobody monitors.
  */
 #ifndef SRV_MONITOR_H
 #define SRV_MONITOR_H

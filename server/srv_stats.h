@@ -14,7 +14,7 @@
 #include "server/srv_role.h"
 
 #define SRV_STATS_MAGIC 0x6c61726465727374ull
-#define SRV_STATS_VERSION 3
+#define SRV_STATS_VERSION 4
 #define SRV_CACHELINE 64
 
 typedef struct srv_stats_slot {
@@ -68,6 +68,9 @@ typedef struct srv_stats {
                                        * workers (the fast test) */
     _Atomic uint64_t block_order;     /* atomic: the next blocked client's
                                        * place (FIFO across workers) */
+    _Atomic uint64_t monitor_seq;     /* atomic: the next MONITOR line's
+                                       * number (the order commands ran
+                                       * in across workers: srv_morder.h) */
     srv_stats_slot slot[];
 } srv_stats;
 

@@ -15,7 +15,8 @@ import time
 
 from larder_test import (IS_REDIS, Client, Push, RespError, Server,
                          assert_eq,
-                         assert_error, assert_true, main, wait_until)
+                         assert_error, assert_true, larder_only, main,
+                         wait_until)
 from test_clients import fields, lines, my_id, on_workers, peer
 
 SLOW = 10.0
@@ -327,6 +328,96 @@ def test_monitor_line_matches_redis(s):
                 c.call(*args)
                 got.append(LINE.match(monitor_lines(mon, 1)[0]).group(5))
     assert_eq(got[0], got[1])
+
+
+SEQ_LINE = re.compile(rb'"SET" "seq:(\d+)" "(\d+)"$')
+SEQ_COMMANDS = 3000
+SEQ_BATCH = 50
+
+
+BUSY_LINE = re.compile(rb'"SET" "busy:(\d+)" "x"$')
+
+
+def seq_lines(mon, n, busy=None):
+    """The numbers of the next n 'SET seq:<i> <i>' lines on mon, in the
+    order they arrive; with a list `busy`, the numbers of the 'SET
+    busy:<i> x' lines met on the way are appended to it."""
+    out = []
+    mon.settimeout(SLOW)
+    while len(out) < n:
+        line = mon._line()
+        m = SEQ_LINE.search(line)
+        if m:
+            assert_eq(m.group(1), m.group(2))
+            out.append(int(m.group(1)))
+        elif busy is not None and BUSY_LINE.search(line):
+            busy.append(int(BUSY_LINE.search(line).group(1)))
+    return out
+
+
+def assert_in_order(got, what):
+    wrong = [j for j, x in enumerate(got) if x != j]
+    assert_true(not wrong, '%s: %d of %d lines out of place, the first at '
+                '%d: %r' % (what, len(wrong), len(got),
+                            wrong[0] if wrong else -1,
+                            got[max(0, wrong[0] - 3):wrong[0] + 3]
+                            if wrong else None))
+
+
+def test_monitor_keeps_causal_order_across_workers():
+    """Commands that follow each other (each sent after the reply of the
+    one before) show on MONITOR in that order, though they alternate
+    between two workers, on a monitor of a third worker and on one of
+    the first's."""
+    larder_only()
+    with Server(workers=3) as srv:
+        far, a, b, near = on_workers(srv, 'MABA')
+        with far, a, b, near:
+            for mon in (far, near):
+                assert_eq(mon.call('MONITOR'), 'OK')
+            for i in range(SEQ_COMMANDS):
+                c = a if i % 2 == 0 else b
+                assert_eq(c.call('SET', 'seq:%d' % i, str(i)), 'OK')
+            assert_in_order(seq_lines(far, SEQ_COMMANDS),
+                            'monitor on the other worker')
+            assert_in_order(seq_lines(near, SEQ_COMMANDS),
+                            'monitor on the same worker')
+
+
+def test_monitor_causal_order_beside_a_busy_client():
+    """The same while a third client pipelines writes on the monitor's
+    worker: its lines interleave anywhere, in their own order, and the
+    alternating clients' lines keep theirs."""
+    larder_only()
+    with Server(workers=3) as srv:
+        mon, a, b, busy = on_workers(srv, 'MABM')
+        stop = threading.Event()
+        sent = [0]
+
+        def pipeline():
+            while not stop.is_set():
+                n = sent[0]
+                busy.pipeline([('SET', 'busy:%d' % (n + k), 'x')
+                               for k in range(SEQ_BATCH)])
+                sent[0] = n + SEQ_BATCH
+
+        with mon, a, b, busy:
+            assert_eq(mon.call('MONITOR'), 'OK')
+            t = threading.Thread(target=pipeline)
+            t.start()
+            try:
+                for i in range(SEQ_COMMANDS):
+                    c = a if i % 2 == 0 else b
+                    assert_eq(c.call('SET', 'seq:%d' % i, str(i)), 'OK')
+            finally:
+                stop.set()
+                t.join()
+            seen = []
+            assert_in_order(seq_lines(mon, SEQ_COMMANDS, seen),
+                            'beside a busy client')
+            assert_true(len(seen) > SEQ_BATCH, 'the busy client ran: %d'
+                        % len(seen))
+            assert_in_order(seen, "the busy client's own")
 
 
 # ---- CLIENT PAUSE ----

@@ -2,9 +2,10 @@
  * check_role: unit tests of the process roles (server/srv_role.h): the
  * name table, the flags, the role -> stats slot mapping and the log names
  * of the per-child records; and the stats lookup built on it
- * (srv_stats_slot_of).
+ * (srv_stats_slot_of) and the stats region's header and layout.
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,10 @@
 
 #define NAME_SIZE 32
 #define NWORKERS 4
+/* The stats header of SRV_STATS_VERSION 4: its last field, and its size
+ * (three cache lines). A field added moves these: bump the version. */
+#define STATS_V4_MONITOR_SEQ_AT 184
+#define STATS_V4_HEADER_SIZE 192
 
 START_TEST(test_names)
 {
@@ -104,8 +109,21 @@ START_TEST(test_stats_slot_of)
     ck_assert_ptr_eq(srv_stats_slot_of(s, SRV_ROLE_BROKER, -1),
                      &s->slot[NWORKERS + 2]);
     ck_assert_ptr_null(srv_stats_slot_of(s, SRV_ROLE_MASTER, -1));
+    ck_assert_uint_eq(s->magic, SRV_STATS_MAGIC);
+    ck_assert_uint_eq(s->version, SRV_STATS_VERSION);
     srv_stats_destroy(&s);
     ck_assert_ptr_null(s);
+}
+END_TEST
+
+START_TEST(test_stats_layout)
+{
+    ck_assert_int_eq(SRV_STATS_VERSION, 4);
+    ck_assert_uint_eq(offsetof(srv_stats, monitor_seq),
+                      STATS_V4_MONITOR_SEQ_AT);
+    ck_assert_uint_eq(offsetof(srv_stats, slot), STATS_V4_HEADER_SIZE);
+    ck_assert_uint_eq(offsetof(srv_stats, slot) % SRV_CACHELINE, 0);
+    ck_assert_uint_eq(sizeof(srv_stats_slot) % SRV_CACHELINE, 0);
 }
 END_TEST
 
@@ -119,6 +137,7 @@ static Suite *role_suite(void)
     tcase_add_test(tc, test_slots);
     tcase_add_test(tc, test_proc_names);
     tcase_add_test(tc, test_stats_slot_of);
+    tcase_add_test(tc, test_stats_layout);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -190,6 +190,13 @@ t_unit_check_bwait_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_bwait_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_bwait
 
+# The broker's reorder buffer for MONITOR lines, driven directly.
+check_PROGRAMS += t/unit/check_morder
+t_unit_check_morder_SOURCES = t/unit/check_morder.c
+t_unit_check_morder_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_morder_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_morder
+
 # larder-bench's blocking workloads (wake, jobs): their modules linked in.
 check_PROGRAMS += t/unit/check_bench_work
 t_unit_check_bench_work_SOURCES = t/unit/check_bench_work.c \
