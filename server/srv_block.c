@@ -305,6 +305,9 @@ static void set_blocked(srv_conn *c, int on)
     c->blocked = on;
     bk.nblocked += on ? 1 : -1;
     SRV_STAT_ADD(c->worker->stats, blocked_clients, on ? 1 : -1);
+    /* Before its commit, its WAIT and its check (see srv_keys.c). */
+    SRV_STAT_ADD(c->worker->stats, key_waiters, on ? 1 : -1);
+    atomic_fetch_add(&srv_her.stats->key_waiters, on ? 1 : -1);
 }
 
 /* x is answered (its reply is in c->out): its next commands run after
@@ -679,6 +682,10 @@ static int on_settled(srv_worker *w)
             sent = 1;
         }
     }
+    /* The check's snapshot is read after this worker's key_waiters count
+     * went up: a push that found the count 0 (and told nobody) committed
+     * before that snapshot, so the check sees it (srv_keys.c). */
+    atomic_thread_fence(memory_order_seq_cst);
     /* The check must see a snapshot taken after the broker can read the
      * registrations (see the header). */
     if (sent && srv_link_flush_wait(REGISTER_FLUSH_MS))

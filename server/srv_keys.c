@@ -224,9 +224,28 @@ static void publish_local(const char *p, const char *end)
     }
 }
 
+/*
+ * Does anyone wait for keys to come into being? Read after the commit: a
+ * waiter counts itself in key_waiters before its own commit, registration
+ * and check, so when the count read here (after this commit, with a
+ * full fence between) is 0, the waiter's check snapshot is newer than this
+ * commit and sees the keys (the store-load pairs of both sides are
+ * fenced, srv_block.c). While nobody blocks, a push, a stream entry or a
+ * SWAPDB costs no frame and no broker wake-up (measured: the broker took
+ * 7.5% of the server's CPU under XADD -P16 with no reader).
+ */
+static int anyone_waits(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load(&srv_her.stats->key_waiters) > 0;
+}
+
 static void on_committed(void *ctx, uint64_t txn, int rc)
 {
     int told = 0;
+
+    if (ks.ncreated && !anyone_waits())
+        ks.ncreated = 0;
 
     if (ks.lost)
         srv_log(SRV_LOG_WARNING, ENOMEM,

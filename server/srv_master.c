@@ -658,6 +658,9 @@ static void reap_children(void)
             /* Its connections are gone: take them off the client count. */
             atomic_fetch_sub(&srv_her.stats->clients,
                              atomic_exchange(&slot->connected, 0));
+            /* ... and its blocked clients off the count of key waiters. */
+            atomic_fetch_sub(&srv_her.stats->key_waiters,
+                             atomic_exchange(&slot->key_waiters, 0));
             if (got_term)
                 break;
             srv_proc_name(&w->proc, name, sizeof name);

@@ -14,7 +14,7 @@
 #include "server/srv_role.h"
 
 #define SRV_STATS_MAGIC 0x6c61726465727374ull
-#define SRV_STATS_VERSION 4
+#define SRV_STATS_VERSION 5
 #define SRV_CACHELINE 64
 
 typedef struct srv_stats_slot {
@@ -37,6 +37,8 @@ typedef struct srv_stats_slot {
     _Atomic int64_t syncs;            /* syncer */
     _Atomic int64_t blocked_clients;  /* gauge: in blocking commands */
     _Atomic int64_t tracking_clients; /* gauge: CLIENT TRACKING on */
+    _Atomic int64_t key_waiters;      /* gauge: its part of the header's
+                                       * key_waiters */
 } __attribute__((aligned(SRV_CACHELINE))) srv_stats_slot;
 
 typedef struct srv_stats {
@@ -71,6 +73,11 @@ typedef struct srv_stats {
     _Atomic uint64_t monitor_seq;     /* atomic: the next MONITOR line's
                                        * number (the order commands ran
                                        * in across workers: srv_morder.h) */
+    _Atomic int64_t key_waiters;      /* atomic (seq_cst): clients blocked
+                                       * on keys, every worker; while 0 a
+                                       * commit tells nobody of the keys it
+                                       * created (srv_keys.c); the master
+                                       * takes a dead worker's out */
     srv_stats_slot slot[];
 } srv_stats;
 

@@ -17,8 +17,9 @@
 #define NWORKERS 4
 /* The stats header of SRV_STATS_VERSION 4: its last field, and its size
  * (three cache lines). A field added moves these: bump the version. */
-#define STATS_V4_MONITOR_SEQ_AT 184
-#define STATS_V4_HEADER_SIZE 192
+#define STATS_V5_MONITOR_SEQ_AT 184
+#define STATS_V5_KEY_WAITERS_AT 192
+#define STATS_V5_HEADER_SIZE 256
 
 START_TEST(test_names)
 {
@@ -118,10 +119,12 @@ END_TEST
 
 START_TEST(test_stats_layout)
 {
-    ck_assert_int_eq(SRV_STATS_VERSION, 4);
+    ck_assert_int_eq(SRV_STATS_VERSION, 5);
     ck_assert_uint_eq(offsetof(srv_stats, monitor_seq),
-                      STATS_V4_MONITOR_SEQ_AT);
-    ck_assert_uint_eq(offsetof(srv_stats, slot), STATS_V4_HEADER_SIZE);
+                      STATS_V5_MONITOR_SEQ_AT);
+    ck_assert_uint_eq(offsetof(srv_stats, key_waiters),
+                      STATS_V5_KEY_WAITERS_AT);
+    ck_assert_uint_eq(offsetof(srv_stats, slot), STATS_V5_HEADER_SIZE);
     ck_assert_uint_eq(offsetof(srv_stats, slot) % SRV_CACHELINE, 0);
     ck_assert_uint_eq(sizeof(srv_stats_slot) % SRV_CACHELINE, 0);
 }
