@@ -33,18 +33,21 @@
 #define NS_PER_MS 1000000
 #define MS_PER_S 1000
 #define FILE_MODE 0600
+/* LMDB's freelist database (its handle is always 0). */
+#define FREE_DBI 0
 
 /* One record slot; host byte order (the file never leaves the machine
  * whose LMDB file it describes). */
 typedef struct st_durable_rec {
     char magic[REC_MAGIC_LEN];
     uint32_t version;
-    uint32_t psize;     /* LMDB page size */
-    uint64_t seq;       /* the slot is seq % REC_SLOTS */
-    uint64_t txnid;     /* the durable snapshot */
-    uint64_t root_hash; /* its main database's root page */
-    int32_t pid;        /* the process whose reader pins txnid */
-    uint32_t pad;
+    uint32_t psize;      /* LMDB page size */
+    uint64_t seq;        /* the slot is seq % REC_SLOTS */
+    uint64_t txnid;      /* the durable snapshot */
+    uint64_t root_hash;  /* its main database's root page */
+    int32_t pid;         /* the process whose reader pins txnid */
+    uint32_t live_pages; /* pages txnid's snapshot uses (its file less its
+                          * freelist; 0 in records of older builds) */
     char boot_id[ST_BOOT_ID_MAX];
     uint8_t meta[ST_METAPAGE_BYTES]; /* its meta page as LMDB wrote it */
     uint64_t check;                  /* st_codec_hash64 of everything above */
@@ -64,6 +67,7 @@ struct st_durable {
     MDB_txn *spare; /* a reset read transaction, renewed next */
     uint64_t pin_txn;
     uint64_t pin_last_pg; /* the pinned snapshot's last page */
+    uint64_t bound_pg;    /* st_durable_bound_pages of the pinned one */
     uint64_t seq;         /* of the last record written */
 };
 
@@ -273,10 +277,11 @@ static int pin_newest(st_durable *d, MDB_txn **pin, st_durable_rec *rec)
     if (rc == 0 && (st_metapage_check(&m) || st_metapage_txnid(&m) != txn ||
                     st_metapage_psize(&m) != d->psize))
         rc = ST_ECORRUPT;
+    mdb_txn_abort(w);
+    /* r keeps the root page from reuse: hashed outside the lock. */
     if (rc == 0)
         rc = page_hash(d->datafd, d->psize, st_metapage_main_root(&m), d->page,
                        &rec->root_hash);
-    mdb_txn_abort(w);
     if (rc) {
         park(d, r);
         return rc;
@@ -285,6 +290,46 @@ static int pin_newest(st_durable *d, MDB_txn **pin, st_durable_rec *rec)
     memcpy(rec->meta, m.b, sizeof rec->meta);
     *pin = r;
     return 0;
+}
+
+/*
+ * Pages on the freelist of txn's snapshot (LMDB's database 0: a record per
+ * freeing transaction, keyed by its id, holding an ID list whose first word
+ * is its length). *since gets those freed by transactions from `from` on
+ * (none of them is reused while a snapshot older than `from` is held);
+ * with `whole`, *total gets every record's, else the scan stops at `from`.
+ */
+static int free_pages(MDB_txn *txn, uint64_t from, int whole, uint64_t *since,
+                      uint64_t *total)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    int rc, op = MDB_LAST;
+
+    *since = *total = 0;
+    if ((rc = mdb_cursor_open(txn, FREE_DBI, &c)))
+        return st_err_map(rc);
+    while ((rc = mdb_cursor_get(c, &k, &v, op)) == 0) {
+        size_t id, n;
+
+        op = MDB_PREV;
+        if (k.mv_size != sizeof id || v.mv_size < sizeof n)
+            continue;
+        memcpy(&id, k.mv_data, sizeof id);
+        memcpy(&n, v.mv_data, sizeof n);
+        if (id < from && !whole)
+            break;
+        *total += n;
+        if (id >= from)
+            *since += n;
+    }
+    mdb_cursor_close(c);
+    return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_err_map(rc);
+}
+
+uint64_t st_durable_bound_pages(uint64_t live_pages, unsigned psize)
+{
+    return live_pages * ST_DURABLE_ROOM_LIVE + ST_DURABLE_ROOM_BYTES / psize;
 }
 
 static int rec_write(st_durable *d, st_durable_rec *rec)
@@ -296,7 +341,6 @@ static int rec_write(st_durable *d, st_durable_rec *rec)
     rec->psize = d->psize;
     rec->seq = d->seq + 1;
     rec->pid = (int32_t)getpid();
-    rec->pad = 0;
     snprintf(rec->boot_id, sizeof rec->boot_id, "%s", d->env->boot_id);
     rec->check = rec_sum(rec);
     if ((rc = write_all(d->fd, rec, sizeof *rec,
@@ -319,6 +363,7 @@ static int flush(st_durable *d, int force, uint64_t *txnid)
     st_metapage m;
     st_durable_rec rec;
     MDB_txn *r = NULL;
+    uint64_t since, total, live;
     int rc;
 
     memset(&rec, 0, sizeof rec);
@@ -329,6 +374,14 @@ static int flush(st_durable *d, int force, uint64_t *txnid)
         *txnid = d->pin_txn;
         return 0;
     }
+    memcpy(m.b, rec.meta, sizeof m.b);
+    if ((rc = free_pages(r, UINT64_MAX, 1, &since, &total))) {
+        park(d, r);
+        return rc;
+    }
+    live = st_metapage_last_pg(&m) + 1;
+    live = live > total ? live - total : 1;
+    rec.live_pages = live > UINT32_MAX ? UINT32_MAX : (uint32_t)live;
     if ((rc = st_err_map(mdb_env_sync(d->env->env, 1))) ||
         (rc = rec_write(d, &rec))) {
         park(d, r);
@@ -339,8 +392,8 @@ static int flush(st_durable *d, int force, uint64_t *txnid)
         park(d, d->pin);
     d->pin = r;
     d->pin_txn = rec.txnid;
-    memcpy(m.b, rec.meta, sizeof m.b);
     d->pin_last_pg = st_metapage_last_pg(&m);
+    d->bound_pg = st_durable_bound_pages(rec.live_pages, d->psize);
     *txnid = rec.txnid;
     return 0;
 }
@@ -361,9 +414,18 @@ static int in_last_part(const MDB_envinfo *info, unsigned psize)
                             map_pages - map_pages / ST_DURABLE_MAP_PART;
 }
 
+/* Past the bound and grown since the pin: the file grows no further
+ * until the pin moves (commits wait, see st_durable_pressure). */
+static int past_bound(uint64_t last_pg, uint64_t pin_last_pg, uint64_t bound)
+{
+    return last_pg > pin_last_pg && last_pg >= bound;
+}
+
 int st_durable_due(st_durable *d, unsigned *poll_ms)
 {
     MDB_envinfo info;
+    MDB_txn *r;
+    uint64_t since, total;
     int full;
 
     *poll_ms = ST_DURABLE_POLL_MS;
@@ -374,12 +436,21 @@ int st_durable_due(st_durable *d, unsigned *poll_ms)
         *poll_ms = ST_DURABLE_FULL_POLL_MS;
     if ((uint64_t)info.me_last_txnid <= d->pin_txn)
         return 0;
-    return full ||
-           (uint64_t)info.me_last_txnid >=
-               d->pin_txn + ST_DURABLE_EARLY_COMMITS ||
-           ((uint64_t)info.me_last_pgno > d->pin_last_pg &&
-            ((uint64_t)info.me_last_pgno - d->pin_last_pg) * d->psize >
-                ST_DURABLE_EARLY_BYTES);
+    if (full ||
+        (uint64_t)info.me_last_txnid >= d->pin_txn + ST_DURABLE_EARLY_COMMITS ||
+        past_bound(info.me_last_pgno, d->pin_last_pg, d->bound_pg) ||
+        ((uint64_t)info.me_last_pgno > d->pin_last_pg &&
+         ((uint64_t)info.me_last_pgno - d->pin_last_pg) * d->psize >
+             ST_DURABLE_EARLY_BYTES))
+        return 1;
+    /* What the commits since the pin freed, they allocated about as much
+     * again from pages the pin keeps from reuse: flush by that volume. */
+    if (begin_read(d, &r))
+        return 0;
+    if (free_pages(r, d->pin_txn, 0, &since, &total))
+        since = 0;
+    park(d, r);
+    return since * d->psize > ST_DURABLE_EARLY_BYTES;
 }
 
 int st_durable_open(st_env *env, st_durable **out)
@@ -738,34 +809,35 @@ static int older_pin_held(st_env *env, const st_durable_rec *rec)
     return s.found;
 }
 
-/* The record says where the durable snapshot ends: cache it. */
+/* The record says where the durable snapshot ends: cache it, and the
+ * file's bound. A record of an older build (no live count) bounds the
+ * growth past its snapshot to ST_DURABLE_ROOM_BYTES. */
 static void pin_room(st_env *env, const st_durable_rec *rec)
 {
     st_metapage m;
-    uint64_t room;
 
     memcpy(m.b, rec->meta, sizeof m.b);
     env->psize = rec->psize;
     env->pin_txn = rec->txnid;
     env->pin_last_pg = st_metapage_last_pg(&m);
-    room = env->pin_last_pg / ST_DURABLE_ROOM_FRACTION;
-    if (room < ST_DURABLE_ROOM_BYTES / rec->psize)
-        room = ST_DURABLE_ROOM_BYTES / rec->psize;
-    env->pin_room_pages = room;
+    env->pin_bound_pg = rec->live_pages
+                            ? st_durable_bound_pages(rec->live_pages,
+                                                     rec->psize)
+                            : env->pin_last_pg +
+                                  ST_DURABLE_ROOM_BYTES / rec->psize;
 }
 
 /*
- * Is the pin overdue? Past the room, yes. In the map's last part, as soon
- * as it is not on the newest commit: there, only what the commits since
- * the pin freed is left to reuse, and LMDB reuses it only once no reader
- * is older.
+ * Is the pin overdue? When the file has grown since the pinned snapshot
+ * and reached its bound, yes. In the map's last part, as soon as it is not
+ * on the newest commit: there, only what the commits since the pin freed
+ * is left to reuse, and LMDB reuses it only once no reader is older.
  */
 static int overdue(const st_env *env, const MDB_envinfo *info)
 {
     if (in_last_part(info, env->psize))
         return env->pin_txn < (uint64_t)info->me_last_txnid;
-    return (uint64_t)info->me_last_pgno >
-           env->pin_last_pg + env->pin_room_pages;
+    return past_bound(info->me_last_pgno, env->pin_last_pg, env->pin_bound_pg);
 }
 
 void st_durable_pressure(st_env *env)

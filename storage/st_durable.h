@@ -65,11 +65,21 @@
  *   transaction age, not by liveness): every page a commit allocates is a
  *   fresh one, which the next flush must write (without the pin the same
  *   few pages are rewritten in the page cache and written once), and
- *   data.mdb holds what about two flushes' worth of commits allocate. So
- *   between `everysec` beats the syncer flushes early after a number of
- *   commits or some growth (st_durable_due), and when the disk cannot keep
- *   up, commits wait for the pin to move once the file has outgrown the
- *   durable snapshot by max(ST_DURABLE_ROOM_BYTES, 1/8 of it).
+ *   data.mdb holds what the commits of about two flushes allocate. So the
+ *   pin moves by volume: between `everysec` beats the syncer flushes as
+ *   soon as the commits since the pin freed (and so allocated about as
+ *   much again) ST_DURABLE_EARLY_BYTES, or after ST_DURABLE_EARLY_COMMITS
+ *   commits or that much growth (st_durable_due): the file holds about
+ *   twice that past the live data (SET -P16 over 100k keys for 30 s: 110
+ *   MiB against 343 MiB when the pin moved only on the beat, after 256
+ *   commits or 4 MB of growth, at the same throughput; a 4 MiB volume
+ *   made 92 MiB at 0.93x: PERFORMANCE.md, "The durable pin's file
+ *   size"). Each record carries its snapshot's live pages (the file less its
+ *   freelist), and when the disk cannot keep up, commits wait for the pin
+ *   to move once the file has grown past the pinned snapshot and reached
+ *   st_durable_bound_pages (ST_DURABLE_ROOM_LIVE x live +
+ *   ST_DURABLE_ROOM_BYTES): past it, the file grows by at most what the
+ *   workers commit between two flushes.
  * Everything here runs in the master at boot and in the syncer (a process,
  * or a thread of the reaper); the handle is single-threaded.
  */
@@ -90,11 +100,11 @@
 /* A process's first write waits this long for the pin (ST_ENOPIN after). */
 #define ST_DURABLE_GATE_MS 5000
 /* Commits wait (up to ST_DURABLE_PRESSURE_MS) while data.mdb has grown
- * past the durable snapshot by more than max(ST_DURABLE_ROOM_BYTES,
- * 1/ST_DURABLE_ROOM_FRACTION of it): the pin's room is bounded even when
- * the disk cannot keep up. */
-#define ST_DURABLE_ROOM_BYTES (64u << 20)
-#define ST_DURABLE_ROOM_FRACTION 8
+ * past the durable snapshot and reached ST_DURABLE_ROOM_LIVE times its live
+ * pages plus ST_DURABLE_ROOM_BYTES (st_durable_bound_pages): the pin's room
+ * is bounded even when the disk cannot keep up. */
+#define ST_DURABLE_ROOM_BYTES (128u << 20)
+#define ST_DURABLE_ROOM_LIVE 2
 /* ... and, in the last 1/ST_DURABLE_MAP_PART of the map (maxdisk), while
  * the pin is older than the newest commit: there, the pages it holds are
  * all there is to reuse. */
@@ -162,15 +172,21 @@ int st_durable_flush(st_durable *d, uint64_t *txnid);
 
 /*
  * Whether the pin costs too much to wait for the next beat (the design's
- * "Cost"): ST_DURABLE_EARLY_COMMITS commits or ST_DURABLE_EARLY_BYTES of
- * growth since it was taken, or, in the map's last 1/ST_DURABLE_MAP_PART,
- * any commit since. *poll_ms gets how soon to ask again. No system call.
+ * "Cost"): since it was taken, ST_DURABLE_EARLY_COMMITS commits, or
+ * ST_DURABLE_EARLY_BYTES of growth or of pages freed (read from LMDB's
+ * freelist, newest records only), or growth past the bound, or, in the
+ * map's last 1/ST_DURABLE_MAP_PART, any commit. *poll_ms gets how soon to
+ * ask again. No system call.
  */
 int st_durable_due(st_durable *d, unsigned *poll_ms);
 #define ST_DURABLE_EARLY_COMMITS 256
-#define ST_DURABLE_EARLY_BYTES (4u << 20)
+#define ST_DURABLE_EARLY_BYTES (16u << 20)
 #define ST_DURABLE_POLL_MS 10
 #define ST_DURABLE_FULL_POLL_MS 1
+
+/* The file's bound, in pages, for a snapshot of live_pages pages in use:
+ * ST_DURABLE_ROOM_LIVE x live_pages + ST_DURABLE_ROOM_BYTES. */
+uint64_t st_durable_bound_pages(uint64_t live_pages, unsigned psize);
 
 /* The snapshot the last successful flush made durable. */
 uint64_t st_durable_txn(const st_durable *d);

@@ -102,7 +102,7 @@ struct st_env {
     int pressure;                 /* commits wait when the pin is overdue */
     uint64_t pin_txn;             /* the durable snapshot, and its last */
     uint64_t pin_last_pg;         /* page, as the record last read said */
-    uint64_t pin_room_pages;      /* growth past it that makes commits wait */
+    uint64_t pin_bound_pg;        /* the file's bound (st_durable_pressure) */
     unsigned psize;               /* LMDB page size, once a record was read */
     uint64_t pressure_gave_up;    /* record seq after which waiting timed out */
     MDB_dbi dbi[ST_DBI_COUNT];
@@ -195,9 +195,10 @@ int st_durable_pin_live(st_env *env);
 
 /*
  * Back-pressure before a commit (st_txn_begin, write): while data.mdb has
- * grown past the durable snapshot's last page by more than
- * max(ST_DURABLE_ROOM_BYTES, 1/ST_DURABLE_ROOM_FRACTION of it) (the disk
- * is slower than the writers' page allocations), or within the map's last
+ * grown past the durable snapshot's last page and reached
+ * st_durable_bound_pages of the snapshot's live pages (the pin keeps more
+ * pages from reuse than the flushes free: the disk is slower than the
+ * writers' page allocations), or within the map's last
  * 1/ST_DURABLE_MAP_PART while the pin is older than the newest commit (the
  * pages it holds are all there is to reuse), the pin is overdue: wait for
  * the syncer to move it, up to ST_DURABLE_PRESSURE_MS, and not again for

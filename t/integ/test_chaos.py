@@ -25,23 +25,19 @@ RECONNECT_DEADLINE = 30.0   # a client must be served again within this
 # while it was read and LMDB's own free lists.
 DATA_FILE_FACTOR = 2.0
 DATA_FILE_SLACK_MIB = 16
-# KNOWN DEFECT (power-cut safety, st_durable.h "Cost"): while the syncer
-# pins the durable snapshot, no page freed since is reused, so under
-# `everysec` the file holds what the commits of about two flush cycles
-# allocate, and a flush slower than the writers makes the cycles longer:
-# measured 229 MiB for 8.5 MiB of data after 30 s of this test at load 2
-# (and 166-510 MiB under redis-benchmark SET -P16). Until the pin's
-# allocation is bounded (issue 17's durable path), the bound carries this
-# allowance; a file beyond it (a reader slot never cleared: growth with
-# every write, not every cycle) still fails.
-DURABLE_PIN_ALLOWANCE_MIB = 512
-# KNOWN DEFECT, the same pin across a restart: a kill of the master takes
-# the server down with pages pinned, and the restarted server grows the
-# file again before its syncer's first pin frees them. Seed 1796189023
-# (4 restarts) ended at 597-656 MiB for 14-16 MiB of data on this stop's
-# main and on f247a37 alike, against 262 MiB with no restart; each
-# restart adds this much to the allowance.
-DURABLE_PIN_RESTART_MIB = 128
+# The durable pin (st_durable.h "Cost"): while the syncer pins the durable
+# snapshot no page freed since is reused, so the file also holds what the
+# commits of a flush cycle or two allocate. The syncer moves the pin every
+# 16 MiB the commits allocate, and commits wait once the file has reached
+# ST_DURABLE_ROOM_LIVE (2, DATA_FILE_FACTOR here) x its live data +
+# ST_DURABLE_ROOM_BYTES (128 MiB); past it the file grows by what the
+# workers commit between two flushes, or while a killed syncer is respawned
+# after the 2 s the commits wait (32 MiB). Measured with it: 149-152 MiB
+# for 9.7-10.9 MiB of data, 0-4 restarts; before it 229-656 MiB (4
+# restarts: each grew the file again before the new syncer's first pin).
+# A file beyond it (a reader slot never cleared: growth with every write)
+# fails.
+DURABLE_PIN_ALLOWANCE_MIB = 128 + 32
 # A blocking pop waits this long for its element (which was pushed, and
 # acknowledged, right after it was sent): a timeout is a lost wake-up.
 BLOCK_TIMEOUT = 10
@@ -501,8 +497,7 @@ def test_chaos():
         size = min(st.st_size, st.st_blocks * 512)
         live = os.path.getsize(os.path.join(server.dir, 'backup.mdb'))
         bound = DATA_FILE_FACTOR * live + (
-            DATA_FILE_SLACK_MIB + DURABLE_PIN_ALLOWANCE_MIB +
-            DURABLE_PIN_RESTART_MIB * chaos.restarts) * 2 ** 20
+            DATA_FILE_SLACK_MIB + DURABLE_PIN_ALLOWANCE_MIB) * 2 ** 20
         ops = sum(l.ops for l in loads)
         print('# chaos: %.0f s, %d kills %s, %d restarts, %d client '
               'operations, %d reconnects, %d acknowledged writes checked, '

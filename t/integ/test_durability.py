@@ -1,4 +1,4 @@
-"""Checks durability: power-cut images of a data directory rebuilt from an fsync-aware write journal (t/fault/libfault.so), booted as after a reboot, open and hold every acknowledged SET under sync always and all but the last ~2 s under everysec, both on a disk that keeps write order and with the unflushed pages written back in any order (100 cuts each; under sync no they open); kill -9 of the whole tree loses nothing acknowledged; a full map fails writes cleanly and loses nothing.
+"""Checks durability: power-cut images of a data directory rebuilt from an fsync-aware write journal (t/fault/libfault.so), booted as after a reboot, open and hold every acknowledged SET under sync always and all but the last ~2 s under everysec, both on a disk that keeps write order and with the unflushed pages written back in any order (100 cuts each; under sync no they open); kill -9 of the whole tree loses nothing acknowledged; a full map fails writes cleanly and loses nothing; under a sustained write load the durable pin keeps data.mdb within its bound (twice the live data plus 128 MiB).
 
 Scaling: LARDER_SLOW=1 (the ASan run) halves the write volumes and rounds;
 LARDER_FAULT_SEED fixes the random choices (the seed is printed);
@@ -10,6 +10,7 @@ import bisect
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -609,6 +610,57 @@ def test_map_full_everysec():
 
 def test_map_full_always():
     map_full('always')
+
+
+# The durable pin's file bound (storage/st_durable.h): commits wait for the
+# pin once data.mdb has grown past ROOM_LIVE x its live pages + ROOM_MIB,
+# and the syncer moves the pin every 16 MiB the commits allocate.
+ROOM_LIVE = 2
+ROOM_MIB = 128
+BOUND_SLACK_MIB = 32          # what the workers commit between two flushes
+BOUND_SECONDS = 4 if SLOW else 10
+BOUND_KEYS = 100000
+
+
+def test_file_bound_under_writes():
+    """SET -P16 over 100k random keys from 50 connections for 10 s (a
+    load that grew data.mdb to 340 MiB for 10 MiB of data in 30 s when the
+    pin moved only on the flush beat): data.mdb stays within 2 x its
+    compacted copy + 128 MiB (+ 32 MiB of commits between two flushes),
+    sampled every 0.2 s."""
+    larder_only()
+    bench = os.path.join(os.path.dirname(server_binary()), 'larder-bench')
+    assert_true(os.access(bench, os.X_OK), 'larder-bench built beside '
+                'larder-server')
+    with Server(workers=2) as s:
+        data = os.path.join(s.dir, 'data.mdb')
+        proc = subprocess.Popen(
+            [bench, '-p', str(s.port), '--workload', 'set',
+             '--keyspace', str(BOUND_KEYS), '--value-size', '3',
+             '--connections', '50', '--pipeline', '16',
+             '--duration', str(BOUND_SECONDS), '--warmup', '0'],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        peak = 0
+        try:
+            while proc.poll() is None:
+                peak = max(peak, os.stat(data).st_size)
+                time.sleep(0.2)
+            out = proc.stdout.read().decode(errors='replace')
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert_eq(proc.returncode, 0, 'larder-bench: %s' % out[-500:])
+        peak = max(peak, os.stat(data).st_size)
+        with s.client() as c:
+            assert_eq(c.call('SAVE'), 'OK')
+        live = os.path.getsize(os.path.join(s.dir, 'backup.mdb'))
+        bound = ROOM_LIVE * live + (ROOM_MIB + BOUND_SLACK_MIB) * 2 ** 20
+        print('# %d s of SET -P16: data.mdb peak %.1f MiB, compacted %.1f '
+              'MiB, bound %.1f MiB' % (BOUND_SECONDS, peak / 2 ** 20,
+                                       live / 2 ** 20, bound / 2 ** 20))
+        assert_true(peak <= bound, 'data.mdb peaked at %d bytes for %d of '
+                    'data (bound %d)' % (peak, live, bound))
 
 
 if __name__ == '__main__':

@@ -62,6 +62,11 @@
 #define BIG_VALUE (1u << 20)
 #define BIG_SLACK 4    /* commits past the room */
 #define WAIT_SHARE 0.8 /* of ST_DURABLE_PRESSURE_MS */
+/* BIG_VALUEs freed, then reused under a pin: enough to reach the volume. */
+#define REUSE_VALUES (ST_DURABLE_EARLY_BYTES / BIG_VALUE + 4)
+#define REUSE_KEY 100 /* the big%d name rewritten under the pin */
+#define TINY_VALUE 1
+#define LIVE_PAGES 1000u
 
 static char root[ROOT_SIZE];
 static char dir[DIR_SIZE];
@@ -610,6 +615,69 @@ START_TEST(test_commits_wait_when_pin_overdue)
 }
 END_TEST
 
+/*
+ * The pin moves by volume: with no growth and few commits, the syncer is
+ * due once the commits since the pin freed ST_DURABLE_EARLY_BYTES (and so
+ * took as much from pages the pin keeps from reuse), not before.
+ */
+START_TEST(test_due_by_pages_freed_since_pin)
+{
+    st_durable_report r;
+    st_durable *d;
+    uint64_t txn;
+    unsigned poll;
+    int i, rewrites = 0;
+
+    boot(dir, BOOT_A, &r);
+    st_env *e = open_env(dir, BOOT_A);
+    ck_assert_int_eq(st_durable_open(e, &d), 0);
+    uint8_t *val = malloc(BIG_VALUE);
+    ck_assert_ptr_nonnull(val);
+    memset(val, 'r', BIG_VALUE);
+    for (i = 0; i < REUSE_VALUES; i++)
+        timed_big_put(e, i, val, BIG_VALUE);
+    ck_assert_int_eq(st_durable_flush(d, &txn), 0);
+    /* Free them, and move the pin past the freeing commit twice: their
+     * pages are reusable now. */
+    for (i = 0; i < REUSE_VALUES; i++)
+        timed_big_put(e, i, val, TINY_VALUE);
+    ck_assert_int_eq(st_durable_flush(d, &txn), 0);
+    timed_big_put(e, REUSE_KEY + 1, val, TINY_VALUE);
+    ck_assert_int_eq(st_durable_flush(d, &txn), 0);
+    ck_assert_int_eq(st_durable_due(d, &poll), 0);
+    /* Rewrite one value: each commit takes a freed run and frees the
+     * previous copy, so the file does not grow. */
+    while (!st_durable_due(d, &poll)) {
+        ck_assert_int_lt(rewrites, REUSE_VALUES);
+        timed_big_put(e, REUSE_KEY, val, BIG_VALUE);
+        rewrites++;
+    }
+    /* Freed: rewrites - 1 copies; due only past ST_DURABLE_EARLY_BYTES. */
+    ck_assert_uint_ge((uint64_t)(rewrites - 1) * BIG_VALUE,
+                      ST_DURABLE_EARLY_BYTES);
+    ck_assert_uint_lt((uint64_t)(rewrites - 2) * BIG_VALUE,
+                      ST_DURABLE_EARLY_BYTES);
+    ck_assert_int_lt(rewrites, ST_DURABLE_EARLY_COMMITS);
+    /* A flush moves the pin: nothing due again. */
+    ck_assert_int_eq(st_durable_flush(d, &txn), 0);
+    ck_assert_int_eq(st_durable_due(d, &poll), 0);
+    free(val);
+    st_durable_close(&d, 0);
+    st_env_close(&e);
+}
+END_TEST
+
+/* The file's bound: ST_DURABLE_ROOM_LIVE x live + ST_DURABLE_ROOM_BYTES. */
+START_TEST(test_bound_pages)
+{
+    ck_assert_uint_eq(st_durable_bound_pages(0, PAGE),
+                      ST_DURABLE_ROOM_BYTES / PAGE);
+    ck_assert_uint_eq(st_durable_bound_pages(LIVE_PAGES, PAGE),
+                      ST_DURABLE_ROOM_LIVE * LIVE_PAGES +
+                          ST_DURABLE_ROOM_BYTES / PAGE);
+}
+END_TEST
+
 static Suite *durable_suite(void)
 {
     Suite *s = suite_create("st_durable");
@@ -639,6 +707,8 @@ static Suite *durable_suite(void)
     tcase_add_test(tc, test_first_write_waits_for_pin);
     tcase_add_test(tc, test_dead_pinner_slot_kept);
     tcase_add_test(tc, test_commits_wait_when_pin_overdue);
+    tcase_add_test(tc, test_due_by_pages_freed_since_pin);
+    tcase_add_test(tc, test_bound_pages);
     suite_add_tcase(s, tc);
     return s;
 }
