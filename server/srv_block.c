@@ -47,9 +47,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MS_PER_S 1000
 #define US_PER_MS 1000
+#define NS_PER_MS 1000000
 #define QUEUE_MIN 16
 /* Long timeouts are waited for in steps of at most a day. */
 #define TIMER_STEP_MS (24LL * 3600 * MS_PER_S)
@@ -92,6 +94,7 @@ typedef struct bk_waiter {
     /* the broker */
     uint64_t sent_gen; /* link generation its WAIT went out on, 0: none */
     int registering;   /* in bk.reg */
+    int committing;    /* in bk.pending */
     int check;         /* check its keys once registered */
     int queued;        /* in bk.retry */
     int grant_key;     /* argv index of the key granted, or -1 */
@@ -123,12 +126,13 @@ static struct {
     unsigned nblocked;
     srv_dict tokens;
     uint64_t next_token;
-    bk_queue reg, retry, resume;
+    bk_queue pending, reg, retry, resume;
     bk_ready *ready;
     size_t nready, capready;
     srv_buf names;
     struct event *ev_poll; /* checks waiters while the broker is away */
     int poll_due;
+    int64_t register_sleep_ms; /* DEBUG REGISTER-SLEEP, once */
 } bk;
 
 static const srv_hooks block_hooks;
@@ -353,7 +357,8 @@ static void start_waiting(bk_waiter *x)
     uint64_t h;
 
     x->state = BK_WAITING;
-    x->token = ++bk.next_token;
+    if (!registered(x))
+        x->token = ++bk.next_token; /* else its WAIT went before the commit */
     x->grant_key = -1;
     h = srv_dict_hash(&x->token, sizeof x->token);
     if ((x->de = srv_dict_add(&bk.tokens, &x->token, sizeof x->token, h)))
@@ -666,6 +671,19 @@ static int on_settled(srv_worker *w)
     int64_t now = srv_util_mstime();
     int sent = 0, ran;
 
+    if (bk.register_sleep_ms && bk.reg.n) {
+        struct timespec ts = { bk.register_sleep_ms / MS_PER_S,
+                               bk.register_sleep_ms % MS_PER_S * NS_PER_MS };
+        bk.register_sleep_ms = 0;
+        while (nanosleep(&ts, &ts) && errno == EINTR)
+            ;
+    }
+    /* Blocks of a turn that committed no write transaction (XREAD BLOCK
+     * alone reads) register below, after their commit. */
+    for (size_t i = 0; i < bk.pending.n; i++)
+        if (bk.pending.v[i])
+            ((bk_waiter *)bk.pending.v[i])->committing = 0;
+    bk.pending.n = 0;
     wake_local();
     if (bk.poll_due)
         poll_away(g, now);
@@ -677,7 +695,7 @@ static int on_settled(srv_worker *w)
         if (x->state != BK_WAITING && x->state != BK_RETRYING)
             continue;
         x->check = 1;
-        if (send_wait(x) == 0) {
+        if (!registered(x) && send_wait(x) == 0) {
             x->sent_gen = srv_link_generation();
             sent = 1;
         }
@@ -712,6 +730,40 @@ static int on_settled(srv_worker *w)
     return ran;
 }
 
+/*
+ * The group's write transaction is about to commit, holding LMDB's write
+ * lock: the clients it blocked register now, so their WAITs are in the
+ * broker's socket (srv_keys.c writes them out with the TXN frame) before
+ * any transaction that commits after this one can write its COMMITTED.
+ * The broker reads every link before it handles what it read, so a push
+ * that commits later finds them queued in their order; registered after
+ * the commit, a younger waiter on another worker could take the push
+ * first. If the commit fails, undo_pending takes them back (UNWAIT); a
+ * grant that comes before the commit's outcome is read after it. 1 if a
+ * frame was put.
+ */
+static int on_committing(void)
+{
+    int sent = 0;
+
+    for (size_t i = 0; i < bk.pending.n; i++) {
+        bk_waiter *x = bk.pending.v[i];
+        if (!x)
+            continue;
+        x->committing = 0;
+        if (x->state != BK_PENDING || registered(x) ||
+            srv_link_state() == SRV_LINK_DOWN)
+            continue;
+        x->token = ++bk.next_token;
+        if (send_wait(x) == 0) {
+            x->sent_gen = srv_link_generation();
+            sent = 1;
+        }
+    }
+    bk.pending.n = 0;
+    return sent;
+}
+
 static const int link_types[] = { SRV_BP_GRANT, 0 };
 
 static const srv_link_feature link_feature = {
@@ -728,6 +780,10 @@ static const srv_link_feature link_feature = {
 static void undo_pending(bk_waiter *x)
 {
     if (x->state == BK_PENDING) {
+        /* Its WAIT went before the commit that did not happen. */
+        if (registered(x))
+            srv_link_put(SRV_BP_UNWAIT, 0, x->token, NULL, 0, NULL, 0);
+        x->sent_gen = 0;
         x->state = BK_IDLE;
         set_blocked(x->c, 0);
     }
@@ -768,6 +824,7 @@ static void on_close(srv_conn *c, void *state)
     unregister(x);
     if (x->state != BK_IDLE)
         set_blocked(c, 0);
+    queue_forget(&bk.pending, x);
     queue_forget(&bk.reg, x);
     queue_forget(&bk.retry, x);
     queue_forget(&bk.resume, c);
@@ -860,6 +917,8 @@ void srv_block_or_reply(srv_conn *c, const srv_block_spec *spec)
     x->order = atomic_fetch_add(&srv_her.stats->block_order, 1);
     x->state = BK_PENDING;
     set_blocked(c, 1);
+    if (!x->committing && queue_push(&bk.pending, x) == 0)
+        x->committing = 1;
 }
 
 void srv_block_served(srv_conn *c, int key, uint64_t left)
@@ -896,6 +955,8 @@ int srv_block_is_blocked(const srv_conn *c)
 
 unsigned srv_block_count(void) { return bk.nblocked; }
 
+void srv_block_debug_register_sleep(int64_t ms) { bk.register_sleep_ms = ms; }
+
 void srv_block_db_changed(srv_conn *c, unsigned db) { srv_keys_db_changed(db); }
 
 /* ---- the service ---- */
@@ -908,6 +969,7 @@ static void service_start(srv_worker *w)
     srv_keys_want_created(ST_TYPE_ZSET);
     srv_keys_want_created(ST_TYPE_STREAM); /* st_stream_signal too */
     srv_keys_on_ready(on_ready);
+    srv_keys_on_committing(on_committing);
     bk.ev_poll = srv_worker_io_event(w, -1, 0, on_poll, NULL);
     if (srv_link_register(&link_feature))
         srv_log(SRV_LOG_WARNING, 0,
@@ -918,10 +980,12 @@ static void service_start(srv_worker *w)
 static void service_stop(srv_worker *w)
 {
     srv_keys_on_ready(NULL);
+    srv_keys_on_committing(NULL);
     if (bk.ev_poll) {
         event_free(bk.ev_poll);
         bk.ev_poll = NULL;
     }
+    queue_free(&bk.pending);
     queue_free(&bk.reg);
     queue_free(&bk.retry);
     queue_free(&bk.resume);

@@ -12,9 +12,11 @@
  * them.
  *
  *  1. The command finds every key empty in the group's write
- *     transaction and blocks. Once that transaction commits, the worker
- *     sends WAIT(token, db, place, keys) to the broker and writes it out, then
- *     checks the keys again in a fresh snapshot (the check). A key that
+ *     transaction and blocks. Just before that transaction commits, with
+ *     LMDB's write lock still held, the worker sends WAIT(token, db,
+ *     place, keys) to the broker and writes it out (UNWAIT if the commit
+ *     fails); after the commit it checks the keys again in a fresh
+ *     snapshot (the check). A key that
  *     holds something for it then is told to the broker (HINT), which
  *     grants it as in 3., so the oldest waiter is served first even when
  *     a younger one looked.
@@ -44,8 +46,11 @@
  * FIFO: grants go to the oldest waiter on the key across workers, oldest
  * by a place every worker draws from one shared counter when a client
  * blocks (WAIT carries it), so registrations that reach the broker out of
- * order (two workers' WAITs read in one round, or one worker slower to
- * send its) still queue as the clients blocked. A client that arrives while a
+ * order (two workers' WAITs read in one round) still queue as the clients
+ * blocked; and since a WAIT is written before its block commits, a push
+ * (which commits later: it needs the write lock) cannot reach the broker
+ * before the registrations of the waiters blocked ahead of it, however
+ * slow their worker is after its commit. A client that arrives while a
  * granted waiter is on its way may take the element first; the waiter then
  * keeps its place for the next one.
  *
@@ -144,6 +149,14 @@ int srv_block_is_blocked(const srv_conn *c);
 
 /* Clients of this worker blocked in blocking commands. */
 unsigned srv_block_count(void);
+
+/*
+ * DEBUG REGISTER-SLEEP: the next turn of this worker in which clients
+ * blocked sleeps `ms` after their commit, before the work that follows
+ * it (their checks): the window in which another worker's push may reach
+ * the broker first (test_blocking's FIFO test widens it with this).
+ */
+void srv_block_debug_register_sleep(int64_t ms);
 
 /*
  * The worker service: joins the link (WAIT, UNWAIT, SERVED out, GRANT

@@ -46,6 +46,7 @@ static struct {
     int on; /* observing an environment (a worker's or the reaper's) */
     st_env_observer obs;
     srv_keys_ready_fn *ready;
+    srv_keys_committing_fn *committing;
     srv_keys_inval_fn *inval;
     unsigned wanted; /* created types the blocking commands want */
     /* the open transaction's keys that came into being */
@@ -143,19 +144,21 @@ static void on_expired(void *ctx, unsigned db, const uint8_t *name, size_t len)
                     len, 0);
 }
 
-/* Before the commit, with the write lock held: the ordered records go to
- * the broker and are written out, so that any transaction committing
- * after this one writes its own after them (see the header). */
+/* Before the commit, with the write lock held: the ordered records (and
+ * the registrations of the clients the transaction blocked) go to the
+ * broker and are written out, so that any transaction committing after
+ * this one writes its own after them (see the header). */
 static void on_committing(void *ctx, uint64_t txn)
 {
-    if (!ks.nordered || srv_link_put(SRV_BP_TXN, 0, txn, ks.ordered.data,
-                                     ks.ordered.len, NULL, 0))
-        return;
-    ks.txn_sent = 1;
-    if (srv_link_flush_wait(TXN_FLUSH_MS))
+    int put = ks.committing && ks.committing();
+
+    if (ks.nordered && srv_link_put(SRV_BP_TXN, 0, txn, ks.ordered.data,
+                                    ks.ordered.len, NULL, 0) == 0)
+        put = ks.txn_sent = 1;
+    if (put && srv_link_flush_wait(TXN_FLUSH_MS))
         srv_log(SRV_LOG_VERBOSE, 0,
                 "committing before the broker took the "
-                "keyspace events");
+                "keyspace events or registrations");
 }
 
 /* The broker learns the outcome of `txn` (and, committed, the keys that
@@ -271,6 +274,8 @@ static void on_aborted(void *ctx, uint64_t txn) { clear(); }
 /* ---- set-up ---- */
 
 void srv_keys_on_ready(srv_keys_ready_fn *fn) { ks.ready = fn; }
+
+void srv_keys_on_committing(srv_keys_committing_fn *fn) { ks.committing = fn; }
 
 void srv_keys_on_inval(srv_keys_inval_fn *fn) { ks.inval = fn; }
 

@@ -62,6 +62,15 @@ typedef void srv_keys_ready_fn(unsigned db, const uint8_t *name, size_t len,
  * listener: the blocking commands). */
 void srv_keys_on_ready(srv_keys_ready_fn *fn);
 
+/*
+ * Have `fn` run just before each write transaction of this worker
+ * commits, with the write lock held (one listener: the blocking
+ * commands, whose new waiters register then). It returns 1 if it put
+ * frames on the link: they are written out with the TXN frame's.
+ */
+typedef int srv_keys_committing_fn(void);
+void srv_keys_on_committing(srv_keys_committing_fn *fn);
+
 /* Have keys of storage type `type` (ST_TYPE_*) reported as they come
  * into being (the blocking commands ask for lists and sorted sets). */
 void srv_keys_want_created(int type);

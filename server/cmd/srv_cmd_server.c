@@ -8,6 +8,7 @@
 #include "server/cmd/srv_multi.h"
 #include "server/cmd/srv_script.h"
 #include "server/cmd/srv_txn.h"
+#include "server/srv_block.h"
 #include "server/srv_config.h"
 #include "server/srv_conn.h"
 #include "server/srv_heritage.h"
@@ -35,6 +36,8 @@
 #define US_PER_S 1000000
 #define S_PER_DAY 86400
 #define INFO_LINE_MAX 512
+/* DEBUG REGISTER-SLEEP takes at most a minute. */
+#define DEBUG_SLEEP_MAX_MS 60000
 #define CONFIG_ARGS_MAX 16
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
@@ -365,6 +368,8 @@ static void sleep_us(int64_t us)
  * DEBUG SLEEP <seconds>: block this worker (as Redis blocks its server).
  * DEBUG TXN-SLEEP <ms>: hold the LMDB write transaction (with one write
  * in it) for ms, then commit; crash tests kill the worker meanwhile.
+ * DEBUG REGISTER-SLEEP <ms>: the next turn of this worker in which a
+ * client blocks sleeps ms after the commit (srv_block.h).
  */
 void srv_cmd_debug(srv_conn *c)
 {
@@ -407,6 +412,17 @@ void srv_cmd_debug(srv_conn *c)
                 "transaction for %lld ms",
                 ms);
         sleep_us(ms * 1000);
+        srv_reply_ok(c);
+    } else if (srv_util_streq(sub->ptr, sub->len, "register-sleep") &&
+               c->argc == 3) {
+        long long ms;
+        if (srv_args_ll_or_reply(c, &c->argv[2], &ms))
+            return;
+        if (ms < 0 || ms > DEBUG_SLEEP_MAX_MS) {
+            srv_reply_error(c, "ERR value is out of range");
+            return;
+        }
+        srv_block_debug_register_sleep(ms);
         srv_reply_ok(c);
     } else {
         srv_args_subcommand_error(c);

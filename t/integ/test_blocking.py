@@ -624,5 +624,43 @@ def test_served_while_the_broker_is_away():
             c.close()
 
 
+def test_fifo_when_the_older_registration_is_late():
+    """The client that blocked first is served first even when its
+    worker is slow to go on after the commit that blocked it (DEBUG
+    REGISTER-SLEEP stalls it there for 0.5 s) and a younger waiter on
+    another worker has registered and a push came meanwhile: the older
+    waiter's registration is in the broker's socket before its commit, so
+    before any push that commits after it."""
+    larder_only()
+    with Server(workers=3, args=['--enable-debug-command', 'yes']) as srv:
+        setter, a, b, pusher = on_workers(srv, 'AABC')
+        assert_error(setter.call('DEBUG', 'REGISTER-SLEEP', 'abc'),
+                     'ERR value is not an integer or out of range')
+        assert_error(setter.call('DEBUG', 'REGISTER-SLEEP', '-1'),
+                     'ERR value is out of range')
+        assert_error(setter.call('DEBUG', 'REGISTER-SLEEP', '60001'),
+                     'ERR value is out of range')
+        for rnd in range(3):
+            assert_eq(setter.call('DEBUG', 'REGISTER-SLEEP', '500'), 'OK')
+            t0 = time.monotonic()
+            a.send('BLPOP', 'late', '0')
+            wait_blocked(pusher, 1)
+            b.send('BLPOP', 'late', '0')
+            wait_blocked(pusher, 2)
+            assert_eq(pusher.call('RPUSH', 'late', 'e1'), 1)
+            pushed = time.monotonic() - t0
+            assert_eq(read_within(a, SLOW), [b'late', b'e1'],
+                      'round %d: the older waiter (pushed %.0f ms after it '
+                      'blocked)' % (rnd, pushed * 1000))
+            assert_eq(read_within(b, 0.2), '<none>', 'one element, one pop')
+            assert_eq(pusher.call('RPUSH', 'late', 'e2'), 1)
+            assert_eq(read_within(b, SLOW), [b'late', b'e2'])
+            assert_true(pushed < 0.5, 'the push came while the older '
+                        "waiter's worker slept (%.0f ms)" % (pushed * 1000))
+            wait_blocked(pusher, 0)
+        for c in (setter, a, b, pusher):
+            c.close()
+
+
 if __name__ == '__main__':
     main(globals(), workers=2)
