@@ -104,7 +104,8 @@ typedef struct srv_conn {
     int grp_resp;
     int in_group;
     int single;          /* replaying: one transaction per command */
-    size_t replay_until; /* input offset where the replay ends */
+    size_t replay_until; /* offset in `in` where the replay ends (moves
+                          * as committed input is dropped) */
     int64_t hold_ver;    /* sync always: output waits until this
                           * transaction id is durable (0: none) */
     int multi_queued;    /* MULTI: commands queued; -1 outside */

@@ -111,6 +111,10 @@ static void member_committed(srv_conn *m)
 {
     if (m->in_done) {
         srv_buf_consume(&m->in, m->in_done);
+        /* What is left to replay moves with the input. */
+        m->replay_until = m->replay_until > m->in_done
+                              ? m->replay_until - m->in_done
+                              : 0;
         m->in_done = 0;
     }
     m->grp_out_mark = m->out.len;
@@ -148,6 +152,7 @@ static void members_rewind(srv_group *g)
         srv_resp_parser_reset(&m->parser);
         SRV_HOOKS_EACH(&m->hooks, m, rewind);
     }
+    g->rewound = 1;
 }
 
 int srv_group_commit(srv_group *g)
@@ -275,10 +280,10 @@ int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
             SRV_HOOKS_EACH(&c->hooks, c, lost);
             members_committed(g);
         }
-        if (pos >= c->replay_until) {
+        /* Committed, its input was dropped (member_committed): the
+         * replay ends with the last command that had run before. */
+        if (c->replay_until == 0)
             c->single = 0;
-            c->replay_until = 0;
-        }
     } else if (g->cmds >= SRV_GROUP_MAX_CMDS || g->commit_after) {
         srv_group_commit(g);
     }
@@ -298,7 +303,10 @@ void srv_group_wake(srv_group *g, srv_conn *c, int resume)
 
 void srv_group_settle(srv_group *g)
 {
+    int again;
+
     do {
+        g->rewound = 0;
         /* Also members that ran nothing: read after the group failed, or
          * rewound at a barrier before their first command. */
         for (unsigned i = 0; i < g->nconns; i++)
@@ -306,7 +314,14 @@ void srv_group_settle(srv_group *g)
                  g->conns[i]->in_done < g->conns[i]->in.len) &&
                 !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
                 g->run_input(g->conns[i]);
-    } while (srv_group_commit(g));
+        again = srv_group_commit(g) != 0;
+        /* A member that ran earlier in this pass may have been rewound by
+         * a later one's failed commit (a replayed command's, or a
+         * barrier's): it runs its commands again before the group's
+         * turn ends, or they would wait for its next input. */
+        if (g->rewound)
+            again = 1;
+    } while (again);
 }
 
 struct st_txn *srv_group_read_txn(srv_group *g, int *rc)

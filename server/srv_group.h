@@ -52,6 +52,7 @@ typedef struct srv_group {
     int cmds;                /* commands run since the last commit */
     int writes;              /* of which used the write transaction */
     int failed;              /* the txn was lost: members must replay */
+    int rewound;             /* members rewound since the settle began */
     int cmd_wrote;           /* the running command used the wtxn */
     int poisoned;            /* the running command's write failed */
     int commit_after;        /* the running command must be committed

@@ -175,6 +175,11 @@ void srv_monitor_feed_now(srv_conn *c)
      * (EVAL and its kin: their inner commands are what a script does) */
     if (!c->cmd || (c->cmd->flags & (F_ADMIN | F_SKIP_MONITOR)))
         return;
+    /* A command a failed group runs again (one transaction each, from
+     * where its client's input starts, srv_group.h) was shown when it
+     * first ran: Redis shows each command once. */
+    if (c->single && c->in_done < c->replay_until)
+        return;
     if (build(c, &mn.line)) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "a MONITOR line");
         return;

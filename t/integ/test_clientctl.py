@@ -420,6 +420,47 @@ def test_monitor_causal_order_beside_a_busy_client():
             assert_in_order(seen, "the busy client's own")
 
 
+def write_transactions(c):
+    info = c.call('INFO', 'stats').decode()
+    return int(re.search(r'write_transactions:(\d+)', info).group(1))
+
+
+def test_monitor_once_and_grouping_again_after_a_failed_group():
+    """A write refused by a full disk makes its group's transaction fail;
+    the group's commands run again one transaction each (the replay).
+    MONITOR shows each command once, as Redis, and once the replay is
+    done the client's commands share transactions again."""
+    larder_only()
+    with Server(workers=1, args=['--maxdisk', '2mb']) as srv:
+        mon, c = srv.client(), srv.client()
+        with mon, c:
+            assert_eq(mon.call('MONITOR'), 'OK')
+            got = c.pipeline([('ECHO', 'm1'), ('SET', 'small', 'x'),
+                              ('SET', 'big', b'b' * (3 << 20)),
+                              ('ECHO', 'm2')])
+            assert_eq(got[:2], [b'm1', 'OK'])
+            assert_true(isinstance(got[2], RespError) and
+                        got[2].message.startswith('ERR disk full'),
+                        'the big write refused: %r' % (got[2],))
+            assert_eq(got[3], b'm2')
+            assert_eq(c.call('ECHO', 'end'), b'end')
+            shown = []
+            mon.settimeout(SLOW)
+            while not shown or shown[-1] != b'"ECHO" "end"':
+                line = LINE.match(mon._line()).group(5)
+                shown.append(line if len(line) < 40 else line[:16])
+            assert_eq(shown, [b'"ECHO" "m1"', b'"SET" "small" "x"',
+                              b'"SET" "big" "bbb', b'"ECHO" "m2"',
+                              b'"ECHO" "end"'])
+            before = write_transactions(c)
+            n = 1000
+            assert_eq(c.pipeline([('SET', 'g:%d' % i, 'v') for i in range(n)]),
+                      ['OK'] * n)
+            took = write_transactions(c) - before
+            assert_true(took < n // 10, '%d SETs in one pipeline took %d '
+                        'write transactions' % (n, took))
+
+
 # ---- CLIENT PAUSE ----
 
 def test_pause_write_holds_writes_of_every_worker():
