@@ -13,8 +13,8 @@
  * use after free inside Lua is still caught. */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
-#define KEPT(b, n)                                                    \
-    ASAN_POISON_MEMORY_REGION((char *)(b) + sizeof(void *),           \
+#define KEPT(b, n)                                          \
+    ASAN_POISON_MEMORY_REGION((char *)(b) + sizeof(void *), \
                               (n) - sizeof(void *))
 #define TAKEN(b, n) ASAN_UNPOISON_MEMORY_REGION((b), (n))
 #else

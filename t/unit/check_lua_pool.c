@@ -56,8 +56,8 @@ END_TEST
 
 START_TEST(test_contents_across_sizes)
 {
-    static const size_t sizes[] = { 1,   15,  16,  17,   100, 256,
-                                    257, 300, 4096, 200, 8,  0 };
+    static const size_t sizes[] = { 1,   15,  16,   17,  100, 256,
+                                    257, 300, 4096, 200, 8,   0 };
     srv_lua_pool p;
     unsigned char *b = NULL;
     size_t have = 0;
