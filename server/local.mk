@@ -7,6 +7,7 @@ libserver_a_SOURCES = \
 	server/srv_buf.c server/srv_buf.h \
 	server/srv_bproto.c server/srv_bproto.h \
 	server/srv_broker.c server/srv_broker.h \
+	server/srv_bsubs.c server/srv_bsubs.h \
 	server/srv_cfgshm.c server/srv_cfgshm.h \
 	server/srv_child.c server/srv_child.h \
 	server/srv_cinfo.c server/srv_cinfo.h \

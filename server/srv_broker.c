@@ -3,8 +3,9 @@
  *
  * State: per kind (channel, pattern, shard channel) a table from name to
  * the subscription counts of each worker connection ("link") that has
- * any, and their total. A name is in its table only while its total is
- * above zero, so PUBSUB NUMPAT is the size of the pattern table.
+ * any, and their total (srv_bsubs.h). A name is in its table only
+ * while its total is above zero, so PUBSUB NUMPAT is the size of the
+ * pattern table.
  *
  * Loop: epoll over the listening socket (inherited from the master) and
  * the links (and a wake-up per tick, 1/hz s, to apply configuration
@@ -47,10 +48,10 @@
  */
 #include "server/srv_broker.h"
 #include "server/srv_bproto.h"
+#include "server/srv_bsubs.h"
 #include "server/srv_buf.h"
 #include "server/srv_bwait.h"
 #include "server/srv_config.h"
-#include "server/srv_dict.h"
 #include "server/srv_heritage.h"
 #include "server/srv_log.h"
 #include "server/srv_morder.h"
@@ -78,7 +79,6 @@
 #define LISTEN_BACKLOG 1024
 #define LISTENER_TAG 0
 #define LINKS_MIN 16
-#define COUNTS_MIN 2
 #define PROCESS_NAME "larder-broker"
 /* Rounds per wake-up before the listener gets a turn (links that are
  * still busy go on right after it). */
@@ -109,19 +109,6 @@ typedef struct blink {
     int dead;        /* error or bad frame: close it now */
 } blink;
 
-/* One link's subscriptions to a name. */
-typedef struct bcount {
-    uint32_t link;
-    uint32_t n;
-} bcount;
-
-/* A name's counts; the value of its dict entry. */
-typedef struct bentry {
-    uint64_t total;
-    unsigned n, cap;
-    bcount *per;
-} bentry;
-
 static volatile sig_atomic_t stop;
 static int ep = -1;
 static blink **links; /* by id; NULL when free */
@@ -129,7 +116,7 @@ static uint32_t links_cap;
 static blink **targets; /* of the publish being routed */
 static struct epoll_event *events;
 static uint32_t events_cap;
-static srv_dict names[SRV_BP_NKINDS];
+static srv_bsubs *subs; /* subscription counts per name and link */
 static uint64_t epoch;
 static srv_bwait *waiters;      /* blocked clients of every worker */
 static srv_morder *lines;       /* MONITOR lines on their way, in order */
@@ -246,101 +233,6 @@ int srv_broker_connect(void)
     return fd;
 }
 
-/* ---- counts ---- */
-
-static void entry_free(srv_dict_entry *de)
-{
-    bentry *b = de->val;
-
-    if (b) {
-        free(b->per);
-        free(b);
-    }
-}
-
-/* Set link `id`'s subscriptions to a name; drop the name at total 0. */
-static void set_count(int kind, const char *name, size_t len, uint32_t id,
-                      uint64_t n64)
-{
-    uint32_t n = n64 > UINT32_MAX ? UINT32_MAX : (uint32_t)n64;
-    uint64_t h = srv_dict_hash(name, len);
-    srv_dict_entry *de = srv_dict_find(&names[kind], name, len, h);
-    bentry *b;
-    unsigned i;
-
-    if (!de) {
-        if (n == 0)
-            return;
-        if (!(b = calloc(1, sizeof *b)) ||
-            !(de = srv_dict_add(&names[kind], name, len, h))) {
-            free(b);
-            srv_log(SRV_LOG_WARNING, ENOMEM, "subscription count lost");
-            return;
-        }
-        de->val = b;
-    }
-    b = de->val;
-    for (i = 0; i < b->n && b->per[i].link != id; i++)
-        ;
-    if (i < b->n) {
-        b->total -= b->per[i].n;
-        if (n)
-            b->per[i].n = n;
-        else
-            b->per[i] = b->per[--b->n];
-    } else if (n) {
-        if (b->n == b->cap) {
-            unsigned cap = b->cap ? b->cap * 2 : COUNTS_MIN;
-            bcount *p = realloc(b->per, cap * sizeof *p);
-            if (!p) {
-                srv_log(SRV_LOG_WARNING, ENOMEM, "subscription count lost");
-                n = 0;
-            } else {
-                b->per = p;
-                b->cap = cap;
-            }
-        }
-        if (n)
-            b->per[b->n++] = (bcount){ id, n };
-    }
-    b->total += n;
-    if (b->total == 0) {
-        entry_free(de);
-        srv_dict_remove(&names[kind], de);
-    }
-}
-
-/* A link went away: its workers' subscriptions leave every count. */
-static void drop_counts(uint32_t id)
-{
-    for (int k = 0; k < SRV_BP_NKINDS; k++) {
-        srv_dict_iter it;
-        srv_dict_entry *de;
-        srv_dict_iter_init(&it, &names[k]);
-        while ((de = srv_dict_iter_next(&it))) {
-            bentry *b = de->val;
-            for (unsigned i = 0; i < b->n; i++)
-                if (b->per[i].link == id) {
-                    b->total -= b->per[i].n;
-                    b->per[i] = b->per[--b->n];
-                    break;
-                }
-            if (b->total == 0) {
-                entry_free(de);
-                srv_dict_remove(&names[k], de);
-            }
-        }
-    }
-}
-
-static uint64_t total_of(int kind, const char *name, size_t len)
-{
-    srv_dict_entry *de = srv_dict_find(&names[kind], name, len,
-                                       srv_dict_hash(name, len));
-
-    return de ? ((bentry *)de->val)->total : 0;
-}
-
 /* ---- links ---- */
 
 static void set_interest(blink *l)
@@ -400,7 +292,7 @@ static void link_add(int fd)
 static void link_close(blink *l)
 {
     srv_log(SRV_LOG_VERBOSE, 0, "worker#%d disconnected", l->worker);
-    drop_counts(l->id);
+    srv_bsubs_drop_link(subs, l->id);
     srv_bwait_drop_link(waiters, l->id);
     queries_drop_link(l->id);
     batches_drop_link(l->id);
@@ -503,14 +395,16 @@ static uint64_t max_body(void)
     return srv_bproto_max_body(srv_her.cfg->proto_max_bulk_len);
 }
 
-static void target(const bentry *b, uint32_t *ntargets)
+/* A link with a subscriber of the message being routed: a target, once
+ * per publish (srv_bsubs_route names a link once per name it matched). */
+static void target(void *ctx, uint32_t link)
 {
-    for (unsigned i = 0; i < b->n; i++) {
-        blink *t = links[b->per[i].link];
-        if (t && t->mark != epoch) {
-            t->mark = epoch;
-            targets[(*ntargets)++] = t;
-        }
+    uint32_t *ntargets = ctx;
+    blink *t = links[link];
+
+    if (t && t->mark != epoch) {
+        t->mark = epoch;
+        targets[(*ntargets)++] = t;
     }
 }
 
@@ -521,26 +415,11 @@ static void target(const bentry *b, uint32_t *ntargets)
  */
 static uint64_t route(int kind, const char *body, size_t chlen, size_t len)
 {
-    const char *ch = body;
-    uint64_t receivers = 0;
+    uint64_t receivers;
     uint32_t ntargets = 0;
-    srv_dict_entry *de;
 
     epoch++;
-    if ((de = srv_dict_find(&names[kind], ch, chlen,
-                            srv_dict_hash(ch, chlen)))) {
-        receivers += ((bentry *)de->val)->total;
-        target(de->val, &ntargets);
-    }
-    if (kind == SRV_BP_CHANNEL) {
-        srv_dict_iter it;
-        srv_dict_iter_init(&it, &names[SRV_BP_PATTERN]);
-        while ((de = srv_dict_iter_next(&it)))
-            if (srv_util_glob_match(de->key, de->klen, ch, chlen, 0)) {
-                receivers += ((bentry *)de->val)->total;
-                target(de->val, &ntargets);
-            }
-    }
+    receivers = srv_bsubs_route(subs, kind, body, chlen, target, &ntargets);
     for (uint32_t i = 0; i < ntargets; i++)
         put(targets[i], SRV_BP_DELIVER, kind, chlen, body, len, NULL, 0);
     return receivers;
@@ -552,57 +431,6 @@ static void route_publish(blink *l, const srv_bframe *f)
                                (size_t)f->len);
 
     put(l, SRV_BP_PUBCOUNT, 0, receivers, NULL, 0, NULL, 0);
-}
-
-static void answer_numsub(blink *l, const srv_bframe *f)
-{
-    size_t off = srv_bproto_begin(&l->out, SRV_BP_R_NUMSUB, f->kind, 0);
-    srv_bcursor cur;
-    const char *name;
-    size_t len;
-
-    if (off == (size_t)-1)
-        goto nomem;
-    srv_bproto_cursor(&cur, f);
-    while (srv_bproto_get_field(&cur, &name, &len) == 0)
-        if (srv_bproto_put_field(&l->out, name, len) ||
-            srv_bproto_put_u64(&l->out, total_of(f->kind, name, len)))
-            goto nomem;
-    srv_bproto_end(&l->out, off);
-    return;
-nomem:
-    srv_log(SRV_LOG_WARNING, ENOMEM, "PUBSUB NUMSUB answer");
-    l->dead = 1;
-}
-
-/* Names of a kind matching the pattern (all without one). A list past
- * what a worker accepts in one frame is cut there. */
-static void answer_channels(blink *l, const srv_bframe *f)
-{
-    size_t off = srv_bproto_begin(&l->out, SRV_BP_R_CHANNELS, f->kind, 0);
-    uint64_t limit = max_body() - SRV_BP_BODY_SLACK, n = 0;
-    srv_dict_iter it;
-    srv_dict_entry *de;
-
-    if (off == (size_t)-1)
-        goto nomem;
-    srv_dict_iter_init(&it, &names[f->kind]);
-    while ((de = srv_dict_iter_next(&it))) {
-        if (f->arg &&
-            !srv_util_glob_match(f->body, (size_t)f->len, de->key, de->klen, 0))
-            continue;
-        if (l->out.len - off + SRV_BP_FIELD_HDR + de->klen > limit)
-            break;
-        if (srv_bproto_put_field(&l->out, de->key, de->klen))
-            goto nomem;
-        n++;
-    }
-    srv_bproto_set_arg(&l->out, off, n);
-    srv_bproto_end(&l->out, off);
-    return;
-nomem:
-    srv_log(SRV_LOG_WARNING, ENOMEM, "PUBSUB CHANNELS answer");
-    l->dead = 1;
 }
 
 /* ---- blocked clients ---- */
@@ -1053,11 +881,17 @@ static void handle_frame(blink *l, const srv_bframe *f)
         break;
     case SRV_BP_COUNT: break; /* applied ahead (apply_counts) */
     case SRV_BP_PUBLISH: route_publish(l, f); break;
-    case SRV_BP_NUMSUB: answer_numsub(l, f); break;
-    case SRV_BP_CHANNELS: answer_channels(l, f); break;
+    case SRV_BP_NUMSUB:
+        if (srv_bsubs_numsub(subs, f, &l->out))
+            l->dead = 1;
+        break;
+    case SRV_BP_CHANNELS:
+        if (srv_bsubs_channels(subs, f, max_body(), &l->out))
+            l->dead = 1;
+        break;
     case SRV_BP_NUMPAT:
-        put(l, SRV_BP_R_NUMPAT, 0, names[SRV_BP_PATTERN].count, NULL, 0, NULL,
-            0);
+        put(l, SRV_BP_R_NUMPAT, 0, srv_bsubs_names(subs, SRV_BP_PATTERN), NULL,
+            0, NULL, 0);
         break;
     case SRV_BP_WAIT: break; /* applied ahead (apply_ahead) */
     case SRV_BP_TXN:         /* staged ahead; read before the cut: */
@@ -1095,7 +929,7 @@ static void apply_ahead(blink *l)
            srv_bproto_decode(l->in.data + off, l->in.len - off, max_body(), &f,
                              &size) == 0) {
         if (f.type == SRV_BP_COUNT)
-            set_count(f.kind, f.body, (size_t)f.len, l->id, f.arg);
+            srv_bsubs_set(subs, f.kind, f.body, (size_t)f.len, l->id, f.arg);
         else if (f.type == SRV_BP_WAIT)
             apply_wait(l, &f);
         else if (f.type == SRV_BP_TXN)
@@ -1274,7 +1108,7 @@ int srv_broker_main(void)
 
     /* A restarted broker expects the counter's current number: lines
      * numbered before it are late (they leave as they come). */
-    if (setup(&waitmask) || grow_links() ||
+    if (setup(&waitmask) || grow_links() || !(subs = srv_bsubs_create()) ||
         !(waiters = srv_bwait_create(grant, NULL)) ||
         !(lines = srv_morder_create(atomic_load(&srv_her.stats->monitor_seq),
                                     MONITOR_GAP_MS, MONITOR_HOLD_MAX, emit_line,
@@ -1318,8 +1152,7 @@ int srv_broker_main(void)
     for (uint32_t id = 0; id < links_cap; id++)
         if (links[id])
             link_close(links[id]);
-    for (int k = 0; k < SRV_BP_NKINDS; k++)
-        srv_dict_clear(&names[k], entry_free);
+    srv_bsubs_destroy(&subs);
     srv_bwait_destroy(&waiters);
     srv_morder_destroy(&lines);
     while (nbatches)

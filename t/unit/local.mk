@@ -197,6 +197,13 @@ t_unit_check_morder_CFLAGS = $(UNIT_CFLAGS)
 t_unit_check_morder_LDADD = $(UNIT_LIBS)
 TESTS += t/unit/check_morder
 
+# The broker's subscription counts, driven directly.
+check_PROGRAMS += t/unit/check_bsubs
+t_unit_check_bsubs_SOURCES = t/unit/check_bsubs.c
+t_unit_check_bsubs_CFLAGS = $(UNIT_CFLAGS)
+t_unit_check_bsubs_LDADD = $(UNIT_LIBS)
+TESTS += t/unit/check_bsubs
+
 # larder-bench's blocking workloads (wake, jobs): their modules linked in.
 check_PROGRAMS += t/unit/check_bench_work
 t_unit_check_bench_work_SOURCES = t/unit/check_bench_work.c \
