@@ -169,7 +169,6 @@ static size_t wcap;
 
 static void queries_drop_link(uint32_t id);
 static void batches_drop_link(uint32_t id);
-static uint64_t route(int kind, const char *body, size_t chlen, size_t len);
 
 static void on_term(int sig) { stop = 1; }
 
@@ -879,7 +878,7 @@ static void handle_frame(blink *l, const srv_bframe *f)
         srv_log(SRV_LOG_VERBOSE, 0, "worker#%d connected", l->worker);
         put(l, SRV_BP_WELCOME, 0, (uint64_t)getpid(), NULL, 0, NULL, 0);
         break;
-    case SRV_BP_COUNT: break; /* applied ahead (apply_counts) */
+    case SRV_BP_COUNT: break; /* applied ahead (apply_ahead) */
     case SRV_BP_PUBLISH: route_publish(l, f); break;
     case SRV_BP_NUMSUB:
         if (srv_bsubs_numsub(subs, f, &l->out))

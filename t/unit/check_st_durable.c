@@ -63,7 +63,7 @@
 #define BIG_SLACK 4    /* commits past the room */
 #define WAIT_SHARE 0.8 /* of ST_DURABLE_PRESSURE_MS */
 /* BIG_VALUEs freed, then reused under a pin: enough to reach the volume. */
-#define REUSE_VALUES (ST_DURABLE_EARLY_BYTES / BIG_VALUE + 4)
+#define REUSE_VALUES ((int)(ST_DURABLE_EARLY_BYTES / BIG_VALUE) + 4)
 #define REUSE_KEY 100 /* the big%d name rewritten under the pin */
 #define TINY_VALUE 1
 #define LIVE_PAGES 1000u
