@@ -479,6 +479,7 @@ void srv_conn_serve_busy(srv_conn *c, srv_busy_answer_fn *answer, void *arg,
         srv_resp_parser_reset(&c->parser);
     }
     srv_buf_consume(&c->in, c->in_done);
+    c->in_dropped += c->in_done;
     c->in_done = 0;
     srv_conn_flush(c);
 }

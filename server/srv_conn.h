@@ -106,6 +106,10 @@ typedef struct srv_conn {
     int single;          /* replaying: one transaction per command */
     size_t replay_until; /* offset in `in` where the replay ends (moves
                           * as committed input is dropped) */
+    uint64_t in_dropped; /* input consumed before `in` begins, in all */
+    /* MONITOR lines of its commands since its last commit, and how many
+     * of a replay's lines were shown before (srv_monitor.c) */
+    unsigned mon_fed, mon_skip;
     int64_t hold_ver;    /* sync always: output waits until this
                           * transaction id is durable (0: none) */
     int multi_queued;    /* MULTI: commands queued; -1 outside */

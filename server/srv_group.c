@@ -111,6 +111,7 @@ static void member_committed(srv_conn *m)
 {
     if (m->in_done) {
         srv_buf_consume(&m->in, m->in_done);
+        m->in_dropped += m->in_done;
         /* What is left to replay moves with the input. */
         m->replay_until = m->replay_until > m->in_done
                               ? m->replay_until - m->in_done
@@ -120,6 +121,7 @@ static void member_committed(srv_conn *m)
     m->grp_out_mark = m->out.len;
     m->grp_db = m->db;
     m->grp_resp = m->resp;
+    m->mon_fed = 0;
     SRV_HOOKS_EACH(&m->hooks, m, committed);
 }
 
@@ -149,6 +151,8 @@ static void members_rewind(srv_group *g)
             m->replay_until = m->in_done;
         m->in_done = 0;
         m->single = m->replay_until > 0;
+        m->mon_skip += m->mon_fed; /* shown already: not again */
+        m->mon_fed = 0;
         srv_resp_parser_reset(&m->parser);
         SRV_HOOKS_EACH(&m->hooks, m, rewind);
     }
@@ -257,8 +261,9 @@ int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
         g->writes++;
     if (g->poisoned) {
         g->poisoned = 0;
-        if (earlier_writes > 0 && !c->single) {
-            /* Other commands' writes went down with the transaction. */
+        if (earlier_writes > 0) {
+            /* Other commands' writes went down with the transaction (in
+             * a replay, other members': c's own commit one by one). */
             g->failed = 1;
             st_txn_abort(&g->wtxn);
             wtxn_ended(g);
@@ -282,8 +287,10 @@ int srv_group_command_ends(srv_group *g, srv_conn *c, size_t pos)
         }
         /* Committed, its input was dropped (member_committed): the
          * replay ends with the last command that had run before. */
-        if (c->replay_until == 0)
+        if (c->replay_until == 0) {
             c->single = 0;
+            c->mon_skip = 0; /* a replay that ran fewer */
+        }
     } else if (g->cmds >= SRV_GROUP_MAX_CMDS || g->commit_after) {
         srv_group_commit(g);
     }

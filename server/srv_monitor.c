@@ -175,11 +175,15 @@ void srv_monitor_feed_now(srv_conn *c)
      * (EVAL and its kin: their inner commands are what a script does) */
     if (!c->cmd || (c->cmd->flags & (F_ADMIN | F_SKIP_MONITOR)))
         return;
-    /* A command a failed group runs again (one transaction each, from
-     * where its client's input starts, srv_group.h) was shown when it
-     * first ran: Redis shows each command once. */
-    if (c->single && c->in_done < c->replay_until)
+    /* A failed group's commands run again (srv_group.h): the lines its
+     * members' commands had shown since their last commit are not shown
+     * twice (Redis shows each command once); the lines past them are,
+     * such as the rest of a script its first run stopped short of. */
+    if (c->mon_skip) {
+        c->mon_skip--;
         return;
+    }
+    c->mon_fed++;
     if (build(c, &mn.line)) {
         srv_log(SRV_LOG_WARNING, ENOMEM, "a MONITOR line");
         return;

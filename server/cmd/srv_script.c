@@ -136,7 +136,7 @@ static struct {
 
 typedef struct conn_state {
     int killed_valid; /* the command at killed_at was killed */
-    size_t killed_at; /* its input offset */
+    uint64_t killed_at; /* its offset in the connection's input */
     char killed_err[ERR_MAX];
     int flush_pending; /* SCRIPT FLUSH commits with the group */
 } conn_state;
@@ -170,7 +170,7 @@ static int on_intercept(srv_conn *c, void *state)
 {
     conn_state *s = state;
 
-    if (!s->killed_valid || s->killed_at != c->in_done ||
+    if (!s->killed_valid || s->killed_at != c->in_dropped + c->in_done ||
         !is_script_cmd(c->cmd))
         return 0;
     s->killed_valid = 0;
@@ -182,7 +182,6 @@ static void on_committed(srv_conn *c, void *state)
 {
     conn_state *s = state;
 
-    s->killed_valid = 0; /* offsets move with the consumed input */
     if (s->flush_pending) {
         s->flush_pending = 0;
         if (srv_her.scripts)
@@ -624,7 +623,7 @@ static int run_in(srv_conn *c, srv_lua *engine, int ref, const char *name,
                 n = sizeof s->killed_err - 1;
             memcpy(s->killed_err, c->out.data + mark + 1, n);
             s->killed_err[n] = '\0';
-            s->killed_at = c->in_done;
+            s->killed_at = c->in_dropped + c->in_done;
             s->killed_valid = 1;
         }
         if (g->wtxn)

@@ -461,6 +461,43 @@ def test_monitor_once_and_grouping_again_after_a_failed_group():
                         'write transactions' % (n, took))
 
 
+def test_monitor_shows_a_stopped_script_once():
+    """A script whose first run is stopped (its transaction carried
+    another client's write, so it is run again alone) shows each of its
+    commands once: those before the stop from the first run, the rest
+    from the second."""
+    larder_only()
+    script = ("redis.call('SET','s1','x') local t0=redis.call('TIME') "
+              "while true do local t=redis.call('TIME') "
+              "if (t[1]-t0[1])*1000000+(t[2]-t0[2]) > 30000 then break end "
+              "end redis.call('SET','s2','y') return 1")
+    with Server(workers=1, args=['--enable-debug-command', 'yes']) as srv:
+        mon, sl, w, s = (srv.client() for _ in range(4))
+        with mon, sl, w, s:
+            assert_eq(mon.call('MONITOR'), 'OK')
+            for rnd in range(2):
+                # One turn holds w's write and the (new) script's first run.
+                sl.send('DEBUG', 'SLEEP', '0.3')
+                time.sleep(0.1)
+                w.send('SET', 'w%d' % rnd, '1')
+                s.send('EVAL', script + ' -- %d' % rnd, '0')
+                assert_eq(sl.read_reply(), 'OK')
+                assert_eq(w.read_reply(), 'OK')
+                assert_eq(s.read_reply(), 1)
+            assert_eq(w.call('ECHO', 'end'), b'end')
+            shown = []
+            mon.settimeout(SLOW)
+            while not shown or shown[-1] != b'"ECHO" "end"':
+                line = LINE.match(mon._line()).group(5)
+                if line != b'"TIME"':
+                    shown.append(line)
+            want = []
+            for rnd in range(2):
+                want += [b'"SET" "w%d" "1"' % rnd, b'"SET" "s1" "x"',
+                         b'"SET" "s2" "y"']
+            assert_eq(shown[:-1], want)
+
+
 # ---- CLIENT PAUSE ----
 
 def test_pause_write_holds_writes_of_every_worker():

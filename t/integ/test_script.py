@@ -6,7 +6,7 @@ import time
 
 from larder_test import (IS_REDIS, Client, RespError, Server, assert_eq,
                          assert_error, assert_error_prefix, assert_true,
-                         larder_only, main, wait_until)
+                         encode_command, larder_only, main, wait_until)
 
 WORKERS = 3
 NOSCRIPT = 'NOSCRIPT No matching script. Please use EVAL.'
@@ -818,6 +818,28 @@ def test_kill_on_a_worker_the_pool_grew_by():
             first.close()
     finally:
         s.cleanup()
+
+
+def test_killed_script_after_a_pipelined_write_answers_once():
+    """A write pipelined before an endless script shares its transaction;
+    SCRIPT KILL throws that transaction away and the write runs again
+    alone (the replay): the killed script is answered with the kill error
+    and not run again, and the write before it stands."""
+    larder_only()
+    with Server(workers=1) as srv:
+        c, k = srv.client(), srv.client()
+        with c, k:
+            k.call('CONFIG', 'SET', 'busy-reply-threshold', THRESHOLD_MS)
+            c.send_raw(encode_command('SET', 'before', '1') +
+                       encode_command('EVAL', 'while true do end', '0'))
+            time.sleep(THRESHOLD_MS / 1000 + 0.2)  # past it: k is served
+            assert_eq(k.call('SCRIPT', 'KILL'), 'OK')
+            c.settimeout(5)
+            assert_eq(c.read_reply(), 'OK')
+            assert_error_prefix(c.read_reply(), KILLED)
+            assert_eq(k.call('FUNCTION', 'STATS')[1], None,
+                      'no script runs after the kill')
+            assert_eq(c.call('GET', 'before'), b'1')
 
 
 if __name__ == '__main__':
