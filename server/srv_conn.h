@@ -110,11 +110,11 @@ typedef struct srv_conn {
     /* MONITOR lines of its commands since its last commit, and how many
      * of a replay's lines were shown before (srv_monitor.c) */
     unsigned mon_fed, mon_skip;
-    int64_t hold_ver;    /* sync always: output waits until this
-                          * transaction id is durable (0: none) */
-    int multi_queued;    /* MULTI: commands queued; -1 outside */
-    int blocked;         /* waits for the broker (PUBLISH's count):
-                          * its next commands do not run yet */
+    int64_t hold_ver; /* sync always: output waits until this
+                       * transaction id is durable (0: none) */
+    int multi_queued; /* MULTI: commands queued; -1 outside */
+    int blocked;      /* waits for the broker (PUBLISH's count):
+                       * its next commands do not run yet */
     /* the command being executed */
     int argc;
     srv_slice *argv;

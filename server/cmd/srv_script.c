@@ -135,7 +135,7 @@ static struct {
 /* ---- the connection's hooks ---- */
 
 typedef struct conn_state {
-    int killed_valid; /* the command at killed_at was killed */
+    int killed_valid;   /* the command at killed_at was killed */
     uint64_t killed_at; /* its offset in the connection's input */
     char killed_err[ERR_MAX];
     int flush_pending; /* SCRIPT FLUSH commits with the group */
