@@ -390,8 +390,11 @@ void srv_conn_run_input(srv_conn *c)
     c->out_limit = (size_t)srv_her.cfg->client_reply_limit;
     srv_group_join(g, c);
     prefetch_keys(c);
-    while (!(c->flags & (SRV_CONN_CLOSE_AFTER_REPLY | SRV_CONN_CLOSE_ASAP)) &&
-           !g->failed && !c->blocked) {
+    /* A client closing at once still replays what it had run (a failed
+     * group's commands ran before it closed: as in Redis, they stand). */
+    while (!(c->flags & SRV_CONN_CLOSE_AFTER_REPLY) &&
+           (!(c->flags & SRV_CONN_CLOSE_ASAP) || c->single) && !g->failed &&
+           !c->blocked) {
         size_t pos = c->in_done;
         if (backlog(c) > (size_t)srv_her.cfg->client_reply_backlog) {
             /* The client is not reading: stop reading it. */

@@ -316,11 +316,13 @@ void srv_group_settle(srv_group *g)
         g->rewound = 0;
         /* Also members that ran nothing: read after the group failed, or
          * rewound at a barrier before their first command. */
-        for (unsigned i = 0; i < g->nconns; i++)
-            if ((g->conns[i]->single ||
-                 g->conns[i]->in_done < g->conns[i]->in.len) &&
-                !(g->conns[i]->flags & SRV_CONN_CLOSE_ASAP))
-                g->run_input(g->conns[i]);
+        for (unsigned i = 0; i < g->nconns; i++) {
+            srv_conn *m = g->conns[i];
+            /* One closing at once (its peer went away) replays only. */
+            if (m->single ||
+                (m->in_done < m->in.len && !(m->flags & SRV_CONN_CLOSE_ASAP)))
+                g->run_input(m);
+        }
         again = srv_group_commit(g) != 0;
         /* A member that ran earlier in this pass may have been rewound by
          * a later one's failed commit (a replayed command's, or a

@@ -13,9 +13,9 @@ import socket
 import threading
 import time
 
-from larder_test import (IS_REDIS, Client, Push, RespError, Server,
-                         assert_eq,
-                         assert_error, assert_true, larder_only, main,
+from larder_test import (IS_REDIS, Client, ConnectionClosed, Push,
+                         RespError, Server, assert_eq, assert_error,
+                         assert_true, encode_command, larder_only, main,
                          wait_until)
 from test_clients import fields, lines, my_id, on_workers, peer
 
@@ -496,6 +496,31 @@ def test_monitor_shows_a_stopped_script_once():
                 want += [b'"SET" "w%d" "1"' % rnd, b'"SET" "s1" "x"',
                          b'"SET" "s2" "y"']
             assert_eq(shown[:-1], want)
+
+
+def test_writes_of_a_client_that_hung_up_survive_a_failed_group():
+    """A client pipelines a write and a write the full disk refuses, then
+    shuts its side down: the group fails and its members replay. The
+    first write ran before the client went away, so, as in Redis, it
+    stands (before, a client closing at once was left out of the replay
+    and its write was lost in some rounds)."""
+    larder_only()
+    with Server(workers=1, args=['--maxdisk', '2mb']) as srv:
+        with srv.client() as chk:
+            for rnd in range(12):
+                with srv.client() as a:
+                    a.send_raw(encode_command('SET', 'hup%d' % rnd, '1') +
+                               encode_command('SET', 'big',
+                                              b'b' * (3 << 20)))
+                    a.sock.shutdown(socket.SHUT_WR)
+                    a.settimeout(SLOW)
+                    try:    # its replies, if any, then the close
+                        for _ in range(3):
+                            a.read_reply()
+                    except (ConnectionClosed, OSError):
+                        pass
+                wait_until(lambda: chk.call('GET', 'hup%d' % rnd) == b'1',
+                           SLOW, 'round %d: the first write' % rnd)
 
 
 # ---- CLIENT PAUSE ----
