@@ -751,8 +751,11 @@ static int on_committing(void)
         if (!x)
             continue;
         x->committing = 0;
+        /* Only to a broker that is up: while one is respawned the
+         * flush would hold the write lock for its whole wait; those
+         * register after the commit, as before. */
         if (x->state != BK_PENDING || registered(x) ||
-            srv_link_state() == SRV_LINK_DOWN)
+            srv_link_state() != SRV_LINK_UP)
             continue;
         x->token = ++bk.next_token;
         if (send_wait(x) == 0) {
