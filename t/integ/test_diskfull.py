@@ -1,12 +1,17 @@
 """A full disk is an error reply, never a dead process: the data directory on a small tmpfs is filled with 10 MB and then small SETs, with lmdb-writemap yes and no, until writes fail; every failure is an error reply (MISCONF with writemap), no process dies (no SIGBUS, no respawn), reads go on while full, every acknowledged write reads back after a restart, and after DEL (and the lazy freer) small writes work again."""
 
 import os
+import random
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 
 from larder_test import (RespError, Server, Skip, assert_eq, assert_true,
                          larder_only, main, wait_until)
+
+REPLAY_SECONDS = float(os.environ.get('DISKFULL_REPLAY_SECONDS', '10'))
 
 FS_SIZE = '96m'            # the tmpfs the data directory lives on
 BIG = b'B' * (10 << 20)    # 10 MB values first ...
@@ -156,6 +161,86 @@ def test_full_disk_writemap():
 def test_full_disk_no_writemap():
     larder_only()
     full_disk('no')
+
+
+def test_acknowledged_writes_survive_failing_groups():
+    """Four clients pipeline SETs of their own keys, INCRs of their own
+    counter, DELs and writes bigger than maxdisk leaves room for, on two
+    workers, for REPLAY_SECONDS: the refused writes make groups fail and
+    their members replay, over and over. Every refusal is the disk-full
+    error, every SET answered OK holds its value at the end, and each
+    counter equals the last INCR answered (nothing acknowledged is lost,
+    nothing is applied twice)."""
+    larder_only()
+    with Server(workers=2, args=['--maxdisk', '3mb']) as srv:
+        stop = threading.Event()
+        results, errors = {}, []
+
+        def refused(reply):
+            return (isinstance(reply, RespError) and
+                    reply.message.startswith('ERR disk full'))
+
+        def writer(tag):
+            rnd = random.Random(tag)
+            acked, last_incr, fails, r = {}, 0, 0, 0
+            try:
+                with srv.client() as c:
+                    while not stop.is_set():
+                        cmds = []
+                        for j in range(rnd.randint(1, 20)):
+                            x = rnd.random()
+                            if x < 0.5:
+                                cmds.append(('SET', '%s:%d:%d' % (tag, r, j),
+                                             str(r)))
+                            elif x < 0.8:
+                                cmds.append(('INCR', 'ctr:' + tag))
+                            elif x < 0.9:
+                                cmds.append(('SET', 'big:' + tag,
+                                             os.urandom(rnd.randint(1, 4)
+                                                        << 20)))
+                            else:
+                                cmds.append(('DEL',) + tuple(
+                                    '%s:%d:%d' % (tag, r - 5, k)
+                                    for k in range(20)))
+                        for cmd, rep in zip(cmds, c.pipeline(cmds)):
+                            if cmd[0] == 'DEL':
+                                for k in range(20):
+                                    acked.pop('%s:%d:%d' % (tag, r - 5, k),
+                                              None)
+                            elif refused(rep):
+                                fails += 1
+                            elif cmd[0] == 'INCR' and isinstance(rep, int):
+                                last_incr = rep
+                            elif rep == 'OK':
+                                if not cmd[1].startswith('big:'):
+                                    acked[cmd[1]] = cmd[2].encode()
+                            else:
+                                errors.append((tag, cmd[:2], rep))
+                        r += 1
+            except Exception as e:      # reported below
+                errors.append((tag, repr(e)))
+            results[tag] = (acked, last_incr, fails, r)
+
+        ts = [threading.Thread(target=writer, args=('w%d' % i,))
+              for i in range(4)]
+        for t in ts:
+            t.start()
+        time.sleep(REPLAY_SECONDS)
+        stop.set()
+        for t in ts:
+            t.join(60)
+        assert_eq(errors, [], 'replies other than OK, a count or disk full')
+        with srv.client() as c:
+            for tag, (acked, last_incr, fails, r) in sorted(results.items()):
+                keys = sorted(acked)
+                got = c.call('MGET', *keys) if keys else []
+                lost = [k for k, v in zip(keys, got) if v != acked[k]]
+                assert_eq(lost, [], '%s: acknowledged SETs not found' % tag)
+                ctr = c.call('GET', 'ctr:' + tag)
+                assert_eq(int(ctr or 0), last_incr, '%s: its counter' % tag)
+                assert_true(fails > 0, '%s: writes were refused' % tag)
+                print('# %s: %d rounds, %d acknowledged SETs, counter %d, '
+                      '%d refused' % (tag, r, len(keys), last_incr, fails))
 
 
 test_full_disk_writemap.timeout = 240
