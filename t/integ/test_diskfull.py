@@ -1,4 +1,4 @@
-"""A full disk is an error reply, never a dead process: the data directory on a small tmpfs is filled with 10 MB and then small SETs, with lmdb-writemap yes and no, until writes fail; every failure is an error reply (MISCONF with writemap), no process dies (no SIGBUS, no respawn), reads go on while full, every acknowledged write reads back after a restart, and after DEL (and the lazy freer) small writes work again."""
+"""A full disk is an error reply, never a dead process: the data directory on a small tmpfs is filled with 10 MB and then small SETs, with lmdb-writemap yes and no, until writes fail; every failure is an error reply (MISCONF with writemap), no process dies (no SIGBUS, no respawn), reads go on while full, every acknowledged write reads back after a restart, and after DEL (and the lazy freer) small writes work again. Under maxdisk, groups that fail and replay over and over lose no acknowledged write and apply none twice."""
 
 import os
 import random
